@@ -1,0 +1,190 @@
+"""The Python client of csd, for training runtimes, scripts and the `cs` console.
+
+    from csadmin.client import Client
+    with Client() as cs:
+        cs.system_show()["state"]
+        cs.wait_for(state="ACTIVE", execmode="WEIGHT_STREAMING", timeout=120)
+
+Requests travel on a DEALER socket with a request id; a call that gets no answer within its
+share of `timeout` is resent with the *same* id (the daemon answers a retried mutating request
+with its first reply, so a retry never causes a second change). Errors raise the class of
+their code from `csadmin.errors`. Importing this module loads only pyzmq and the stdlib.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+import uuid
+from typing import Callable, Iterator
+
+import zmq
+
+from . import errors, protocol
+
+
+class Client:
+    def __init__(
+        self,
+        endpoint: str | None = None,
+        timeout: float = 5.0,
+        retries: int = 2,
+        context: zmq.Context | None = None,
+    ):
+        """`endpoint`: the daemon's request socket (default `$CS_ENDPOINT` or the local ipc
+        socket). `timeout`: seconds a call may take in all, spread over `retries` + 1 sends."""
+        self.endpoint = endpoint or protocol.default_endpoint()
+        self.timeout = timeout
+        self.retries = retries
+        self._own_context = context is None
+        self._ctx = context or zmq.Context()
+        self._identity = uuid.uuid4().hex.encode()
+        self._sock: zmq.Socket | None = None
+        self._events_endpoint: str | None = None
+
+    # -- plumbing ------------------------------------------------------------------------------
+
+    def _socket(self) -> zmq.Socket:
+        if self._sock is None:
+            if self.endpoint.startswith("ipc://") and not os.path.exists(self.endpoint[len("ipc://"):]):
+                raise errors.Unreachable(
+                    f"csd is not listening at {self.endpoint}.",
+                    "Is csd running (`systemctl status csd`)? Or pass --endpoint / set CS_ENDPOINT.",
+                )
+            sock = self._ctx.socket(zmq.DEALER)
+            sock.setsockopt(zmq.LINGER, 0)
+            # A stable identity lets the daemon recognise our retries as ours.
+            sock.setsockopt(zmq.ROUTING_ID, self._identity)
+            sock.connect(self.endpoint)
+            self._sock = sock
+        return self._sock
+
+    def call(self, op: str, **args) -> dict:
+        """Send one request and return its result, or raise the error's class."""
+        sock = self._socket()
+        request_id = uuid.uuid4().hex
+        frame = protocol.request(request_id, op, args)
+        per_try_ms = max(1, int(self.timeout * 1000 / (self.retries + 1)))
+        for _ in range(self.retries + 1):
+            sock.send(frame)
+            deadline = time.monotonic() + per_try_ms / 1000
+            while True:
+                remaining = int((deadline - time.monotonic()) * 1000)
+                if remaining <= 0 or not sock.poll(remaining, zmq.POLLIN):
+                    break
+                reply = protocol.decode_reply(sock.recv())
+                if reply.get("id") != request_id:
+                    continue  # a late answer to an earlier call that timed out
+                if reply["ok"]:
+                    return reply["result"]
+                raise errors.from_wire(reply["error"])
+        raise errors.Unreachable(
+            f"csd at {self.endpoint} did not answer {op} within {self.timeout:g} s.",
+            "Check that csd is running and reachable, or raise --timeout.",
+        )
+
+    def close(self) -> None:
+        if self._sock is not None:
+            self._sock.close(0)
+            self._sock = None
+        if self._own_context:
+            self._ctx.term()
+
+    def __enter__(self) -> "Client":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    # -- operations ----------------------------------------------------------------------------
+
+    def hello(self) -> dict:
+        """Protocol version, serial and events endpoint of the daemon."""
+        result = self.call("meta.hello")
+        self._events_endpoint = result.get("eventsEndpoint")
+        return result
+
+    def system_show(self) -> dict:
+        return self.call("system.show")
+
+    def system_standby(self, force: bool = False) -> dict:
+        return self.call("system.standby", force=force) if force else self.call("system.standby")
+
+    def system_activate(self) -> dict:
+        return self.call("system.activate")
+
+    def execmode_show(self) -> dict:
+        return self.call("config.execmode.show")
+
+    def execmode_setup(self, mode: str) -> dict:
+        return self.call("config.execmode.setup", mode=mode)
+
+    def events_show(
+        self, event_type: str | None = None, from_time: int | None = None, max_count: int | None = None
+    ) -> list[dict]:
+        args = {"event_type": event_type, "from_time": from_time, "max_count": max_count}
+        return self.call("events.show", **{k: v for k, v in args.items() if v is not None})["events"]
+
+    # -- events and waiting --------------------------------------------------------------------
+
+    def events_endpoint(self) -> str:
+        if self._events_endpoint is None:
+            self.hello()
+        return self._events_endpoint
+
+    def subscribe(self, prefix: str = "") -> zmq.Socket:
+        """A SUB socket on the daemon's events; frames are [type, json]. Caller closes it."""
+        sub = self._ctx.socket(zmq.SUB)
+        sub.setsockopt(zmq.LINGER, 0)
+        sub.setsockopt(zmq.SUBSCRIBE, prefix.encode())
+        sub.connect(self.events_endpoint())
+        return sub
+
+    def events(self, poll_seconds: float = 0.5) -> Iterator[dict | None]:
+        """Yield live events as dicts; yields None every `poll_seconds` without one."""
+        sub = self.subscribe()
+        try:
+            while True:
+                if sub.poll(int(poll_seconds * 1000), zmq.POLLIN):
+                    _, payload = sub.recv_multipart()
+                    yield protocol.decode_event(payload)
+                else:
+                    yield None
+        finally:
+            sub.close(0)
+
+    def wait_for(
+        self,
+        state: str | None = None,
+        execmode: str | None = None,
+        timeout: float = 60.0,
+        on_progress: Callable[[dict], None] | None = None,
+    ) -> dict:
+        """Block until the system is in `state` (and runs in `execmode`); return `system.show`.
+
+        Woken by the event stream, with a fresh snapshot after every event (and at least
+        every half second, so a lost event only costs latency). Raises Unreachable on timeout.
+        """
+        deadline = time.monotonic() + timeout
+        sub = self.subscribe()
+        try:
+            while True:
+                snap = self.system_show()
+                if on_progress is not None:
+                    on_progress(snap)
+                if (state is None or snap["state"] == state) and (
+                    execmode is None or snap["activeExecmode"] == execmode
+                ):
+                    return snap
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    want = " and ".join(x for x in (state, execmode) if x)
+                    raise errors.Unreachable(
+                        f"The system did not reach {want} within {timeout:g} s (it is {snap['state']}).",
+                        "Check `cs system show` and `cs events show`; raise --timeout if it is still changing.",
+                    )
+                if sub.poll(int(min(remaining, 0.5) * 1000) + 1, zmq.POLLIN):
+                    while sub.poll(0, zmq.POLLIN):
+                        sub.recv_multipart()
+        finally:
+            sub.close(0)

@@ -1,0 +1,140 @@
+"""The wire protocol between `csd` and its clients: one JSON frame each way.
+
+Request:  {"v": 1, "id": "...", "op": "system.standby", "args": {...}}
+Reply:    {"v": 1, "id": "...", "ok": true, "result": {...}}
+          {"v": 1, "id": "...", "ok": false, "error": {"code": "...", "message": "...", "hint": "..."}}
+Event (PUB, two frames): [type, {"seq": n, "type": ..., "severity": ..., "triggerTime": ms, "details": {...}}]
+
+Requests go to a ROUTER socket from DEALER clients (never REQ) so a client can time out and
+retry with the same id; the daemon answers a retried mutating request with its first reply.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+
+VERSION = 1
+
+# Frames larger than this are dropped by libzmq (ZMQ_MAXMSGSIZE) and the peer is disconnected;
+# no reply is sent, and the client sees a timeout. Nothing legitimate comes close.
+MAX_FRAME_BYTES = 64 * 1024
+
+# The closed set of error codes that may appear on the wire.
+ERROR_CODES = frozenset(
+    {
+        "BAD_REQUEST",  # not JSON, not an object, missing envelope fields
+        "UNSUPPORTED_VERSION",  # "v" is not a version this daemon speaks
+        "UNKNOWN_OP",  # no such operation
+        "INVALID_ARGUMENT",  # missing, extra or wrongly typed args, or a bad value
+        "INVALID_STATE",  # not allowed in the system's current state
+        "BUSY",  # the fabric is held by a run
+        "PERMISSION_DENIED",  # the caller's role may not do this
+        "NOT_FOUND",  # no such run (or other named object)
+        "REPROGRAM_FORBIDDEN",  # the fabric was already programmed in this run
+        "INCOMPATIBLE_PROGRAM",  # compiled for another system, execmode or mode
+        "RUN_ABORTED",  # the run was aborted (lease lapsed, forced standby, admin)
+        "INTERNAL",  # a bug in the daemon; details are in its log, never on the wire
+    }
+)
+
+# Client-side only: the daemon could not be reached or did not answer in time.
+UNREACHABLE = "UNREACHABLE"
+
+
+class ProtocolError(ValueError):
+    """A frame that is not a valid envelope; carries the code to answer with."""
+
+    def __init__(self, code: str, message: str, hint: str = "", request_id=None):
+        super().__init__(message)
+        self.code = code
+        self.message = message
+        self.hint = hint
+        self.request_id = request_id
+
+
+def encode(obj: dict) -> bytes:
+    return json.dumps(obj, separators=(",", ":"), ensure_ascii=False).encode()
+
+
+def request(request_id: str, op: str, args: dict | None = None) -> bytes:
+    return encode({"v": VERSION, "id": request_id, "op": op, "args": args or {}})
+
+
+def ok(request_id, result: dict) -> bytes:
+    return encode({"v": VERSION, "id": request_id, "ok": True, "result": result})
+
+
+def error(request_id, code: str, message: str, hint: str = "") -> bytes:
+    assert code in ERROR_CODES, code
+    return encode(
+        {"v": VERSION, "id": request_id, "ok": False, "error": {"code": code, "message": message, "hint": hint}}
+    )
+
+
+def decode_request(frame: bytes) -> tuple[str, str, dict]:
+    """Return (id, op, args) or raise ProtocolError."""
+    try:
+        msg = json.loads(frame)
+    except (UnicodeDecodeError, ValueError):
+        raise ProtocolError("BAD_REQUEST", "The request is not valid JSON.", "Send one UTF-8 JSON object per frame.")
+    if not isinstance(msg, dict):
+        raise ProtocolError("BAD_REQUEST", "The request must be a JSON object.", 'Send {"v":1,"id":...,"op":...,"args":{}}.')
+    request_id = msg.get("id")
+    if not isinstance(request_id, (str, int)) or isinstance(request_id, bool) or request_id == "":
+        raise ProtocolError("BAD_REQUEST", "The request has no usable 'id' (a non-empty string or an integer).")
+    if msg.get("v") != VERSION:
+        raise ProtocolError(
+            "UNSUPPORTED_VERSION", f"Protocol version {msg.get('v')!r} is not supported.",
+            f"This daemon speaks version {VERSION}; upgrade the client.", request_id,
+        )
+    extra = set(msg) - {"v", "id", "op", "args"}
+    if extra:
+        raise ProtocolError("BAD_REQUEST", f"Unknown envelope keys: {', '.join(sorted(extra))}.", request_id=request_id)
+    op = msg.get("op")
+    if not isinstance(op, str) or not op:
+        raise ProtocolError("BAD_REQUEST", "The request has no 'op' string.", request_id=request_id)
+    args = msg.get("args", {})
+    if not isinstance(args, dict):
+        raise ProtocolError("BAD_REQUEST", "'args' must be a JSON object.", request_id=request_id)
+    return request_id, op, args
+
+
+def decode_reply(frame: bytes) -> dict:
+    msg = json.loads(frame)
+    if not isinstance(msg, dict) or "ok" not in msg:
+        raise ValueError("not a reply envelope")
+    return msg
+
+
+# -- where the daemon listens by default ----------------------------------------------------------
+
+
+def runtime_dir() -> str:
+    """The directory of csd's ipc sockets: `$CSD_RUNTIME_DIR`, systemd's /run/csd for root,
+    else `$XDG_RUNTIME_DIR/csd`, else /tmp/csd-<uid>."""
+    explicit = os.environ.get("CSD_RUNTIME_DIR")
+    if explicit:
+        return explicit
+    if os.geteuid() == 0:
+        return "/run/csd"
+    xdg = os.environ.get("XDG_RUNTIME_DIR")
+    if xdg:
+        return os.path.join(xdg, "csd")
+    return f"/tmp/csd-{os.geteuid()}"
+
+
+def default_endpoint() -> str:
+    return os.environ.get("CS_ENDPOINT") or f"ipc://{os.path.join(runtime_dir(), 'csd.sock')}"
+
+
+def default_events_endpoint() -> str:
+    return f"ipc://{os.path.join(runtime_dir(), 'csd-events.sock')}"
+
+
+def event_frames(event: dict) -> list[bytes]:
+    return [event["type"].encode(), encode(event)]
+
+
+def decode_event(payload: bytes) -> dict:
+    return json.loads(payload)

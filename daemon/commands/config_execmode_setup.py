@@ -1,0 +1,20 @@
+"""config.execmode.setup — choose the execution mode the next `system.activate` boots into.
+
+args: mode (str, required): PIPELINED or WEIGHT_STREAMING; any case, `-` or space for `_`.
+Only in STANDBY (INVALID_STATE otherwise, with the next step). Same mode again: changed=false.
+result: {message, changed, state, pendingUntil, execmode, activeExecmode, takesEffectOnActivate}
+"""
+
+from statemachine.states import ExecMode
+
+from ..args import Arg
+
+NAME = "config.execmode.setup"
+MUTATING = True
+ARGS = {"mode": Arg(str, required=True, parse=ExecMode.parse, help="PIPELINED or WEIGHT_STREAMING")}
+
+
+def execute(ctx, args):
+    result = ctx.device.setup_execmode(args["mode"])
+    result.update(ctx.device.execmode())
+    return result

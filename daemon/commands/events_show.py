@@ -1,0 +1,22 @@
+"""events.show — the kept events, oldest first, filtered like the real CLI's `events show`.
+
+args: event_type (str glob, e.g. "EventActivate*"), from_time (int ms, inclusive),
+      max_count (int: the newest N that match), after_seq (int: only events after this seq).
+result: {events: [{seq, type, severity, triggerTime, details}], seq (the newest event's)}
+"""
+
+from ..args import Arg, non_negative
+
+NAME = "events.show"
+MUTATING = False
+ARGS = {
+    "event_type": Arg(str, help="glob on the event type"),
+    "from_time": Arg(int, parse=non_negative, help="ms since the epoch"),
+    "max_count": Arg(int, parse=non_negative),
+    "after_seq": Arg(int, parse=non_negative),
+}
+
+
+def execute(ctx, args):
+    log = ctx.device.events
+    return {"events": [e.to_dict() for e in log.query(**args)], "seq": log.last_seq}

@@ -1,0 +1,21 @@
+"""meta.hello — who is this daemon.
+
+args: none.
+result: {protocol, version, serial, systemType, eventsEndpoint}
+"""
+
+from csadmin import protocol
+
+NAME = "meta.hello"
+MUTATING = False
+ARGS = {}
+
+
+def execute(ctx, args):
+    return {
+        "protocol": protocol.VERSION,
+        "version": ctx.version,
+        "serial": ctx.device.serial,
+        "systemType": "cs2",
+        "eventsEndpoint": ctx.events_endpoint,
+    }

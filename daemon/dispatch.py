@@ -1,0 +1,139 @@
+"""The request path: decode → look up → validate → execute → persist → encode.
+
+Mutating requests are made durable (device snapshot, new events and the reply, in one
+transaction) before their reply leaves, and are idempotent on (client, request id): a retry gets
+the first reply, never a second side effect. Nothing here raises to the loop and no traceback
+ever goes on the wire.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import OrderedDict
+from typing import Callable
+
+from csadmin import protocol
+from statemachine.errors import Refused
+
+from .args import ArgError, validate
+from .commands import COMMANDS
+from .context import Context
+from .store import Store
+
+
+class Dispatcher:
+    def __init__(
+        self,
+        ctx: Context,
+        store: Store,
+        publish: Callable[[dict], None],
+        log,
+        replies: list[tuple[bytes, str, bytes]] = (),
+        keep_replies: int = 10_000,
+    ):
+        self.ctx = ctx
+        self.store = store
+        self.publish = publish
+        self.log = log
+        self.keep_replies = keep_replies
+        self._replies: OrderedDict[tuple[bytes, str], bytes] = OrderedDict(
+            ((client, rid), reply) for client, rid, reply in replies
+        )
+
+    def handle(self, client: bytes, frame: bytes) -> bytes:
+        started = time.perf_counter()
+        request_id = op = None
+        mutating = False
+        try:
+            request_id, op, args = protocol.decode_request(frame)
+            command = COMMANDS.get(op)
+            if command is None:
+                raise protocol.ProtocolError(
+                    "UNKNOWN_OP", f"Unknown operation {op!r}.",
+                    f"Known operations: {', '.join(sorted(COMMANDS))}.", request_id,
+                )
+            mutating = command.MUTATING
+            key = (client, str(request_id))
+            if mutating and key in self._replies:
+                self._log(True, request_id, op, client, "replayed", started)
+                return self._replies[key]
+            reply, outcome = self._execute(command, request_id, args, key)
+        except protocol.ProtocolError as exc:
+            request_id = exc.request_id if request_id is None else request_id
+            reply = protocol.error(request_id, exc.code, exc.message, exc.hint)
+            outcome = exc.code
+        self._log(mutating, request_id, op, client, outcome, started)
+        return reply
+
+    def _execute(self, command, request_id, args, key) -> tuple[bytes, str]:
+        """Return the reply and its outcome ("ok" or the error code)."""
+        events = self.ctx.device.events
+        try:
+            parsed = validate(command.ARGS, args)
+        except ArgError as exc:
+            hint = f"Run `cs help` for the command's options (op {command.NAME})."
+            return protocol.error(request_id, "INVALID_ARGUMENT", str(exc), hint), "INVALID_ARGUMENT"
+        if not command.MUTATING:
+            return self._run(command, request_id, parsed)
+        before, seq_before = self.ctx.device.snapshot(), events.last_seq
+        reply, outcome = self._run(command, request_id, parsed)
+        emitted = events.newest(events.last_seq - seq_before)
+        if outcome == "ok":
+            try:
+                self.store.commit(self.ctx.device.snapshot(), emitted, (key[0], key[1], reply))
+            except Exception:
+                # Not durable, so not done: put the model back and say so.
+                self.ctx.device.restore(before)
+                events.discard_newest(len(emitted))
+                self.log.exception("persist_failed", op=command.NAME, id=request_id)
+                reply = protocol.error(
+                    request_id, "INTERNAL", "The change could not be saved, so it was not made.",
+                    "Check the state directory (disk space, permissions) and the csd log, then retry.",
+                )
+                return reply, "INTERNAL"  # not remembered: a retry may succeed
+        self._remember(key, reply)
+        for event in emitted:
+            self.publish(event.to_dict())
+        return reply, outcome
+
+    def _run(self, command, request_id, parsed) -> tuple[bytes, str]:
+        try:
+            return protocol.ok(request_id, command.execute(self.ctx, parsed)), "ok"
+        except Refused as exc:
+            return protocol.error(request_id, exc.code, exc.message, exc.hint), exc.code
+        except Exception:
+            self.log.exception("internal_error", op=command.NAME, id=request_id)
+            reply = protocol.error(
+                request_id, "INTERNAL", f"csd failed while handling {command.NAME}.",
+                "This is a bug: the csd log has the details. The request may be retried.",
+            )
+            return reply, "INTERNAL"
+
+    def _remember(self, key, reply: bytes) -> None:
+        self._replies[key] = reply
+        if len(self._replies) > self.keep_replies:
+            self._replies.popitem(last=False)
+
+    def tick(self) -> None:
+        """Complete a timed transition whose time has come; persist, then publish."""
+        device = self.ctx.device
+        seq_before = device.events.last_seq
+        if not device.advance():
+            return
+        emitted = device.events.newest(device.events.last_seq - seq_before)
+        # A failed commit here leaves the model ahead of the disk; the next commit or a restart
+        # (which rolls the transition forward again) reconciles it, so serving carries on.
+        try:
+            self.store.commit(device.snapshot(), emitted)
+        except Exception:
+            self.log.exception("persist_failed", op="timer")
+        for event in emitted:
+            self.publish(event.to_dict())
+        self.log.info("transition_completed", state=device.lifecycle.value, seq=device.events.last_seq)
+
+    def _log(self, mutating, request_id, op, client, outcome, started) -> None:
+        emit = self.log.info if mutating else self.log.debug
+        emit(
+            "request", id=request_id, op=op, client=client.decode(errors="backslashreplace")[:12], role="local",
+            outcome=outcome, latency_ms=round((time.perf_counter() - started) * 1000, 3),
+        )

@@ -1,0 +1,248 @@
+"""The device: one CS-2's lifecycle and execution mode, on an injected clock.
+
+Rules are data. `LIFECYCLE_TRANSITIONS` is the `transitions` machine (built with
+`auto_transitions=False`, so no `to_<state>()` shortcut can bypass a rule) and `REQUEST_RULES`
+says, for every request in every state, whether it starts a transition, is an idempotent
+success, or is refused — with the message and next step the user sees, written once, here.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+from transitions import Machine
+
+from .errors import InvalidState
+from .events import EventLog
+from .states import PENDING_STATES, ExecMode, Health, Lifecycle
+
+A, S = Lifecycle.ACTIVE, Lifecycle.STANDBY
+PA, PS = Lifecycle.PENDING_ACTIVE, Lifecycle.PENDING_STANDBY
+
+LIFECYCLE_TRANSITIONS = [
+    {"trigger": "begin_standby", "source": A.value, "dest": PS.value},
+    {"trigger": "finish_standby", "source": PS.value, "dest": S.value},
+    {"trigger": "begin_activate", "source": S.value, "dest": PA.value},
+    {"trigger": "finish_activate", "source": PA.value, "dest": A.value},
+]
+
+
+@dataclass(frozen=True)
+class Go:
+    """The request is allowed: carry it out."""
+
+
+@dataclass(frozen=True)
+class Already:
+    """The system is already where the request would take it: succeed, change nothing."""
+
+    message: str
+
+
+@dataclass(frozen=True)
+class Refuse:
+    message: str
+    hint: str
+
+
+GO = Go()
+_WAIT = "Wait for it to finish (`system show` reports the progress), then try again."
+
+REQUEST_RULES: dict[tuple[str, Lifecycle], Go | Already | Refuse] = {
+    ("standby", A): GO,
+    ("standby", S): Already("System is already in STANDBY."),
+    ("standby", PS): Refuse("System is already going to STANDBY (PENDING_STANDBY).", _WAIT),
+    ("standby", PA): Refuse("System is activating (PENDING_ACTIVE); it cannot go to standby now.", _WAIT),
+    ("activate", S): GO,
+    ("activate", A): Already("System is already in ACTIVE."),
+    ("activate", PA): Refuse("System is already activating (PENDING_ACTIVE).", _WAIT),
+    ("activate", PS): Refuse("System is going to standby (PENDING_STANDBY); it cannot activate now.", _WAIT),
+    ("execmode_setup", S): GO,
+    ("execmode_setup", A): Refuse(
+        "The execution mode can only be changed in STANDBY; the system is ACTIVE.",
+        "Put the system in standby first: `system standby`, then `config execmode setup`.",
+    ),
+    ("execmode_setup", PA): Refuse(
+        "The execution mode can only be changed in STANDBY; the system is activating (PENDING_ACTIVE).",
+        "Wait for ACTIVE, run `system standby`, then `config execmode setup`.",
+    ),
+    ("execmode_setup", PS): Refuse(
+        "The execution mode can only be changed in STANDBY; the system is going to standby (PENDING_STANDBY).",
+        "Wait for STANDBY (`system show`), then run `config execmode setup`.",
+    ),
+}
+
+
+@dataclass(frozen=True)
+class Timings:
+    """Simulated durations in milliseconds."""
+
+    activate_ms: int = 5_000
+    standby_ms: int = 3_000
+
+
+class Device:
+    """One CS-2. Every public method that changes something returns a result dict and appends
+    its events to `self.events`; refusals raise `statemachine.errors.Refused`."""
+
+    def __init__(
+        self,
+        clock: Callable[[], int],
+        timings: Timings = Timings(),
+        serial: str = "CS2-0001",
+        events: EventLog | None = None,
+    ):
+        self._clock = clock
+        self.timings = timings
+        self.serial = serial
+        self.events = events if events is not None else EventLog()
+        self.configured_mode = ExecMode.PIPELINED
+        self.active_mode = ExecMode.PIPELINED
+        self.pending_until: int | None = None
+        self.machine = Machine(
+            model=self,
+            states=[s.value for s in Lifecycle],
+            transitions=LIFECYCLE_TRANSITIONS,
+            initial=A.value,
+            auto_transitions=False,
+        )
+
+    # -- reading -----------------------------------------------------------------------------
+
+    @property
+    def lifecycle(self) -> Lifecycle:
+        return Lifecycle(self.state)
+
+    @property
+    def health(self) -> Health:
+        if self.lifecycle is A:
+            return Health.OK
+        return Health(self.lifecycle.value)
+
+    def show(self) -> dict:
+        return {
+            "systemType": "cs2",
+            "serial": self.serial,
+            "state": self.lifecycle.value,
+            "systemHealth": self.health.value,
+            "activeExecmode": self.active_mode.value,
+            "configuredExecmode": self.configured_mode.value,
+            "pendingUntil": self.pending_until,
+            "seq": self.events.last_seq,
+            "time": self._clock(),
+        }
+
+    def execmode(self) -> dict:
+        return {
+            "execmode": self.configured_mode.value,
+            "activeExecmode": self.active_mode.value,
+            "takesEffectOnActivate": self.configured_mode is not self.active_mode,
+        }
+
+    def next_deadline(self) -> int | None:
+        """When the pending transition completes (ms), for the daemon's timer heap."""
+        return self.pending_until
+
+    # -- requests ----------------------------------------------------------------------------
+
+    def _rule(self, request: str):
+        rule = REQUEST_RULES[(request, self.lifecycle)]
+        if isinstance(rule, Refuse):
+            raise InvalidState(rule.message, rule.hint)
+        return rule
+
+    def standby(self) -> dict:
+        rule = self._rule("standby")
+        if isinstance(rule, Already):
+            return self._result(rule.message, changed=False)
+        now = self._clock()
+        self.events.emit("EventStandbyIssued", now)
+        self.begin_standby()
+        self.pending_until = now + self.timings.standby_ms
+        self.events.emit("EventPendingStandby", now, expectedCompletion=self.pending_until)
+        return self._result("System is going to STANDBY.", changed=True)
+
+    def activate(self) -> dict:
+        rule = self._rule("activate")
+        if isinstance(rule, Already):
+            return self._result(rule.message, changed=False)
+        now = self._clock()
+        self.events.emit("EventActivateIssued", now, execmode=self.configured_mode.value)
+        self.begin_activate()
+        self.pending_until = now + self.timings.activate_ms
+        self.events.emit(
+            "EventPendingActive", now, execmode=self.configured_mode.value, expectedCompletion=self.pending_until
+        )
+        return self._result(f"System is activating in {self.configured_mode.value}.", changed=True)
+
+    def setup_execmode(self, mode: ExecMode) -> dict:
+        self._rule("execmode_setup")
+        if mode is self.configured_mode:
+            return self._result(f"Execution mode is already configured as {mode.value}.", changed=False)
+        now = self._clock()
+        self.events.emit("EventConfigOpIssued", now, op="execmode", execmode=mode.value)
+        self.configured_mode = mode
+        event_type = "EventSetExecModeWeightStreaming" if mode is ExecMode.WEIGHT_STREAMING else "EventSetExecModePipelined"
+        self.events.emit(event_type, now, execmode=mode.value)
+        self.events.emit("EventConfigOpCompleted", now, op="execmode", execmode=mode.value)
+        return self._result(
+            f"Execution mode configured as {mode.value}; it takes effect on `system activate`.", changed=True
+        )
+
+    # -- time --------------------------------------------------------------------------------
+
+    def advance(self) -> bool:
+        """Complete the pending transition if its time has come. Returns whether anything changed."""
+        if self.pending_until is None or self._clock() < self.pending_until:
+            return False
+        self._settle(recovered=False)
+        return True
+
+    def recover(self) -> bool:
+        """Roll forward a transition a crash interrupted, whatever the time. Called at start."""
+        if self.lifecycle not in PENDING_STATES:
+            return False
+        self._settle(recovered=True)
+        return True
+
+    def _settle(self, recovered: bool) -> None:
+        now = self._clock()
+        self.pending_until = None
+        if self.lifecycle is PS:
+            self.finish_standby()
+            self.events.emit("EventEnteredStandby", now, recovered=recovered)
+            self.events.emit("EventStandbyCompleted", now, recovered=recovered)
+        else:
+            self.finish_activate()
+            # The system "reboots" into the configured mode.
+            self.active_mode = self.configured_mode
+            self.events.emit("EventEnteredActive", now, execmode=self.active_mode.value, recovered=recovered)
+            self.events.emit("EventActivateCompleted", now, execmode=self.active_mode.value, recovered=recovered)
+
+    def _result(self, message: str, changed: bool) -> dict:
+        return {
+            "message": message,
+            "changed": changed,
+            "state": self.lifecycle.value,
+            "pendingUntil": self.pending_until,
+        }
+
+    # -- persistence -------------------------------------------------------------------------
+
+    def snapshot(self) -> dict:
+        """Everything needed to rebuild this device, as JSON-ready data (events are kept apart)."""
+        return {
+            "serial": self.serial,
+            "state": self.lifecycle.value,
+            "configuredExecmode": self.configured_mode.value,
+            "activeExecmode": self.active_mode.value,
+            "pendingUntil": self.pending_until,
+        }
+
+    def restore(self, snap: dict) -> None:
+        self.serial = snap.get("serial", self.serial)
+        self.configured_mode = ExecMode(snap["configuredExecmode"])
+        self.active_mode = ExecMode(snap["activeExecmode"])
+        self.pending_until = snap.get("pendingUntil")
+        self.machine.set_state(Lifecycle(snap["state"]).value)

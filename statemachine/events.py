@@ -1,0 +1,128 @@
+"""Events: what the model emits on every change, and the bounded log that answers queries.
+
+Type names and severities follow the real system's catalog (shared/reference/cs2-events.tsv).
+"""
+
+from __future__ import annotations
+
+import fnmatch
+from collections import deque
+from dataclasses import dataclass, field
+from typing import Iterable
+
+from .states import Severity
+
+# type -> severity, for the events this model emits.
+CATALOG: dict[str, Severity] = {
+    "EventStandbyIssued": Severity.INFO,
+    "EventPendingStandby": Severity.INFO,
+    "EventEnteredStandby": Severity.INFO,
+    "EventStandbyCompleted": Severity.INFO,
+    "EventStandbyFailed": Severity.ERROR,
+    "EventStandbyTimedout": Severity.ERROR,
+    "EventActivateIssued": Severity.INFO,
+    "EventPendingActive": Severity.INFO,
+    "EventEnteredActive": Severity.INFO,
+    "EventActivateCompleted": Severity.INFO,
+    "EventActivateFailed": Severity.ERROR,
+    "EventActivateTimedout": Severity.ERROR,
+    "EventSetExecModePipelined": Severity.INFO,
+    "EventSetExecModeWeightStreaming": Severity.INFO,
+    "EventSetExecModeFailed": Severity.ERROR,
+    "EventConfigOpIssued": Severity.INFO,
+    "EventConfigOpCompleted": Severity.INFO,
+    "EventConfigOpFailed": Severity.ERROR,
+    "EventProgrammingStarted": Severity.INFO,
+    "EventProgrammingFinished": Severity.INFO,
+    "EventTrainingStarted": Severity.INFO,
+    "EventTrainingCompleted": Severity.INFO,
+    "EventTrainingAborted": Severity.WARN,
+}
+
+DEFAULT_CAPACITY = 10_000
+
+
+@dataclass(frozen=True)
+class Event:
+    seq: int
+    type: str
+    severity: str
+    triggerTime: int  # milliseconds since the epoch, as the real CLI reports it
+    details: dict = field(default_factory=dict)
+
+    def to_dict(self) -> dict:
+        return {
+            "seq": self.seq,
+            "type": self.type,
+            "severity": self.severity,
+            "triggerTime": self.triggerTime,
+            "details": dict(self.details),
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict) -> "Event":
+        return cls(
+            seq=int(data["seq"]),
+            type=str(data["type"]),
+            severity=str(data["severity"]),
+            triggerTime=int(data["triggerTime"]),
+            details=dict(data.get("details") or {}),
+        )
+
+
+class EventLog:
+    """The last `capacity` events, in `seq` order, with the real CLI's query filters."""
+
+    def __init__(self, capacity: int = DEFAULT_CAPACITY, last_seq: int = 0):
+        self._events: deque[Event] = deque(maxlen=capacity)
+        self.last_seq = last_seq
+
+    def __len__(self) -> int:
+        return len(self._events)
+
+    def emit(self, type_: str, now_ms: int, **details) -> Event:
+        self.last_seq += 1
+        event = Event(self.last_seq, type_, CATALOG[type_].value, now_ms, details)
+        self._events.append(event)
+        return event
+
+    def newest(self, count: int) -> list[Event]:
+        """The last `count` events emitted, oldest first (cheap: no scan of the log)."""
+        if count <= 0:
+            return []
+        return list(self._events)[-count:] if count < len(self._events) else list(self._events)
+
+    def discard_newest(self, count: int) -> None:
+        """Take back the last `count` events (a change that could not be made durable)."""
+        for _ in range(min(count, len(self._events))):
+            self._events.pop()
+        self.last_seq -= count
+
+    def restore(self, events: Iterable[Event]) -> None:
+        """Load events kept from an earlier run; `seq` continues after the newest."""
+        for event in events:
+            self._events.append(event)
+            self.last_seq = max(self.last_seq, event.seq)
+
+    def query(
+        self,
+        event_type: str | None = None,
+        from_time: int | None = None,
+        max_count: int | None = None,
+        after_seq: int | None = None,
+    ) -> list[Event]:
+        """Matching events, oldest first; with `max_count`, the newest that many.
+
+        `event_type` is a shell-style glob (`EventActivate*`), matched case-sensitively like
+        the real type names.
+        """
+        selected = [
+            e
+            for e in self._events
+            if (from_time is None or e.triggerTime >= from_time)
+            and (after_seq is None or e.seq > after_seq)
+            and (event_type is None or fnmatch.fnmatchcase(e.type, event_type))
+        ]
+        if max_count is not None:
+            selected = selected[-max_count:] if max_count > 0 else []
+        return selected
