@@ -81,8 +81,9 @@ class EventLog:
         return len(self._events)
 
     def emit(self, type_: str, now_ms: int, **details) -> Event:
+        severity = CATALOG[type_].value  # an unknown type fails here, before using up a seq
         self.last_seq += 1
-        event = Event(self.last_seq, type_, CATALOG[type_].value, now_ms, details)
+        event = Event(self.last_seq, type_, severity, now_ms, details)
         self._events.append(event)
         return event
 
@@ -94,7 +95,8 @@ class EventLog:
 
     def discard_newest(self, count: int) -> None:
         """Take back the last `count` events (a change that could not be made durable)."""
-        for _ in range(min(count, len(self._events))):
+        count = min(count, len(self._events))
+        for _ in range(count):
             self._events.pop()
         self.last_seq -= count
 

@@ -1,0 +1,101 @@
+"""The command table: every `cs` command, defined once, as plain data.
+
+Parsing (parse.py), help, shell completion, one-shot and interactive use all read this table;
+`action` names the function in actions.py that carries the command out.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+EXECMODE_VALUES = ("PIPELINED", "WEIGHT_STREAMING", "pipelined", "weight-streaming")
+
+
+@dataclass(frozen=True)
+class Option:
+    name: str  # "--mode"
+    help: str
+    takes_value: bool = False
+    metavar: str = "VALUE"
+    values: tuple[str, ...] = ()  # completion candidates (and, if `choices`, the only ones allowed)
+    choices: bool = False
+    integer: bool = False
+
+    @property
+    def dest(self) -> str:
+        return self.name.lstrip("-").replace("-", "_")
+
+
+@dataclass(frozen=True)
+class Command:
+    words: tuple[str, ...]
+    help: str
+    action: str
+    options: tuple[Option, ...] = ()
+    aliases: tuple[tuple[str, ...], ...] = ()
+    changes_state: bool = False  # asks for confirmation unless --no-confirm; refused in scripts without it
+    reads: bool = False  # reads state only (no confirmation, safe to retry)
+    output: bool = True  # prints a result, so takes --output-format
+    details: str = ""
+
+    @property
+    def name(self) -> str:
+        return " ".join(self.words)
+
+
+NO_CONFIRM = Option("--no-confirm", "do not ask for confirmation (required in scripts)")
+OUTPUT_FORMAT = Option("--output-format", "text (default) or json", True, "FORMAT", ("text", "json"), choices=True)
+
+COMMANDS: tuple[Command, ...] = (
+    Command(
+        ("system", "show"), "Show the system's state, health and execution mode.", "system_show",
+        options=(Option("--detailed", "also show the daemon's version, start time and durations"),),
+        aliases=(("system", "status"),), reads=True,
+    ),
+    Command(
+        ("system", "standby"), "Put the system in standby (ACTIVE → STANDBY).", "system_standby",
+        options=(NO_CONFIRM,), changes_state=True,
+        details="Waits for PENDING_STANDBY to complete. Admins only.",
+    ),
+    Command(
+        ("system", "activate"), "Activate the system in the configured execution mode (STANDBY → ACTIVE).",
+        "system_activate", options=(NO_CONFIRM,), changes_state=True,
+        details="The system reboots into the configured execution mode; waits for PENDING_ACTIVE to complete.",
+    ),
+    Command(("config", "execmode", "show"), "Show the configured execution mode.", "execmode_show", reads=True),
+    Command(
+        ("config", "execmode", "setup"), "Choose the execution mode the next activation boots into (STANDBY only).",
+        "execmode_setup",
+        options=(
+            Option("--mode", "PIPELINED or WEIGHT_STREAMING (any case; weight-streaming)", True, "MODE", EXECMODE_VALUES),
+            NO_CONFIRM,
+        ),
+        changes_state=True,
+        details="Without --mode, offers the two modes as a selection. Takes effect on `system activate`.",
+    ),
+    Command(
+        ("events", "show"), "Show kept events, oldest first.", "events_show",
+        options=(
+            Option("--event-type", "glob on the event type, e.g. 'EventActivate*'", True, "GLOB"),
+            Option("--from-time", "only events at or after this time (ms since the epoch)", True, "MS", integer=True),
+            Option("--max-count", "only the newest N matching events", True, "N", integer=True),
+        ),
+        reads=True,
+    ),
+    Command(("help",), "Show the commands, or one command's options: help [COMMAND].", "help", output=False),
+    Command(("exit",), "Leave the shell.", "exit", aliases=(("quit",),), output=False),
+)
+
+
+def all_names() -> dict[tuple[str, ...], Command]:
+    """Every spelling (name and aliases) of every command."""
+    table = {}
+    for command in COMMANDS:
+        table[command.words] = command
+        for alias in command.aliases:
+            table[alias] = command
+    return table
+
+
+def options_of(command: Command) -> tuple[Option, ...]:
+    return command.options + ((OUTPUT_FORMAT,) if command.output else ())

@@ -1,0 +1,52 @@
+"""`cs --embedded`: a private csd in a temporary directory, for demos and trying things out."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+from .. import errors
+from ..client import Client
+
+
+@contextlib.contextmanager
+def embedded_daemon(activate_seconds: float = 5.0, standby_seconds: float = 3.0, startup_timeout: float = 20.0):
+    """Start csd on ipc sockets in a temp dir, wait until it answers, yield its endpoint, stop it."""
+    tmp = tempfile.mkdtemp(prefix="csd-embedded-")
+    endpoint = f"ipc://{tmp}/csd.sock"
+    log_path = os.path.join(tmp, "csd.log")
+    cmd = [
+        sys.executable, "-m", "daemon", "--state-dir", os.path.join(tmp, "state"),
+        "--endpoint", endpoint, "--events-endpoint", f"ipc://{tmp}/csd-events.sock",
+        "--activate-seconds", str(activate_seconds), "--standby-seconds", str(standby_seconds),
+    ]
+    with open(log_path, "wb") as log:
+        proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + startup_timeout
+        while True:
+            if proc.poll() is not None:
+                with open(log_path, errors="replace") as f:
+                    raise errors.Internal(f"The embedded csd exited at start (code {proc.returncode}).", f.read()[-2000:])
+            try:
+                with Client(endpoint, timeout=0.5, retries=0) as probe:
+                    probe.hello()
+                break
+            except errors.Unreachable:
+                if time.monotonic() > deadline:
+                    raise errors.Unreachable("The embedded csd did not start in time.", f"See {log_path}.")
+                time.sleep(0.05)  # waiting for the socket file to appear; bounded by the deadline
+        yield endpoint
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+        shutil.rmtree(tmp, ignore_errors=True)

@@ -1,0 +1,137 @@
+"""`cs`: the CS-2 admin console.
+
+    cs                         the interactive cs> shell
+    cs system show             one command, then exit (scripts)
+    cs -c "cmd; cmd"           a script; also `cs < file`
+    cs --embedded              a private csd in a temp dir, with the shell on it
+
+This module stays light: the shell (prompt_toolkit) is imported only when a shell is opened.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import sys
+
+from .. import __version__, errors
+from ..client import Client
+from .actions import Session, help_text
+from .console import PlainConsole
+from .runner import run_script, run_tokens
+
+USAGE = """usage: cs [--endpoint URL] [--timeout S] [--output-format text|json] [--embedded]
+          [-c "CMD; CMD" | COMMAND [OPTIONS]]
+
+The CS-2 admin console. With no command and a terminal, opens the interactive cs> shell;
+with stdin not a terminal, runs the commands it reads, stopping at the first failure.
+
+global options:
+  --endpoint URL         csd request socket (default: $CS_ENDPOINT or the local ipc socket)
+  --timeout S            seconds to wait for an answer, and past a transition's expected end (default 10)
+  --output-format F      text (default) or json
+  -c CMDS                run these commands (separated by ';' or newlines) and exit
+  --embedded             start a private csd in a temp dir and use it (stopped on exit)
+  --version              print the version and exit
+
+commands:
+"""
+
+
+class GlobalOptions:
+    endpoint: str | None = None
+    timeout: float = 10.0
+    output_format: str = "text"
+    script: str | None = None
+    embedded: bool = False
+
+
+def parse_globals(argv: list[str]) -> tuple[GlobalOptions, list[str]]:
+    g = GlobalOptions()
+    i = 0
+    while i < len(argv) and argv[i].startswith("-"):
+        name, eq, value = argv[i].partition("=")
+        if name in ("-h", "--help"):
+            raise SystemExit(_print_usage())
+        if name == "--version":
+            print(f"cs {__version__}")
+            raise SystemExit(0)
+        if name == "--embedded":
+            g.embedded = True
+            i += 1
+            continue
+        if name not in ("--endpoint", "--timeout", "--output-format", "-c"):
+            break  # a command's option, e.g. `cs --output-format json system show` keeps working
+        if not eq:
+            if i + 1 >= len(argv):
+                raise errors.UsageError(f"{name} needs a value.", "See `cs --help`.")
+            value = argv[i + 1]
+            i += 1
+        i += 1
+        if name == "--endpoint":
+            g.endpoint = value
+        elif name == "--timeout":
+            try:
+                g.timeout = float(value)
+            except ValueError:
+                raise errors.UsageError(f"--timeout needs a number of seconds, not {value!r}.") from None
+            if g.timeout <= 0:
+                raise errors.UsageError("--timeout must be more than 0.")
+        elif name == "--output-format":
+            if value not in ("text", "json"):
+                raise errors.UsageError(f"--output-format must be text or json, not {value!r}.")
+            g.output_format = value
+        else:
+            g.script = value
+    return g, argv[i:]
+
+
+def _print_usage() -> int:
+    print(USAGE + help_text([]))
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    try:
+        g, rest = parse_globals(argv)
+    except errors.UsageError as exc:
+        print(f"Error: {exc}", file=sys.stderr)
+        return exc.exit_code
+    try:
+        with _daemon(g) as endpoint:
+            client = Client(endpoint, timeout=g.timeout)
+            try:
+                return _run(g, rest, client)
+            finally:
+                client.close()
+    except errors.CsError as exc:
+        print(f"Error: {exc.message}" + (f"\n{exc.hint}" if exc.hint else ""), file=sys.stderr)
+        return exc.exit_code
+    except KeyboardInterrupt:
+        return errors.EXIT_INTERRUPTED
+
+
+@contextlib.contextmanager
+def _daemon(g: GlobalOptions):
+    if not g.embedded:
+        yield g.endpoint
+        return
+    from .embedded import embedded_daemon
+
+    with embedded_daemon() as endpoint:
+        yield endpoint
+
+
+def _run(g: GlobalOptions, rest: list[str], client: Client) -> int:
+    stdin_is_tty = sys.stdin.isatty()
+    if rest:
+        session = Session(client, PlainConsole(interactive=stdin_is_tty), g.output_format, g.timeout)
+        return run_tokens(session, rest)
+    if g.script is not None:
+        return run_script(Session(client, PlainConsole(interactive=False), g.output_format, g.timeout), g.script)
+    if not stdin_is_tty:
+        session = Session(client, PlainConsole(interactive=False), g.output_format, g.timeout)
+        return run_script(session, sys.stdin.read())
+    from ..shell.app import run_shell
+
+    return run_shell(client, g)

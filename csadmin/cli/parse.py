@@ -1,0 +1,92 @@
+"""Turn a command line into (Command, options) using the table, or raise UsageError saying why."""
+
+from __future__ import annotations
+
+import difflib
+import shlex
+from dataclasses import dataclass
+
+from ..errors import UsageError
+from .commands import Command, all_names, options_of
+
+
+@dataclass
+class Parsed:
+    command: Command
+    options: dict
+    args: list[str]
+
+
+def split(line: str) -> list[str]:
+    try:
+        return shlex.split(line, comments=True)
+    except ValueError as exc:
+        raise UsageError(f"Cannot parse the line: {exc}.", "Check the quoting.") from None
+
+
+def _next_words(prefix: tuple[str, ...]) -> list[str]:
+    n = len(prefix)
+    return sorted({words[n] for words in all_names() if len(words) > n and words[:n] == prefix})
+
+
+def parse(tokens: list[str]) -> Parsed:
+    table = all_names()
+    # The longest run of leading words that names a command.
+    for n in range(len(tokens), 0, -1):
+        command = table.get(tuple(tokens[:n]))
+        if command is not None:
+            return Parsed(command, *_parse_options(command, tokens[n:]))
+    prefix: tuple[str, ...] = ()
+    for token in tokens:
+        if not _next_words(prefix + (token,)) and tuple(prefix + (token,)) not in table:
+            break
+        prefix += (token,)
+    if prefix:
+        choices = ", ".join(_next_words(prefix))
+        raise UsageError(f"Incomplete command `{' '.join(prefix)}`: follow it with one of {choices}.", "Try `help`.")
+    word = tokens[0] if tokens else ""
+    close = difflib.get_close_matches(word, _next_words(()), n=1)
+    hint = f"Did you mean `{close[0]}`? " if close else ""
+    raise UsageError(f"Unknown command `{word}`.", f"{hint}Type `help` for the list of commands.")
+
+
+def _parse_options(command: Command, tokens: list[str]) -> tuple[dict, list[str]]:
+    known = {opt.name: opt for opt in options_of(command)}
+    options: dict = {opt.dest: (None if opt.takes_value else False) for opt in known.values()}
+    args: list[str] = []
+    i = 0
+    while i < len(tokens):
+        token = tokens[i]
+        if not token.startswith("--"):
+            args.append(token)
+            i += 1
+            continue
+        name, eq, value = token.partition("=")
+        opt = known.get(name)
+        if opt is None:
+            close = difflib.get_close_matches(name, list(known), n=1)
+            hint = f"Did you mean {close[0]}?" if close else f"See `help {command.name}`."
+            raise UsageError(f"`{command.name}` has no option {name}.", hint)
+        if not opt.takes_value:
+            if eq:
+                raise UsageError(f"{name} takes no value.")
+            options[opt.dest] = True
+            i += 1
+            continue
+        if not eq:
+            if i + 1 >= len(tokens):
+                raise UsageError(f"{name} needs a value ({opt.metavar}).")
+            value = tokens[i + 1]
+            i += 1
+        i += 1
+        if opt.choices and value not in opt.values:
+            raise UsageError(f"{name} must be one of {', '.join(opt.values)}, not {value!r}.")
+        if opt.integer:
+            try:
+                value = int(value)
+            except ValueError:
+                raise UsageError(f"{name} needs a whole number, not {value!r}.") from None
+        options[opt.dest] = value
+    if args and command.action != "help":
+        raise UsageError(f"`{command.name}` takes no argument {args[0]!r}.", f"See `help {command.name}`.")
+    return options, args

@@ -1,0 +1,76 @@
+"""Text rendering of results for people; JSON output bypasses this (stable keys, docs/cli.md)."""
+
+from __future__ import annotations
+
+import json
+import time
+
+
+def as_json(obj) -> str:
+    return json.dumps(obj, indent=2, ensure_ascii=False)
+
+
+def title(mode: str) -> str:
+    """`WEIGHT_STREAMING` → `Weight Streaming`, as the real CLI shows modes to people."""
+    return mode.replace("_", " ").title()
+
+
+def fmt_ms(ms: int) -> str:
+    return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(ms / 1000)) + f".{ms % 1000:03d}"
+
+
+def seconds_left(snap: dict) -> float | None:
+    if snap.get("pendingUntil") is None:
+        return None
+    return max(0.0, (snap["pendingUntil"] - snap["time"]) / 1000)
+
+
+def _rows(rows: list[tuple[str, str]]) -> str:
+    width = max(len(k) for k, _ in rows)
+    return "\n".join(f"{k.ljust(width)} : {v}" for k, v in rows)
+
+
+def system_show(snap: dict) -> str:
+    rows = [
+        ("System", f"{snap['serial']} ({snap['systemType']})"),
+        ("State", snap["state"]),
+        ("systemHealth", snap["systemHealth"]),
+        ("Execution Mode", snap["activeExecmode"]),
+    ]
+    if snap["configuredExecmode"] != snap["activeExecmode"]:
+        rows.append(("Configured Execution Mode", f"{snap['configuredExecmode']} (takes effect on `system activate`)"))
+    left = seconds_left(snap)
+    if left is not None:
+        target = "ACTIVE" if snap["state"] == "PENDING_ACTIVE" else "STANDBY"
+        rows.append(("Pending", f"{target} in about {left:.1f} s"))
+    daemon = snap.get("daemon")
+    if daemon:
+        rows += [
+            ("csd version", daemon["version"]),
+            ("csd started", fmt_ms(daemon["startedAt"])),
+            ("Activation takes", f"{daemon['activateMs'] / 1000:g} s"),
+            ("Standby takes", f"{daemon['standbyMs'] / 1000:g} s"),
+            ("Events endpoint", daemon["eventsEndpoint"]),
+            ("Last event seq", str(snap["seq"])),
+        ]
+    return _rows(rows)
+
+
+def execmode_show(result: dict) -> str:
+    lines = [f"Configured Execution Mode : {result['execmode']}"]
+    if result["takesEffectOnActivate"]:
+        lines.append(f"Active Execution Mode     : {result['activeExecmode']}")
+        lines.append(f"The system runs in {result['activeExecmode']} until `system activate` reboots it into "
+                     f"{result['execmode']}.")
+    return "\n".join(lines)
+
+
+def event_line(event: dict) -> str:
+    details = " ".join(f"{k}={v}" for k, v in event.get("details", {}).items() if v not in (None, False))
+    return f"{fmt_ms(event['triggerTime'])}  {event['severity']:<8} {event['type']}" + (f"  {details}" if details else "")
+
+
+def events(events: list[dict]) -> str:
+    if not events:
+        return "No events match."
+    return "\n".join(event_line(e) for e in events)

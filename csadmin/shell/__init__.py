@@ -1,0 +1,1 @@
+"""The interactive `cs>` shell (prompt_toolkit), one small module per concern."""

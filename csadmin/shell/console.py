@@ -1,0 +1,24 @@
+"""The shell's console: prompt_toolkit dialogs for questions, plain prints otherwise."""
+
+from __future__ import annotations
+
+from prompt_toolkit import PromptSession
+from prompt_toolkit.shortcuts import choice
+
+from ..cli.console import PlainConsole
+
+
+class ShellConsole(PlainConsole):
+    def __init__(self):
+        super().__init__(interactive=True)
+        self._questions: PromptSession = PromptSession()
+
+    def confirm(self, question: str) -> bool:
+        try:
+            answer = self._questions.prompt(f"{question} [y/N] ")
+        except (EOFError, KeyboardInterrupt):
+            return False
+        return answer.strip().lower() in ("y", "yes")
+
+    def choose(self, message: str, options: list[tuple[str, str]], default: str | None = None) -> str:
+        return choice(message=message, options=options, default=default)

@@ -1,0 +1,735 @@
+"""The pure device model, pinned down by an explicit table of (lifecycle state, request) outcomes.
+
+DESIGN.md §2: lifecycle STANDBY -> PENDING_ACTIVE -> ACTIVE -> PENDING_STANDBY -> STANDBY, the
+configured/active execution mode, idempotent "already" successes, refusals naming the state,
+events from the real catalog, and the bounded, queryable event log.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from statemachine.device import Device, Timings
+from statemachine.errors import Refused
+from statemachine.events import CATALOG, EventLog
+from statemachine.states import PENDING_STATES, ExecMode, Health, Lifecycle
+
+ACTIVATE_MS = 5_000
+STANDBY_MS = 3_000
+START_MS = 1_700_000_000_000
+
+EVENTS_TSV = Path("/work/shared/reference/cs2-events.tsv")
+
+S = Lifecycle.STANDBY
+PA = Lifecycle.PENDING_ACTIVE
+A = Lifecycle.ACTIVE
+PS = Lifecycle.PENDING_STANDBY
+WS = ExecMode.WEIGHT_STREAMING
+PIP = ExecMode.PIPELINED
+
+
+class FakeClock:
+    """Milliseconds, advanced by hand."""
+
+    def __init__(self, now: int = START_MS):
+        self.now = now
+
+    def __call__(self) -> int:
+        return self.now
+
+    def tick(self, ms: int) -> None:
+        self.now += ms
+
+
+def make_device(clock: FakeClock | None = None, **kwargs) -> tuple[Device, FakeClock]:
+    clock = clock if clock is not None else FakeClock()
+    device = Device(clock, Timings(activate_ms=ACTIVATE_MS, standby_ms=STANDBY_MS), **kwargs)
+    return device, clock
+
+
+def put_in_state(state: Lifecycle) -> tuple[Device, FakeClock]:
+    """A device in `state`, reached through public methods only (fresh device is ACTIVE)."""
+    device, clock = make_device()
+    if state is A:
+        pass
+    elif state is PS:
+        device.standby()
+    elif state is S:
+        device.standby()
+        clock.tick(STANDBY_MS)
+        assert device.advance() is True
+    elif state is PA:
+        device.standby()
+        clock.tick(STANDBY_MS)
+        assert device.advance() is True
+        device.activate()
+    else:  # pragma: no cover
+        raise AssertionError(state)
+    assert device.lifecycle is state
+    # Let some time pass that does not complete anything, so "now" differs from the setup's.
+    clock.tick(1)
+    assert device.advance() is False
+    assert device.lifecycle is state
+    return device, clock
+
+
+# -- the table -----------------------------------------------------------------------------------
+
+REQUESTS = {
+    "standby": lambda d: d.standby(),
+    "activate": lambda d: d.activate(),
+    "setup_execmode(WEIGHT_STREAMING)": lambda d: d.setup_execmode(WS),
+    "setup_execmode(PIPELINED)": lambda d: d.setup_execmode(PIP),
+}
+
+
+def go(new_state: Lifecycle, events: list[str], pending_ms: int | None):
+    return ("go", new_state, events, pending_ms)
+
+
+def already(message: str):
+    return ("already", message)
+
+
+REFUSED = ("refused",)
+
+# (state, request) -> expected outcome. In STANDBY the configured mode is PIPELINED (the fresh
+# device's), so configuring PIPELINED again is an idempotent success.
+TABLE = {
+    (S, "standby"): already("System is already in STANDBY."),
+    (S, "activate"): go(PA, ["EventActivateIssued", "EventPendingActive"], ACTIVATE_MS),
+    (S, "setup_execmode(WEIGHT_STREAMING)"): go(
+        S, ["EventConfigOpIssued", "EventSetExecModeWeightStreaming", "EventConfigOpCompleted"], None
+    ),
+    (S, "setup_execmode(PIPELINED)"): already("Execution mode is already configured as PIPELINED."),
+    (PA, "standby"): REFUSED,
+    (PA, "activate"): REFUSED,
+    (PA, "setup_execmode(WEIGHT_STREAMING)"): REFUSED,
+    (PA, "setup_execmode(PIPELINED)"): REFUSED,
+    (A, "standby"): go(PS, ["EventStandbyIssued", "EventPendingStandby"], STANDBY_MS),
+    (A, "activate"): already("System is already in ACTIVE."),
+    (A, "setup_execmode(WEIGHT_STREAMING)"): REFUSED,
+    (A, "setup_execmode(PIPELINED)"): REFUSED,
+    (PS, "standby"): REFUSED,
+    (PS, "activate"): REFUSED,
+    (PS, "setup_execmode(WEIGHT_STREAMING)"): REFUSED,
+    (PS, "setup_execmode(PIPELINED)"): REFUSED,
+}
+
+
+def test_table_covers_every_state_and_request():
+    assert set(TABLE) == set(itertools.product(Lifecycle, REQUESTS))
+    assert len(TABLE) == 16
+
+
+def _names_state(message: str, state: Lifecycle) -> bool:
+    # Word-ish match: "ACTIVE" must not be satisfied by "PENDING_ACTIVE".
+    return re.search(rf"(?<![A-Z_]){state.value}(?![A-Z_])", message) is not None
+
+
+@pytest.mark.parametrize(
+    "state,request_name",
+    sorted(TABLE, key=lambda k: (list(Lifecycle).index(k[0]), list(REQUESTS).index(k[1]))),
+    ids=lambda v: v.value if isinstance(v, Lifecycle) else v,
+)
+def test_request_table(state, request_name):
+    device, clock = put_in_state(state)
+    expected = TABLE[(state, request_name)]
+    before_snapshot = device.snapshot()
+    before_seq = device.events.last_seq
+    before_len = len(device.events)
+    now = clock.now
+
+    if expected[0] == "refused":
+        with pytest.raises(Refused) as info:
+            REQUESTS[request_name](device)
+        err = info.value
+        assert err.code == "INVALID_STATE"
+        assert _names_state(err.message, state), err.message
+        assert str(err) == err.message
+        assert isinstance(err.hint, str) and err.hint.strip()
+        # Nothing changed, nothing emitted.
+        assert device.snapshot() == before_snapshot
+        assert device.events.last_seq == before_seq
+        assert len(device.events) == before_len
+        return
+
+    result = REQUESTS[request_name](device)
+    emitted = device.events.query(after_seq=before_seq)
+
+    if expected[0] == "already":
+        _, message = expected
+        assert result["changed"] is False
+        assert result["message"] == message
+        assert result["state"] == state.value
+        assert device.lifecycle is state
+        assert device.snapshot() == before_snapshot
+        assert emitted == []
+        assert device.events.last_seq == before_seq
+        return
+
+    assert expected[0] == "go"
+    _, new_state, event_types, pending_ms = expected
+    assert result["changed"] is True
+    assert isinstance(result["message"], str) and result["message"]
+    assert result["state"] == new_state.value
+    assert device.lifecycle is new_state
+    assert [e.type for e in emitted] == event_types
+    assert [e.seq for e in emitted] == list(range(before_seq + 1, before_seq + 1 + len(event_types)))
+    assert all(e.triggerTime == now for e in emitted)
+    expected_pending = None if pending_ms is None else now + pending_ms
+    assert device.pending_until == expected_pending
+    assert result["pendingUntil"] == expected_pending
+    assert device.next_deadline() == expected_pending
+    for e in emitted:
+        if e.type.startswith("EventPending"):
+            assert e.details["expectedCompletion"] == expected_pending
+
+
+def test_setup_execmode_in_standby_with_weight_streaming_configured():
+    """The 'already' row depends on the configured mode: once WS is configured, WS is the no-op."""
+    device, _ = put_in_state(S)
+    device.setup_execmode(WS)
+    before = device.events.last_seq
+    result = device.setup_execmode(WS)
+    assert result["changed"] is False
+    assert result["message"] == "Execution mode is already configured as WEIGHT_STREAMING."
+    assert device.events.last_seq == before
+    result = device.setup_execmode(PIP)
+    assert result["changed"] is True
+    assert [e.type for e in device.events.query(after_seq=before)] == [
+        "EventConfigOpIssued",
+        "EventSetExecModePipelined",
+        "EventConfigOpCompleted",
+    ]
+    assert device.configured_mode is PIP
+
+
+# -- time ----------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("pending", [PA, PS], ids=lambda s: s.value)
+def test_timed_completion_exactly_at_pending_until(pending):
+    device, clock = put_in_state(pending)
+    deadline = device.pending_until
+    assert deadline is not None
+    before = device.events.last_seq
+
+    clock.now = deadline - 1
+    assert device.advance() is False
+    assert device.lifecycle is pending
+    assert device.pending_until == deadline
+    assert device.events.last_seq == before
+
+    clock.now = deadline
+    assert device.advance() is True
+    settled = A if pending is PA else S
+    assert device.lifecycle is settled
+    assert device.pending_until is None
+    emitted = device.events.query(after_seq=before)
+    if pending is PA:
+        assert [e.type for e in emitted] == ["EventEnteredActive", "EventActivateCompleted"]
+    else:
+        assert [e.type for e in emitted] == ["EventEnteredStandby", "EventStandbyCompleted"]
+    assert all(e.triggerTime == deadline for e in emitted)
+    assert all(e.details["recovered"] is False for e in emitted)
+
+    # Nothing more to do.
+    clock.tick(100_000)
+    assert device.advance() is False
+    assert device.events.last_seq == before + 2
+
+
+def test_pending_durations_come_from_timings():
+    clock = FakeClock()
+    device = Device(clock, Timings(activate_ms=7, standby_ms=11))
+    device.standby()
+    assert device.pending_until == clock.now + 11
+    clock.now = device.pending_until
+    assert device.advance()
+    device.activate()
+    assert device.pending_until == clock.now + 7
+
+
+def test_activation_completes_into_configured_mode():
+    device, clock = put_in_state(S)
+    device.setup_execmode(WS)
+    assert device.configured_mode is WS
+    assert device.active_mode is PIP
+    assert device.execmode() == {
+        "execmode": "WEIGHT_STREAMING",
+        "activeExecmode": "PIPELINED",
+        "takesEffectOnActivate": True,
+    }
+    device.activate()
+    # Still rebooting: the old mode is active until completion.
+    assert device.active_mode is PIP
+    clock.now = device.pending_until
+    assert device.advance()
+    assert device.lifecycle is A
+    assert device.active_mode is device.configured_mode is WS
+    assert device.execmode()["takesEffectOnActivate"] is False
+    completed = device.events.query(event_type="EventActivateCompleted")[-1]
+    assert completed.details["execmode"] == "WEIGHT_STREAMING"
+
+
+def test_five_step_admin_procedure():
+    """DESIGN §2.2: show, standby, setup, activate -> ACTIVE in WEIGHT_STREAMING."""
+    device, clock = make_device()
+    assert device.execmode()["execmode"] == "PIPELINED"
+    device.standby()
+    clock.now = device.next_deadline()
+    device.advance()
+    device.setup_execmode(ExecMode.parse("weight-streaming"))
+    device.activate()
+    clock.now = device.next_deadline()
+    device.advance()
+    shown = device.show()
+    assert shown["state"] == "ACTIVE"
+    assert shown["systemHealth"] == "OK"
+    assert shown["activeExecmode"] == shown["configuredExecmode"] == "WEIGHT_STREAMING"
+
+
+# -- recovery ------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("pending", [PA, PS], ids=lambda s: s.value)
+def test_recover_rolls_pending_forward_immediately(pending):
+    device, clock = put_in_state(pending)
+    now = clock.now
+    assert now < device.pending_until
+    before = device.events.last_seq
+    assert device.recover() is True
+    assert device.lifecycle is SETTLED[pending]
+    assert device.pending_until is None
+    emitted = device.events.query(after_seq=before)
+    if pending is PA:
+        assert [e.type for e in emitted] == ["EventEnteredActive", "EventActivateCompleted"]
+        assert device.active_mode is device.configured_mode
+    else:
+        assert [e.type for e in emitted] == ["EventEnteredStandby", "EventStandbyCompleted"]
+    assert emitted and all(e.details["recovered"] is True for e in emitted)
+    assert all(e.triggerTime == now for e in emitted)
+    assert device.recover() is False
+    assert device.events.last_seq == before + 2
+
+
+SETTLED = {PA: A, PS: S}
+
+
+def test_recover_after_mode_change_activates_configured_mode():
+    device, clock = put_in_state(S)
+    device.setup_execmode(WS)
+    device.activate()
+    assert device.recover() is True
+    assert device.lifecycle is A
+    assert device.active_mode is WS
+
+
+@pytest.mark.parametrize("state", [S, A], ids=lambda s: s.value)
+def test_recover_in_settled_state_is_a_no_op(state):
+    device, _ = put_in_state(state)
+    before_snap = device.snapshot()
+    before = device.events.last_seq
+    assert device.recover() is False
+    assert device.snapshot() == before_snap
+    assert device.events.last_seq == before
+
+
+# -- persistence ---------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("state", list(Lifecycle), ids=lambda s: s.value)
+@pytest.mark.parametrize("configure_ws", [False, True], ids=["pipelined", "ws-configured"])
+def test_snapshot_restore_round_trip(state, configure_ws):
+    device, clock = make_device(serial="CS2-0042")
+    if configure_ws:
+        device.standby()
+        clock.now = device.pending_until
+        device.advance()
+        device.setup_execmode(WS)
+        if state in (PA, A):
+            device.activate()
+            if state is A:
+                clock.now = device.pending_until
+                device.advance()
+        elif state is PS:
+            device.activate()
+            clock.now = device.pending_until
+            device.advance()
+            # Now ACTIVE in WS; configure back needs standby, so just go to PS with WS active.
+            device.standby()
+    else:
+        if state is not A:
+            device.standby()
+            if state in (S, PA):
+                clock.now = device.pending_until
+                device.advance()
+                if state is PA:
+                    device.activate()
+    assert device.lifecycle is state
+
+    snap = device.snapshot()
+    snap = json.loads(json.dumps(snap))  # JSON-ready
+    other = Device(clock, Timings(activate_ms=ACTIVATE_MS, standby_ms=STANDBY_MS))
+    other.restore(snap)
+    assert other.lifecycle is device.lifecycle
+    assert other.configured_mode is device.configured_mode
+    assert other.active_mode is device.active_mode
+    assert other.pending_until == device.pending_until
+    assert other.serial == "CS2-0042"
+    assert other.health is device.health
+    assert other.snapshot() == device.snapshot()
+    assert (other.pending_until is not None) == (state in PENDING_STATES)
+
+    # The restored device carries on like the original.
+    if other.pending_until is not None:
+        clock.now = other.pending_until - 1
+        assert other.advance() is False
+        clock.now = other.pending_until
+        assert other.advance() is True
+        assert other.lifecycle is SETTLED[state]
+        if state is PA:
+            assert other.active_mode is other.configured_mode
+
+
+def test_snapshot_in_mid_configuration_keeps_both_modes():
+    device, clock = put_in_state(S)
+    device.setup_execmode(WS)
+    snap = device.snapshot()
+    assert snap["configuredExecmode"] == "WEIGHT_STREAMING"
+    assert snap["activeExecmode"] == "PIPELINED"
+    other, _ = make_device(clock)
+    other.restore(snap)
+    assert other.configured_mode is WS
+    assert other.active_mode is PIP
+    assert other.execmode()["takesEffectOnActivate"] is True
+
+
+# -- fresh device, health ------------------------------------------------------------------------
+
+
+def test_fresh_device():
+    device, clock = make_device()
+    assert device.lifecycle is A
+    assert device.state == "ACTIVE"
+    assert device.configured_mode is PIP
+    assert device.active_mode is PIP
+    assert device.serial == "CS2-0001"
+    assert device.health is Health.OK
+    assert device.pending_until is None
+    assert device.next_deadline() is None
+    assert len(device.events) == 0
+    shown = device.show()
+    assert shown["systemType"] == "cs2"
+    assert shown["serial"] == "CS2-0001"
+    assert shown["state"] == "ACTIVE"
+    assert shown["systemHealth"] == "OK"
+    assert shown["activeExecmode"] == shown["configuredExecmode"] == "PIPELINED"
+    assert shown["pendingUntil"] is None
+    assert shown["time"] == clock.now
+
+
+def test_fresh_device_with_configured_serial():
+    device, _ = make_device(serial="CS2-0777")
+    assert device.serial == "CS2-0777"
+    assert device.show()["serial"] == "CS2-0777"
+
+
+@pytest.mark.parametrize(
+    "state,health",
+    [(A, Health.OK), (S, Health.STANDBY), (PA, Health.PENDING_ACTIVE), (PS, Health.PENDING_STANDBY)],
+    ids=lambda v: v.value,
+)
+def test_health_follows_lifecycle(state, health):
+    device, _ = put_in_state(state)
+    assert device.health is health
+    assert device.show()["systemHealth"] == health.value
+    assert device.show()["state"] == state.value
+
+
+# -- ExecMode.parse ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "text,mode",
+    [
+        ("WEIGHT_STREAMING", WS),
+        ("weight-streaming", WS),
+        ("Weight Streaming", WS),
+        ("weight_streaming", WS),
+        ("  WEIGHT-STREAMING ", WS),
+        ("pipelined", PIP),
+        ("PIPELINED", PIP),
+        ("Pipelined", PIP),
+    ],
+)
+def test_execmode_parse_accepts(text, mode):
+    assert ExecMode.parse(text) is mode
+
+
+@pytest.mark.parametrize("text", ["bogus", "", "weight", "pipelined!"])
+def test_execmode_parse_rejects(text):
+    with pytest.raises(ValueError) as info:
+        ExecMode.parse(text)
+    message = str(info.value)
+    assert "PIPELINED" in message
+    assert "WEIGHT_STREAMING" in message
+
+
+def test_execmode_parse_rejection_names_the_input():
+    with pytest.raises(ValueError, match="bogus"):
+        ExecMode.parse("bogus")
+
+
+def test_execmode_titles():
+    assert WS.title == "Weight Streaming"
+    assert PIP.title == "Pipelined"
+
+
+# -- no shortcuts --------------------------------------------------------------------------------
+
+
+def test_no_auto_transition_shortcuts():
+    device, _ = make_device()
+    for state in Lifecycle:
+        assert not hasattr(device, f"to_{state.value}"), f"to_{state.value} exists"
+    assert not hasattr(device, "to_ACTIVE")
+    assert not hasattr(device, "to_STANDBY")
+    assert device.machine.auto_transitions is False
+
+
+def test_internal_triggers_respect_sources():
+    """The transitions machine itself refuses a transition from the wrong state."""
+    from transitions import MachineError
+
+    device, _ = make_device()  # ACTIVE
+    with pytest.raises(MachineError):
+        device.finish_standby()
+    with pytest.raises(MachineError):
+        device.begin_activate()
+    assert device.lifecycle is A
+
+
+# -- event catalog -------------------------------------------------------------------------------
+
+
+def _reference_severities() -> dict[str, str]:
+    table = {}
+    for line in EVENTS_TSV.read_text().splitlines():
+        if not line.strip() or line.startswith("#"):
+            continue
+        fields = line.split("\t")
+        assert len(fields) >= 2, line
+        table[fields[0]] = fields[1]
+    return table
+
+
+def test_reference_file_parses():
+    ref = _reference_severities()
+    assert ref["EventActivateIssued"] == "INFO"
+    assert ref["EventTrainingAborted"] == "WARN"
+    assert len(ref) > 20
+
+
+def test_catalog_matches_reference():
+    ref = _reference_severities()
+    for type_, severity in CATALOG.items():
+        assert type_ in ref, f"{type_} is not a real event type"
+        assert severity.value == ref[type_], type_
+
+
+def test_every_emitted_event_is_catalogued_with_reference_severity():
+    ref = _reference_severities()
+    device, clock = make_device()
+    # Exercise every path that emits: standby, advance, setup (both modes), activate, recover.
+    device.standby()
+    clock.now = device.pending_until
+    device.advance()
+    device.setup_execmode(WS)
+    device.setup_execmode(PIP)
+    device.setup_execmode(WS)
+    device.activate()
+    device.recover()
+    device.standby()
+    device.recover()
+    device.activate()
+    clock.now = device.pending_until
+    device.advance()
+    events = device.events.query()
+    types = {e.type for e in events}
+    assert types >= {
+        "EventStandbyIssued",
+        "EventPendingStandby",
+        "EventEnteredStandby",
+        "EventStandbyCompleted",
+        "EventActivateIssued",
+        "EventPendingActive",
+        "EventEnteredActive",
+        "EventActivateCompleted",
+        "EventSetExecModePipelined",
+        "EventSetExecModeWeightStreaming",
+        "EventConfigOpIssued",
+        "EventConfigOpCompleted",
+    }
+    for e in events:
+        assert e.type in CATALOG
+        assert e.severity == CATALOG[e.type].value == ref[e.type]
+        assert e.to_dict()["severity"] == ref[e.type]
+    seqs = [e.seq for e in events]
+    assert seqs == list(range(1, len(events) + 1))
+
+
+# -- EventLog ------------------------------------------------------------------------------------
+
+
+def _filled_log(capacity: int = 1000) -> EventLog:
+    log = EventLog(capacity=capacity)
+    log.emit("EventStandbyIssued", 100)
+    log.emit("EventPendingStandby", 100)
+    log.emit("EventEnteredStandby", 200)
+    log.emit("EventStandbyCompleted", 200)
+    log.emit("EventActivateIssued", 300)
+    log.emit("EventPendingActive", 300)
+    log.emit("EventEnteredActive", 400)
+    log.emit("EventActivateCompleted", 400)
+    return log
+
+
+def test_query_all_in_seq_order():
+    log = _filled_log()
+    events = log.query()
+    assert [e.seq for e in events] == list(range(1, 9))
+    assert log.last_seq == 8
+    assert len(log) == 8
+
+
+def test_query_glob_on_event_type():
+    log = _filled_log()
+    assert [e.type for e in log.query(event_type="EventActivate*")] == [
+        "EventActivateIssued",
+        "EventActivateCompleted",
+    ]
+    assert [e.type for e in log.query(event_type="Event*Standby")] == [
+        "EventPendingStandby",
+        "EventEnteredStandby",
+    ]
+    assert [e.type for e in log.query(event_type="EventPendingActive")] == ["EventPendingActive"]
+    assert log.query(event_type="EventNope*") == []
+    # Case-sensitive like the real type names.
+    assert log.query(event_type="eventactivate*") == []
+
+
+def test_query_from_time_is_inclusive():
+    log = _filled_log()
+    assert [e.seq for e in log.query(from_time=300)] == [5, 6, 7, 8]
+    assert [e.seq for e in log.query(from_time=301)] == [7, 8]
+    assert [e.seq for e in log.query(from_time=0)] == list(range(1, 9))
+    assert log.query(from_time=401) == []
+
+
+def test_query_max_count_returns_newest_ascending():
+    log = _filled_log()
+    assert [e.seq for e in log.query(max_count=3)] == [6, 7, 8]
+    assert [e.seq for e in log.query(max_count=1)] == [8]
+    assert [e.seq for e in log.query(max_count=100)] == list(range(1, 9))
+    assert log.query(max_count=0) == []
+    # Combined with filters: the newest N of the matching events.
+    assert [e.type for e in log.query(event_type="Event*Issued", max_count=1)] == ["EventActivateIssued"]
+    assert [e.seq for e in log.query(from_time=200, max_count=2)] == [7, 8]
+
+
+def test_query_after_seq():
+    log = _filled_log()
+    assert [e.seq for e in log.query(after_seq=5)] == [6, 7, 8]
+    assert [e.seq for e in log.query(after_seq=0)] == list(range(1, 9))
+    assert log.query(after_seq=8) == []
+    assert [e.seq for e in log.query(after_seq=2, event_type="EventActivate*", max_count=1)] == [8]
+
+
+def test_capacity_drops_oldest():
+    log = _filled_log(capacity=3)
+    assert len(log) == 3
+    assert [e.seq for e in log.query()] == [6, 7, 8]
+    assert log.last_seq == 8
+    e = log.emit("EventStandbyIssued", 500)
+    assert e.seq == 9
+    assert [e.seq for e in log.query()] == [7, 8, 9]
+
+
+def test_newest():
+    log = _filled_log()
+    assert [e.seq for e in log.newest(3)] == [6, 7, 8]
+    assert [e.seq for e in log.newest(1)] == [8]
+    assert [e.seq for e in log.newest(8)] == list(range(1, 9))
+    assert [e.seq for e in log.newest(50)] == list(range(1, 9))
+    assert log.newest(0) == []
+    assert log.newest(-1) == []
+    assert EventLog().newest(3) == []
+
+
+def test_discard_newest():
+    log = _filled_log()
+    log.discard_newest(2)
+    assert len(log) == 6
+    assert log.last_seq == 6
+    assert [e.seq for e in log.query()] == list(range(1, 7))
+    # seq continues after what is still held: the discarded numbers are reused.
+    e = log.emit("EventStandbyIssued", 900)
+    assert e.seq == 7
+    log.discard_newest(0)
+    assert log.last_seq == 7
+    assert len(log) == 7
+
+
+def test_emit_event_fields_and_round_trip():
+    log = EventLog()
+    e = log.emit("EventPendingActive", 1234, execmode="PIPELINED", expectedCompletion=6234)
+    assert e.seq == 1
+    assert e.type == "EventPendingActive"
+    assert e.severity == "INFO"
+    assert e.triggerTime == 1234
+    assert e.details == {"execmode": "PIPELINED", "expectedCompletion": 6234}
+    from statemachine.events import Event
+
+    assert Event.from_dict(json.loads(json.dumps(e.to_dict()))) == e
+
+
+def test_emit_unknown_type_is_rejected():
+    log = EventLog()
+    with pytest.raises(KeyError):
+        log.emit("EventNotInCatalog", 0)
+    assert len(log) == 0
+
+
+def test_rejected_emit_does_not_consume_a_seq():
+    log = EventLog()
+    log.emit("EventStandbyIssued", 0)
+    with pytest.raises(KeyError):
+        log.emit("EventNotInCatalog", 0)
+    assert log.last_seq == 1
+    assert log.emit("EventStandbyIssued", 0).seq == 2
+
+
+def test_discard_more_than_held_keeps_seq_consistent():
+    log = EventLog()
+    log.emit("EventStandbyIssued", 0)
+    log.discard_newest(3)
+    assert len(log) == 0
+    assert log.last_seq >= 0
+    assert log.emit("EventStandbyIssued", 0).seq >= 1
+
+
+def test_restore_continues_seq():
+    log = _filled_log()
+    kept = log.query()
+    fresh = EventLog()
+    fresh.restore(kept)
+    assert fresh.last_seq == 8
+    assert [e.seq for e in fresh.query()] == list(range(1, 9))
+    assert fresh.emit("EventStandbyIssued", 1000).seq == 9
