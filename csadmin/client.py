@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import os
 import time
-import uuid
 from typing import Callable, Iterator
 
 import zmq
@@ -38,7 +37,7 @@ class Client:
         self.retries = retries
         self._own_context = context is None
         self._ctx = context or zmq.Context()
-        self._identity = uuid.uuid4().hex.encode()
+        self._identity = os.urandom(16).hex().encode()
         self._sock: zmq.Socket | None = None
         self._events_endpoint: str | None = None
 
@@ -62,7 +61,7 @@ class Client:
     def call(self, op: str, **args) -> dict:
         """Send one request and return its result, or raise the error's class."""
         sock = self._socket()
-        request_id = uuid.uuid4().hex
+        request_id = os.urandom(12).hex()  # not uuid: its import costs ~4 ms per one-shot
         frame = protocol.request(request_id, op, args)
         per_try_ms = max(1, int(self.timeout * 1000 / (self.retries + 1)))
         for _ in range(self.retries + 1):

@@ -6,8 +6,6 @@ session's console, so one-shot, script and shell use share every line here.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from .. import errors
 from ..client import Client
 from . import render
@@ -15,12 +13,14 @@ from .commands import COMMANDS, options_of
 from .parse import Parsed
 
 
-@dataclass
 class Session:
-    client: Client
-    console: object  # PlainConsole or the shell's console
-    output_format: str = "text"
-    timeout: float = 10.0  # seconds past a transition's expected duration before giving up
+    """What every action needs: the client, the console, and the global output settings."""
+
+    def __init__(self, client: Client, console, output_format: str = "text", timeout: float = 10.0):
+        self.client = client
+        self.console = console  # PlainConsole or the shell's console
+        self.output_format = output_format
+        self.timeout = timeout  # seconds past a transition's expected duration before giving up
 
     def json(self, parsed: Parsed) -> bool:
         return (parsed.options.get("output_format") or self.output_format) == "json"

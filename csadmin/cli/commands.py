@@ -1,18 +1,19 @@
 """The command table: every `cs` command, defined once, as plain data.
 
+(NamedTuples rather than dataclasses: `dataclasses` imports `inspect`, ~5 ms on every one-shot.)
+
 Parsing (parse.py), help, shell completion, one-shot and interactive use all read this table;
 `action` names the function in actions.py that carries the command out.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from typing import NamedTuple
 
 EXECMODE_VALUES = ("PIPELINED", "WEIGHT_STREAMING", "pipelined", "weight-streaming")
 
 
-@dataclass(frozen=True)
-class Option:
+class Option(NamedTuple):
     name: str  # "--mode"
     help: str
     takes_value: bool = False
@@ -26,8 +27,7 @@ class Option:
         return self.name.lstrip("-").replace("-", "_")
 
 
-@dataclass(frozen=True)
-class Command:
+class Command(NamedTuple):
     words: tuple[str, ...]
     help: str
     action: str

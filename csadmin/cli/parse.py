@@ -2,16 +2,14 @@
 
 from __future__ import annotations
 
-import difflib
 import shlex
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from ..errors import UsageError
 from .commands import Command, all_names, options_of
 
 
-@dataclass
-class Parsed:
+class Parsed(NamedTuple):
     command: Command
     options: dict
     args: list[str]
@@ -45,6 +43,8 @@ def parse(tokens: list[str]) -> Parsed:
         choices = ", ".join(_next_words(prefix))
         raise UsageError(f"Incomplete command `{' '.join(prefix)}`: follow it with one of {choices}.", "Try `help`.")
     word = tokens[0] if tokens else ""
+    import difflib  # error path only
+
     close = difflib.get_close_matches(word, _next_words(()), n=1)
     hint = f"Did you mean `{close[0]}`? " if close else ""
     raise UsageError(f"Unknown command `{word}`.", f"{hint}Type `help` for the list of commands.")
@@ -64,6 +64,8 @@ def _parse_options(command: Command, tokens: list[str]) -> tuple[dict, list[str]
         name, eq, value = token.partition("=")
         opt = known.get(name)
         if opt is None:
+            import difflib  # error path only
+
             close = difflib.get_close_matches(name, list(known), n=1)
             hint = f"Did you mean {close[0]}?" if close else f"See `help {command.name}`."
             raise UsageError(f"`{command.name}` has no option {name}.", hint)
