@@ -7,6 +7,15 @@ from dataclasses import dataclass
 from statemachine.device import Device
 
 
+@dataclass(frozen=True)
+class Caller:
+    """Who sent a request: `name` identifies the client (its key name once CURVE is on, else
+    its socket identity) and `role` is what it may do (`admin`, `operator`, `viewer`)."""
+
+    name: str
+    role: str
+
+
 @dataclass
 class Context:
     device: Device

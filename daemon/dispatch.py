@@ -17,7 +17,7 @@ from statemachine.errors import Refused
 
 from .args import ArgError, validate
 from .commands import COMMANDS
-from .context import Context
+from .context import Caller, Context
 from .store import Store
 
 
@@ -40,7 +40,8 @@ class Dispatcher:
             ((client, rid), reply) for client, rid, reply in replies
         )
 
-    def handle(self, client: bytes, frame: bytes) -> bytes:
+    def handle(self, client: bytes, frame: bytes, caller: Caller) -> bytes:
+        """Answer one request. `client` is the socket identity (retry key), `caller` who sent it."""
         started = time.perf_counter()
         request_id = op = None
         mutating = False
@@ -55,17 +56,17 @@ class Dispatcher:
             mutating = command.MUTATING
             key = (client, str(request_id))
             if mutating and key in self._replies:
-                self._log(True, request_id, op, client, "replayed", started)
+                self._log(True, request_id, op, caller, "replayed", started)
                 return self._replies[key]
-            reply, outcome = self._execute(command, request_id, args, key)
+            reply, outcome = self._execute(command, request_id, args, key, caller)
         except protocol.ProtocolError as exc:
             request_id = exc.request_id if request_id is None else request_id
             reply = protocol.error(request_id, exc.code, exc.message, exc.hint)
             outcome = exc.code
-        self._log(mutating, request_id, op, client, outcome, started)
+        self._log(mutating, request_id, op, caller, outcome, started)
         return reply
 
-    def _execute(self, command, request_id, args, key) -> tuple[bytes, str]:
+    def _execute(self, command, request_id, args, key, caller) -> tuple[bytes, str]:
         """Return the reply and its outcome ("ok" or the error code)."""
         events = self.ctx.device.events
         try:
@@ -74,9 +75,9 @@ class Dispatcher:
             hint = f"Run `cs help` for the command's options (op {command.NAME})."
             return protocol.error(request_id, "INVALID_ARGUMENT", str(exc), hint), "INVALID_ARGUMENT"
         if not command.MUTATING:
-            return self._run(command, request_id, parsed)
+            return self._run(command, request_id, parsed, caller)
         before, seq_before = self.ctx.device.snapshot(), events.last_seq
-        reply, outcome = self._run(command, request_id, parsed)
+        reply, outcome = self._run(command, request_id, parsed, caller)
         emitted = events.newest(events.last_seq - seq_before)
         if outcome == "ok":
             try:
@@ -96,9 +97,9 @@ class Dispatcher:
             self.publish(event.to_dict())
         return reply, outcome
 
-    def _run(self, command, request_id, parsed) -> tuple[bytes, str]:
+    def _run(self, command, request_id, parsed, caller) -> tuple[bytes, str]:
         try:
-            return protocol.ok(request_id, command.execute(self.ctx, parsed)), "ok"
+            return protocol.ok(request_id, command.execute(self.ctx, parsed, caller)), "ok"
         except Refused as exc:
             return protocol.error(request_id, exc.code, exc.message, exc.hint), exc.code
         except Exception:
@@ -131,9 +132,9 @@ class Dispatcher:
             self.publish(event.to_dict())
         self.log.info("transition_completed", state=device.lifecycle.value, seq=device.events.last_seq)
 
-    def _log(self, mutating, request_id, op, client, outcome, started) -> None:
+    def _log(self, mutating, request_id, op, caller, outcome, started) -> None:
         emit = self.log.info if mutating else self.log.debug
         emit(
-            "request", id=request_id, op=op, client=client.decode(errors="backslashreplace")[:12], role="local",
+            "request", id=request_id, op=op, client=caller.name, role=caller.role,
             outcome=outcome, latency_ms=round((time.perf_counter() - started) * 1000, 3),
         )

@@ -18,7 +18,7 @@ from statemachine.device import Device, Timings
 from statemachine.events import EventLog
 
 from .config import Config
-from .context import Context
+from .context import Caller, Context
 from .dispatch import Dispatcher
 from .store import Store
 
@@ -80,6 +80,11 @@ class Server:
             state=self.device.lifecycle.value, execmode=self.device.active_mode.value, seq=log.last_seq,
         )
 
+    def _caller(self, identity: bytes) -> Caller:
+        # Without authentication every local client is trusted as an admin (the ipc socket's
+        # file permissions are the gate); with CURVE the key registry decides.
+        return Caller(identity.decode(errors="backslashreplace")[:16], "admin")
+
     def _publish(self, event: dict) -> None:
         self.pub.send_multipart(protocol.event_frames(event))
 
@@ -114,7 +119,7 @@ class Server:
                             break
                         if len(frames) < 2:
                             continue  # no payload: nothing to answer
-                        reply = dispatcher.handle(frames[0], frames[-1])
+                        reply = dispatcher.handle(frames[0], frames[-1], self._caller(frames[0]))
                         router.send_multipart(frames[:-1] + [reply])
                 if wake_r in ready:
                     try:

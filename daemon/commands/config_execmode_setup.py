@@ -11,10 +11,11 @@ from ..args import Arg
 
 NAME = "config.execmode.setup"
 MUTATING = True
+ROLE = "admin"  # the least role allowed (admin > operator > viewer)
 ARGS = {"mode": Arg(str, required=True, parse=ExecMode.parse, help="PIPELINED or WEIGHT_STREAMING")}
 
 
-def execute(ctx, args):
+def execute(ctx, args, caller):
     result = ctx.device.setup_execmode(args["mode"])
     result.update(ctx.device.execmode())
     return result

@@ -9,6 +9,7 @@ from ..args import Arg, non_negative
 
 NAME = "events.show"
 MUTATING = False
+ROLE = "viewer"  # the least role allowed (admin > operator > viewer)
 ARGS = {
     "event_type": Arg(str, help="glob on the event type"),
     "from_time": Arg(int, parse=non_negative, help="ms since the epoch"),
@@ -17,6 +18,6 @@ ARGS = {
 }
 
 
-def execute(ctx, args):
+def execute(ctx, args, caller):
     log = ctx.device.events
     return {"events": [e.to_dict() for e in log.query(**args)], "seq": log.last_seq}

@@ -8,10 +8,11 @@ from csadmin import protocol
 
 NAME = "meta.hello"
 MUTATING = False
+ROLE = "viewer"  # the least role allowed (admin > operator > viewer)
 ARGS = {}
 
 
-def execute(ctx, args):
+def execute(ctx, args, caller):
     return {
         "protocol": protocol.VERSION,
         "version": ctx.version,

@@ -8,8 +8,9 @@ result: {message, changed, state, pendingUntil}
 
 NAME = "system.activate"
 MUTATING = True
+ROLE = "admin"  # the least role allowed (admin > operator > viewer)
 ARGS = {}
 
 
-def execute(ctx, args):
+def execute(ctx, args, caller):
     return ctx.device.activate()

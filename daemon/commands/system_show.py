@@ -9,10 +9,11 @@ from ..args import Arg
 
 NAME = "system.show"
 MUTATING = False
+ROLE = "viewer"  # the least role allowed (admin > operator > viewer)
 ARGS = {"detailed": Arg(bool, help="add daemon and timing details")}
 
 
-def execute(ctx, args):
+def execute(ctx, args, caller):
     result = ctx.device.show()
     if args.get("detailed"):
         timings = ctx.device.timings

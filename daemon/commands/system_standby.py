@@ -7,8 +7,9 @@ result: {message, changed, state, pendingUntil}
 
 NAME = "system.standby"
 MUTATING = True
+ROLE = "admin"  # the least role allowed (admin > operator > viewer)
 ARGS = {}
 
 
-def execute(ctx, args):
+def execute(ctx, args, caller):
     return ctx.device.standby()

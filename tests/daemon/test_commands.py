@@ -1,0 +1,25 @@
+"""The daemon's command table: every op is one documented module with the same small shape."""
+
+import inspect
+
+from daemon.args import Arg
+from daemon.commands import COMMANDS
+
+ROLES = {"admin", "operator", "viewer"}
+
+
+def test_every_command_module_is_complete_and_documented():
+    for name, module in COMMANDS.items():
+        assert module.NAME == name
+        assert module.__doc__ and module.__doc__.startswith(name), f"{name}: docstring must open with the op name"
+        assert isinstance(module.MUTATING, bool)
+        assert module.ROLE in ROLES, name
+        assert all(isinstance(spec, Arg) for spec in module.ARGS.values()), name
+        assert list(inspect.signature(module.execute).parameters) == ["ctx", "args", "caller"], name
+
+
+def test_state_changes_are_admin_only_and_reads_open_to_viewers():
+    for name in ("system.standby", "system.activate", "config.execmode.setup"):
+        assert COMMANDS[name].ROLE == "admin" and COMMANDS[name].MUTATING
+    for name in ("system.show", "config.execmode.show", "events.show", "meta.hello"):
+        assert COMMANDS[name].ROLE == "viewer" and not COMMANDS[name].MUTATING
