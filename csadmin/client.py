@@ -41,6 +41,11 @@ class Client:
         self._sock: zmq.Socket | None = None
         self._events_endpoint: str | None = None
 
+    @property
+    def session(self) -> str:
+        """This client's connection identity, as events it causes name it (`details.by.session`)."""
+        return self._identity.decode()
+
     # -- plumbing ------------------------------------------------------------------------------
 
     def _socket(self) -> zmq.Socket:
@@ -105,6 +110,12 @@ class Client:
 
     def system_show(self) -> dict:
         return self.call("system.show")
+
+    def system_date(self) -> dict:
+        return self.call("system.date")
+
+    def whoami(self) -> dict:
+        return self.call("meta.whoami")
 
     def system_standby(self, force: bool = False) -> dict:
         return self.call("system.standby", force=force) if force else self.call("system.standby")

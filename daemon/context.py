@@ -14,6 +14,11 @@ class Caller:
 
     name: str
     role: str
+    session: str = ""  # the client socket's identity: one shell or runtime process
+
+    def origin(self) -> dict:
+        """How events caused by this caller name it (their `details.by`)."""
+        return {"name": self.name, "session": self.session}
 
 
 @dataclass

@@ -83,7 +83,8 @@ class Server:
     def _caller(self, identity: bytes) -> Caller:
         # Without authentication every local client is trusted as an admin (the ipc socket's
         # file permissions are the gate); with CURVE the key registry decides.
-        return Caller(identity.decode(errors="backslashreplace")[:16], "admin")
+        session = identity.decode(errors="backslashreplace")
+        return Caller(session[:16], "admin", session)
 
     def _publish(self, event: dict) -> None:
         self.pub.send_multipart(protocol.event_frames(event))

@@ -152,40 +152,47 @@ class Device:
             raise InvalidState(rule.message, rule.hint)
         return rule
 
-    def standby(self) -> dict:
+    def _emit(self, type_: str, now: int, origin: dict | None, **details) -> None:
+        # `by` names who asked (a request's caller), so a console can tell its own events
+        # from other clients'; events of timed completions have no `by`.
+        if origin is not None:
+            details["by"] = origin
+        self.events.emit(type_, now, **details)
+
+    def standby(self, origin: dict | None = None) -> dict:
         rule = self._rule("standby")
         if isinstance(rule, Already):
             return self._result(rule.message, changed=False)
         now = self._clock()
-        self.events.emit("EventStandbyIssued", now)
+        self._emit("EventStandbyIssued", now, origin)
         self.begin_standby()
         self.pending_until = now + self.timings.standby_ms
-        self.events.emit("EventPendingStandby", now, expectedCompletion=self.pending_until)
+        self._emit("EventPendingStandby", now, origin, expectedCompletion=self.pending_until)
         return self._result("System is going to STANDBY.", changed=True)
 
-    def activate(self) -> dict:
+    def activate(self, origin: dict | None = None) -> dict:
         rule = self._rule("activate")
         if isinstance(rule, Already):
             return self._result(rule.message, changed=False)
         now = self._clock()
-        self.events.emit("EventActivateIssued", now, execmode=self.configured_mode.value)
+        self._emit("EventActivateIssued", now, origin, execmode=self.configured_mode.value)
         self.begin_activate()
         self.pending_until = now + self.timings.activate_ms
-        self.events.emit(
-            "EventPendingActive", now, execmode=self.configured_mode.value, expectedCompletion=self.pending_until
+        self._emit(
+            "EventPendingActive", now, origin, execmode=self.configured_mode.value, expectedCompletion=self.pending_until
         )
         return self._result(f"System is activating in {self.configured_mode.value}.", changed=True)
 
-    def setup_execmode(self, mode: ExecMode) -> dict:
+    def setup_execmode(self, mode: ExecMode, origin: dict | None = None) -> dict:
         self._rule("execmode_setup")
         if mode is self.configured_mode:
             return self._result(f"Execution mode is already configured as {mode.value}.", changed=False)
         now = self._clock()
-        self.events.emit("EventConfigOpIssued", now, op="execmode", execmode=mode.value)
+        self._emit("EventConfigOpIssued", now, origin, op="execmode", execmode=mode.value)
         self.configured_mode = mode
         event_type = "EventSetExecModeWeightStreaming" if mode is ExecMode.WEIGHT_STREAMING else "EventSetExecModePipelined"
-        self.events.emit(event_type, now, execmode=mode.value)
-        self.events.emit("EventConfigOpCompleted", now, op="execmode", execmode=mode.value)
+        self._emit(event_type, now, origin, execmode=mode.value)
+        self._emit("EventConfigOpCompleted", now, origin, op="execmode", execmode=mode.value)
         return self._result(
             f"Execution mode configured as {mode.value}; it takes effect on `system activate`.", changed=True
         )

@@ -153,3 +153,48 @@ def help_text(words: list[str]) -> str:
 
 def exit(s: Session, p: Parsed) -> int:
     raise ExitShell()
+
+
+def system_date(s: Session, p: Parsed) -> int:
+    result = s.client.system_date()
+    s.console.out(render.as_json(result) if s.json(p) else render.fmt_ms(result["time"]) + " " + render.local_zone())
+    return errors.EXIT_OK
+
+
+def whoami(s: Session, p: Parsed) -> int:
+    me = s.client.whoami()
+    s.console.out(render.as_json(me) if s.json(p) else f"{me['name']} ({me['role']})")
+    return errors.EXIT_OK
+
+
+def events_follow(s: Session, p: Parsed) -> int:
+    """Print live events until Ctrl-C (which ends it with success). Events published before the
+    subscription took hold, or lost on a reconnect, are fetched from the kept log (by `seq`),
+    so nothing after the start is skipped."""
+    import fnmatch
+
+    pattern = p.options["event_type"]
+    as_json = s.json(p)
+    last_seq = s.client.system_show()["seq"]
+    s.console.err("Following events; Ctrl-C stops.")
+
+    def show(events: list[dict]) -> None:
+        nonlocal last_seq
+        for e in events:
+            if e["seq"] <= last_seq:
+                continue
+            last_seq = e["seq"]
+            if pattern is None or fnmatch.fnmatchcase(e["type"], pattern):
+                s.console.out(render.compact_json(e) if as_json else render.event_line(e))
+
+    def catch_up() -> None:
+        show(s.client.call("events.show", after_seq=last_seq)["events"])
+
+    try:
+        for event in s.client.events():
+            if event is None or event["seq"] > last_seq + 1:
+                catch_up()  # idle tick or a gap: the log has whatever we did not receive
+            show([event] if event is not None else [])
+    except KeyboardInterrupt:
+        return errors.EXIT_OK
+    return errors.EXIT_OK

@@ -21,6 +21,7 @@ class Option(NamedTuple):
     values: tuple[str, ...] = ()  # completion candidates (and, if `choices`, the only ones allowed)
     choices: bool = False
     integer: bool = False
+    complete_from: str = ""  # a live source of completions the shell asks the daemon for ("event_types")
 
     @property
     def dest(self) -> str:
@@ -46,6 +47,10 @@ class Command(NamedTuple):
 NO_CONFIRM = Option("--no-confirm", "do not ask for confirmation (required in scripts)")
 OUTPUT_FORMAT = Option("--output-format", "text (default) or json", True, "FORMAT", ("text", "json"), choices=True)
 
+EVENT_TYPE = Option(
+    "--event-type", "glob on the event type, e.g. 'EventActivate*'", True, "GLOB", complete_from="event_types"
+)
+
 COMMANDS: tuple[Command, ...] = (
     Command(
         ("system", "show"), "Show the system's state, health and execution mode.", "system_show",
@@ -62,6 +67,7 @@ COMMANDS: tuple[Command, ...] = (
         "system_activate", options=(NO_CONFIRM,), changes_state=True,
         details="The system reboots into the configured execution mode; waits for PENDING_ACTIVE to complete.",
     ),
+    Command(("system", "date"), "Show the system's date and time.", "system_date", reads=True),
     Command(("config", "execmode", "show"), "Show the configured execution mode.", "execmode_show", reads=True),
     Command(
         ("config", "execmode", "setup"), "Choose the execution mode the next activation boots into (STANDBY only).",
@@ -76,12 +82,18 @@ COMMANDS: tuple[Command, ...] = (
     Command(
         ("events", "show"), "Show kept events, oldest first.", "events_show",
         options=(
-            Option("--event-type", "glob on the event type, e.g. 'EventActivate*'", True, "GLOB"),
+            EVENT_TYPE,
             Option("--from-time", "only events at or after this time (ms since the epoch)", True, "MS", integer=True),
             Option("--max-count", "only the newest N matching events", True, "N", integer=True),
         ),
         reads=True,
     ),
+    Command(
+        ("events", "follow"), "Print events as they happen, until Ctrl-C.", "events_follow",
+        options=(EVENT_TYPE,), reads=True,
+        details="With --output-format json, one JSON object per line.",
+    ),
+    Command(("whoami",), "Show who csd takes you for: key name, role and session.", "whoami", reads=True),
     Command(("help",), "Show the commands, or one command's options: help [COMMAND].", "help", output=False),
     Command(("exit",), "Leave the shell.", "exit", aliases=(("quit",),), output=False),
 )

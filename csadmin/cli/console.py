@@ -10,12 +10,24 @@ import sys
 
 
 class PlainConsole:
-    def __init__(self, interactive: bool, stdout=None, stderr=None):
+    def __init__(self, interactive: bool, stdout=None, stderr=None, progress_stream=None):
         #: whether a person is there to answer questions
         self.interactive = interactive
-        self.stdout = stdout or sys.stdout
-        self.stderr = stderr or sys.stderr
+        self._stdout, self._stderr, self._progress_stream = stdout, stderr, progress_stream
         self._progress_shown = False
+
+    # Looked up at each use, so a shell's patch_stdout (installed after start-up) takes effect.
+    @property
+    def stdout(self):
+        return self._stdout or sys.stdout
+
+    @property
+    def stderr(self):
+        return self._stderr or sys.stderr
+
+    @property
+    def progress_stream(self):
+        return self._progress_stream or self.stdout
 
     def out(self, text: str) -> None:
         self._end_progress()
@@ -36,12 +48,13 @@ class PlainConsole:
 
     def progress(self, text: str) -> None:
         """A transient status line, redrawn in place on a terminal; silent otherwise."""
-        if self.stdout.isatty():
-            self.stdout.write(f"\r{text}\x1b[K")
-            self.stdout.flush()
+        if self.progress_stream.isatty():
+            self.progress_stream.write(f"\r{text}\x1b[K")
+            self.progress_stream.flush()
             self._progress_shown = True
 
     def _end_progress(self) -> None:
         if self._progress_shown:
-            self.stdout.write("\r\x1b[K")
+            self.progress_stream.write("\r\x1b[K")
+            self.progress_stream.flush()
             self._progress_shown = False

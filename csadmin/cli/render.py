@@ -10,6 +10,14 @@ def as_json(obj) -> str:
     return json.dumps(obj, indent=2, ensure_ascii=False)
 
 
+def compact_json(obj) -> str:
+    return json.dumps(obj, separators=(",", ":"), ensure_ascii=False)
+
+
+def local_zone() -> str:
+    return time.strftime("%Z")
+
+
 def title(mode: str) -> str:
     """`WEIGHT_STREAMING` → `Weight Streaming`, as the real CLI shows modes to people."""
     return mode.replace("_", " ").title()

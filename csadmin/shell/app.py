@@ -1,30 +1,89 @@
-"""The `cs>` read-eval-print loop."""
+"""The `cs>` read-eval-print loop: prompt with completion, history and a live toolbar; events
+from other clients are printed above the prompt without disturbing the line being typed."""
 
 from __future__ import annotations
 
 from prompt_toolkit import PromptSession
+from prompt_toolkit.patch_stdout import patch_stdout
 
+from .. import errors
+from ..cli import render
 from ..cli.actions import ExitShell, Session
+from ..cli.parse import parse, split
 from ..cli.runner import run_line
 from ..client import Client
+from .completer import CommandCompleter
 from .console import ShellConsole
+from .history import shell_history
+from .keys import shell_key_bindings
+from .live import LiveState
+from .toolbar import toolbar_text
+from .watcher import Watcher
 
-BANNER = "CS-2 admin console. Type `help` for commands, Ctrl-D to leave."
+BANNER = "CS-2 admin console. Type `help` for commands, TAB to complete, Ctrl-D to leave."
 
 
-def run_shell(client: Client, g) -> int:
+def announce_line(event: dict) -> str:
+    by = (event.get("details", {}).get("by") or {}).get("name")
+    return "» " + render.event_line({**event, "details": {}}) + (f"  (by {by})" if by else "")
+
+
+def _changes_state(line: str) -> bool:
+    try:
+        return parse(split(line)).command.changes_state
+    except errors.CsError:
+        return False
+
+
+def run_shell(client: Client, g, watch: bool = True) -> int:
     console = ShellConsole()
     session = Session(client, console, g.output_format, g.timeout)
-    prompt = PromptSession(message="cs> ")
+    live = LiveState(client.endpoint)
+    event_types: list[str] = []
+
+    def provide_event_types():
+        if not event_types:
+            event_types.extend(client.hello().get("eventTypes", []))
+        return event_types
+
+    prompt = PromptSession(
+        message="cs> ",
+        completer=CommandCompleter({"event_types": provide_event_types}),
+        complete_while_typing=False,
+        history=shell_history(),
+        bottom_toolbar=lambda: toolbar_text(live),
+        key_bindings=shell_key_bindings(),
+        refresh_interval=0.5,
+    )
+    watcher = None
+    if watch:
+        watcher = Watcher(client.endpoint, live, lambda e: print(announce_line(e), flush=True), client.session,
+                          invalidate=lambda: prompt.app.invalidate(), timeout=min(g.timeout, 2.0))
+        watcher.start()
     console.out(BANNER)
-    while True:
-        try:
-            line = prompt.prompt()
-        except KeyboardInterrupt:
-            continue  # Ctrl-C clears the line
-        except EOFError:
-            return 0  # Ctrl-D
-        try:
-            run_line(session, line)
-        except ExitShell:
-            return 0
+    try:
+        with patch_stdout(raw=True):
+            while True:
+                try:
+                    line = prompt.prompt()
+                except KeyboardInterrupt:
+                    continue
+                except EOFError:
+                    return errors.EXIT_OK
+                if watcher is not None:
+                    watcher.busy = True
+                try:
+                    run_line(session, line)
+                except ExitShell:
+                    return errors.EXIT_OK
+                finally:
+                    if watcher is not None:
+                        if _changes_state(line):
+                            try:
+                                watcher.quiet_seq = client.system_show()["seq"]
+                            except errors.CsError:
+                                pass
+                        watcher.busy = False
+    finally:
+        if watcher is not None:
+            watcher.stop()

@@ -1,6 +1,10 @@
-"""The shell's console: prompt_toolkit dialogs for questions, plain prints otherwise."""
+"""The shell's console: prompt_toolkit dialogs for questions, and the in-place progress line
+written straight to the terminal (no prompt is drawn while a command runs, so nothing else is
+competing for the line; patch_stdout's proxy would hold a line without a newline back)."""
 
 from __future__ import annotations
+
+import sys
 
 from prompt_toolkit import PromptSession
 from prompt_toolkit.shortcuts import choice
@@ -10,7 +14,7 @@ from ..cli.console import PlainConsole
 
 class ShellConsole(PlainConsole):
     def __init__(self):
-        super().__init__(interactive=True)
+        super().__init__(interactive=True, progress_stream=sys.__stdout__)
         self._questions: PromptSession = PromptSession()
 
     def confirm(self, question: str) -> bool:

@@ -9,7 +9,9 @@ from . import (
     config_execmode_show,
     events_show,
     meta_hello,
+    meta_whoami,
     system_activate,
+    system_date,
     system_show,
     system_standby,
 )
@@ -18,7 +20,9 @@ COMMANDS = {
     m.NAME: m
     for m in (
         meta_hello,
+        meta_whoami,
         system_show,
+        system_date,
         system_standby,
         system_activate,
         config_execmode_show,

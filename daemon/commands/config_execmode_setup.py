@@ -16,6 +16,6 @@ ARGS = {"mode": Arg(str, required=True, parse=ExecMode.parse, help="PIPELINED or
 
 
 def execute(ctx, args, caller):
-    result = ctx.device.setup_execmode(args["mode"])
+    result = ctx.device.setup_execmode(args["mode"], origin=caller.origin())
     result.update(ctx.device.execmode())
     return result

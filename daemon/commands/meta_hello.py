@@ -1,10 +1,11 @@
 """meta.hello — who is this daemon.
 
 args: none.
-result: {protocol, version, serial, systemType, eventsEndpoint}
+result: {protocol, version, serial, systemType, eventsEndpoint, eventTypes (the catalog, for completion)}
 """
 
 from csadmin import protocol
+from statemachine.events import CATALOG
 
 NAME = "meta.hello"
 MUTATING = False
@@ -19,4 +20,5 @@ def execute(ctx, args, caller):
         "serial": ctx.device.serial,
         "systemType": "cs2",
         "eventsEndpoint": ctx.events_endpoint,
+        "eventTypes": sorted(CATALOG),
     }

@@ -13,4 +13,4 @@ ARGS = {}
 
 
 def execute(ctx, args, caller):
-    return ctx.device.activate()
+    return ctx.device.activate(origin=caller.origin())

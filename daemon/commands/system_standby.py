@@ -12,4 +12,4 @@ ARGS = {}
 
 
 def execute(ctx, args, caller):
-    return ctx.device.standby()
+    return ctx.device.standby(origin=caller.origin())

@@ -1,0 +1,70 @@
+"""Completion of the whole `cs` grammar from the command table: command words, option names,
+option values (fixed ones from the table, live ones such as event types from the daemon)."""
+
+from __future__ import annotations
+
+from typing import Callable, Iterable
+
+from prompt_toolkit.completion import Completer, Completion
+
+from ..cli.commands import COMMANDS, all_names, options_of
+
+Providers = dict[str, Callable[[], Iterable[str]]]
+
+
+def _next_words(prefix: tuple[str, ...]) -> list[str]:
+    n = len(prefix)
+    return sorted({words[n] for words in all_names() if len(words) > n and words[:n] == prefix})
+
+
+def _command_at(done: list[str]):
+    table = all_names()
+    for n in range(len(done), 0, -1):
+        if tuple(done[:n]) in table:
+            return table[tuple(done[:n])], n
+    return None, 0
+
+
+def candidates(text: str, providers: Providers | None = None) -> tuple[str, list[str]]:
+    """(the word being completed, what may replace it) for the line `text` up to the cursor."""
+    providers = providers or {}
+    words = text.split()
+    current = "" if not words or text[-1:].isspace() else words[-1]
+    done = words if not current else words[:-1]
+    command, used = _command_at(done)
+
+    if command is None:
+        return current, [w for w in _next_words(tuple(done)) if w.startswith(current)]
+    if command.action == "help":  # help takes a command name
+        return current, [w for w in _next_words(tuple(done[used:])) if w.startswith(current)]
+
+    options = {o.name: o for o in options_of(command)}
+    rest = done[used:]
+    if rest and rest[-1] in options and options[rest[-1]].takes_value:
+        opt = options[rest[-1]]
+        values: Iterable[str] = opt.values
+        if opt.complete_from and opt.complete_from in providers:
+            try:
+                values = list(providers[opt.complete_from]())
+            except Exception:  # a completion must never break the line being typed
+                values = []
+        return current, [v for v in values if v.startswith(current)]
+    if current and not current.startswith("-"):
+        return current, []
+    unused = [name for name in options if name not in rest]
+    return current, [name for name in unused if name.startswith(current)]
+
+
+class CommandCompleter(Completer):
+    def __init__(self, providers: Providers | None = None):
+        self.providers = providers or {}
+
+    def get_completions(self, document, complete_event):
+        current, matches = candidates(document.text_before_cursor, self.providers)
+        for match in matches:
+            # A trailing space after a complete word lets the next TAB go straight on.
+            yield Completion(match + " ", start_position=-len(current), display=match)
+
+
+def command_names() -> list[str]:
+    return [c.name for c in COMMANDS]

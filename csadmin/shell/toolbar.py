@@ -1,0 +1,26 @@
+"""The bottom toolbar: the system's live state, kept current by the watcher."""
+
+from __future__ import annotations
+
+import time
+
+from .live import LiveState
+
+
+def toolbar_text(live: LiveState, now_ms: int | None = None) -> str:
+    if not live.connected:
+        return f" csd unreachable at {live.endpoint} — reconnecting… "
+    snap = live.snapshot
+    if snap is None:
+        return " connecting… "
+    state = snap["state"]
+    if snap.get("pendingUntil"):
+        # Count down on our clock from the daemon's answer, so the toolbar moves between events.
+        left = max(0.0, (snap["pendingUntil"] - snap["time"]) / 1000 - (time.monotonic() - live.received_at))
+        state += f" ({left:.1f} s)"
+    mode = snap["activeExecmode"]
+    if snap["configuredExecmode"] != mode:
+        mode += f" → {snap['configuredExecmode']} on activate"
+    holder = snap.get("runHolder")
+    fabric = f"run {holder['runId']} ({holder['owner']})" if holder else "free"
+    return f" {snap['serial']} │ {state} │ systemHealth {snap['systemHealth']} │ {mode} │ fabric {fabric} "

@@ -1,0 +1,98 @@
+"""A background thread that keeps the shell's LiveState current from csd's event stream and
+prints events other clients cause above the prompt.
+
+It has its own Client (ZeroMQ sockets are not thread-safe). It takes a snapshot on connect, on
+every event and every half second (so the toolbar counts down and a lost daemon shows within
+about a second); a `seq` gap — events lost to a reconnect — is filled from `events.show`.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from typing import Callable
+
+import zmq
+
+from .. import errors
+from ..client import Client
+from .live import LiveState
+
+TICK_MS = 500
+RETRY_SECONDS = 1.0
+
+
+class Watcher(threading.Thread):
+    def __init__(
+        self,
+        endpoint: str,
+        live: LiveState,
+        announce: Callable[[dict], None],
+        my_session: str,
+        invalidate: Callable[[], None] = lambda: None,
+        timeout: float = 2.0,
+    ):
+        super().__init__(name="cs-watcher", daemon=True)
+        self.endpoint = endpoint
+        self.live = live
+        self.announce = announce
+        self.my_session = my_session
+        self.invalidate = invalidate
+        self.timeout = timeout
+        #: set while the shell runs a command: its own output tells the story then
+        self.busy = False
+        #: events up to this seq happened during the shell's own commands
+        self.quiet_seq = 0
+        self._stopped = threading.Event()
+
+    def stop(self) -> None:
+        self._stopped.set()
+
+    def run(self) -> None:
+        while not self._stopped.is_set():
+            client = Client(self.endpoint, timeout=self.timeout, retries=0)
+            try:
+                self._follow(client)
+            except (errors.CsError, zmq.ZMQError):
+                self.live.lost()
+                self.invalidate()
+                self._stopped.wait(RETRY_SECONDS)
+            finally:
+                client.close()
+
+    def _follow(self, client: Client) -> None:
+        sub = client.subscribe()
+        try:
+            last_seq = self._refresh(client)
+            while not self._stopped.is_set():
+                if sub.poll(TICK_MS, zmq.POLLIN):
+                    _, payload = sub.recv_multipart()
+                    event = json.loads(payload)
+                    if event["seq"] <= last_seq:
+                        continue
+                    missed = []
+                    if event["seq"] > last_seq + 1:
+                        missed = client.call("events.show", after_seq=last_seq)["events"]
+                    for e in missed or [event]:
+                        if e["seq"] <= event["seq"]:
+                            self._maybe_announce(e)
+                    last_seq = event["seq"]
+                seq = self._refresh(client)
+                if seq > last_seq:  # events we never received (slow joiner, dropped): fetch them
+                    for e in client.call("events.show", after_seq=last_seq)["events"]:
+                        self._maybe_announce(e)
+                    last_seq = seq
+        finally:
+            sub.close(0)
+
+    def _refresh(self, client: Client) -> int:
+        snap = client.system_show()
+        self.live.update(snap)
+        self.invalidate()
+        return snap["seq"]
+
+    def _maybe_announce(self, event: dict) -> None:
+        by = event.get("details", {}).get("by") or {}
+        if self.busy or event["seq"] <= self.quiet_seq or by.get("session") == self.my_session:
+            return
+        self.announce(event)

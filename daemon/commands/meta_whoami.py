@@ -1,0 +1,15 @@
+"""meta.whoami — who the daemon thinks is calling.
+
+args: none.
+result: {name, role, session}: the caller's key name (its socket identity before CURVE), role
+(admin, operator, viewer) and session (this connection's identity, as in events' `details.by`).
+"""
+
+NAME = "meta.whoami"
+MUTATING = False
+ROLE = "viewer"  # the least role allowed (admin > operator > viewer)
+ARGS = {}
+
+
+def execute(ctx, args, caller):
+    return {"name": caller.name, "role": caller.role, "session": caller.session}

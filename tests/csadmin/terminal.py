@@ -1,0 +1,90 @@
+"""A real pty running the `cs>` shell, rendered by a terminal emulator (pyte) so tests can assert
+what a person sees: the toolbar, lines printed above the prompt, the line being typed."""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+
+import pexpect
+import pyte
+
+from tests.harness import ROOT
+
+COLS, ROWS = 140, 30
+
+
+class _AnsweringScreen(pyte.Screen):
+    """Answers the program's cursor-position requests (CSI 6n) as a real terminal does;
+    prompt_toolkit only draws the bottom toolbar once it knows where the cursor is."""
+
+    answer = None
+
+    def write_process_input(self, data: str) -> None:
+        if self.answer is not None:
+            self.answer(data)
+
+
+class Terminal:
+    def __init__(self, csd, extra_env=None):
+        env = csd.env()
+        env.update({"TERM": "xterm", "XDG_STATE_HOME": os.path.join(csd.dir, "xdg")})
+        env.update(extra_env or {})
+        self.child = pexpect.spawn(
+            sys.executable, ["-m", "csadmin"], env=env, cwd=ROOT, encoding="utf-8", timeout=20,
+            dimensions=(ROWS, COLS),
+        )
+        self.screen = _AnsweringScreen(COLS, ROWS)
+        self.screen.answer = self.child.send
+        self.stream = pyte.Stream(self.screen)
+        self.raw = ""
+
+    def pump(self, wait: float = 0.05) -> None:
+        try:
+            while True:
+                data = self.child.read_nonblocking(65536, timeout=wait)
+                self.raw += data
+                self.stream.feed(data)
+                wait = 0.01
+        except (pexpect.TIMEOUT, pexpect.EOF):
+            pass
+
+    def lines(self) -> list[str]:
+        return [line.rstrip() for line in self.screen.display]
+
+    def text(self) -> str:
+        return "\n".join(self.lines())
+
+    def wait_for(self, predicate, timeout: float = 20.0, what: str = "screen condition"):
+        deadline = time.monotonic() + timeout
+        while True:
+            self.pump()
+            if predicate(self):
+                return
+            if time.monotonic() > deadline:
+                raise AssertionError(f"timed out waiting for {what}; screen:\n{self.text()}")
+
+    def wait_text(self, text: str, timeout: float = 20.0) -> None:
+        self.wait_for(lambda t: text in t.text(), timeout, what=repr(text))
+
+    def prompt_line(self) -> str:
+        """The last line starting with `cs>` (the one being typed)."""
+        candidates = [line for line in self.lines() if line.startswith("cs>")]
+        return candidates[-1] if candidates else ""
+
+    def toolbar(self) -> str:
+        return self.lines()[-1]
+
+    def send(self, keys: str) -> None:
+        self.child.send(keys)
+
+    def close(self) -> int | None:
+        if self.child.isalive():
+            self.child.sendeof()
+            try:
+                self.child.expect(pexpect.EOF, timeout=10)
+            except pexpect.TIMEOUT:
+                pass
+        self.child.close()
+        return self.child.exitstatus

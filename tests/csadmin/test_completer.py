@@ -1,0 +1,56 @@
+"""Completion of the grammar, without a terminal."""
+
+import pytest
+from prompt_toolkit.document import Document
+
+from csadmin.shell.completer import CommandCompleter, candidates
+
+
+@pytest.mark.parametrize(
+    "line, expected",
+    [
+        ("", ["config", "events", "exit", "help", "quit", "system", "whoami"]),
+        ("sys", ["system"]),
+        ("system ", ["activate", "date", "show", "standby", "status"]),
+        ("system st", ["standby", "status"]),
+        ("config ", ["execmode"]),
+        ("config execmode ", ["setup", "show"]),
+        ("events ", ["follow", "show"]),
+        ("help sys", ["system"]),
+        ("help system ", ["activate", "date", "show", "standby", "status"]),
+        ("nonsense ", []),
+    ],
+)
+def test_command_words(line, expected):
+    assert candidates(line)[1] == expected
+
+
+def test_options_of_the_command_not_yet_used():
+    assert candidates("config execmode setup ")[1] == ["--mode", "--no-confirm", "--output-format"]
+    assert candidates("config execmode setup --no-confirm --")[1] == ["--mode", "--output-format"]
+    assert candidates("system show --d")[1] == ["--detailed"]
+    assert candidates("system standby ")[1] == ["--no-confirm", "--output-format"]
+
+
+def test_option_values():
+    assert candidates("config execmode setup --mode ")[1] == ["PIPELINED", "WEIGHT_STREAMING", "pipelined", "weight-streaming"]
+    assert candidates("config execmode setup --mode W")[1] == ["WEIGHT_STREAMING"]
+    assert candidates("system show --output-format ")[1] == ["text", "json"]
+
+
+def test_live_values_come_from_the_provider():
+    providers = {"event_types": lambda: ["EventActivateIssued", "EventActivateCompleted", "EventStandbyIssued"]}
+    assert candidates("events show --event-type EventAct", providers)[1] == ["EventActivateIssued", "EventActivateCompleted"]
+    assert candidates("events follow --event-type ", providers)[1][-1] == "EventStandbyIssued"
+
+
+def test_a_failing_provider_gives_no_completions_instead_of_an_error():
+    def broken():
+        raise RuntimeError("daemon gone")
+
+    assert candidates("events show --event-type E", {"event_types": broken})[1] == []
+
+
+def test_completer_replaces_the_current_word_and_adds_a_space():
+    completions = list(CommandCompleter().get_completions(Document("sys"), None))
+    assert [(c.text, c.start_position) for c in completions] == [("system ", -3)]
