@@ -98,6 +98,7 @@ class Server:
             "ready", endpoint=cfg.endpoint, events_endpoint=cfg.events_endpoint, state_dir=cfg.state_dir,
             state=self.device.lifecycle.value, execmode=self.device.active_mode.value, seq=log.last_seq,
         )
+        self._catch_signals()
         self._status_shown = self._status()
         self.notifier.ready(self._status_shown)
         if self.notifier.watchdog_ms:
@@ -170,14 +171,20 @@ class Server:
     def request_reload(self, *_):
         self._reload_requested = True
 
-    def serve_forever(self) -> None:
-        wake_r, wake_w = os.pipe()
-        os.set_blocking(wake_r, False)
-        os.set_blocking(wake_w, False)
-        previous_fd = signal.set_wakeup_fd(wake_w)
+    def _catch_signals(self) -> None:
+        """SIGTERM/SIGINT stop and SIGHUP reloads, through a self-pipe that wakes the poller.
+        Installed before READY=1, so a reload or stop that systemd sends right after never
+        meets the default action (which for SIGHUP is to die)."""
+        self._wake_r, self._wake_w = os.pipe()
+        os.set_blocking(self._wake_r, False)
+        os.set_blocking(self._wake_w, False)
+        self._previous_wakeup_fd = signal.set_wakeup_fd(self._wake_w)
         for sig in (signal.SIGTERM, signal.SIGINT):
             signal.signal(sig, self.request_stop)
         signal.signal(signal.SIGHUP, self.request_reload)
+
+    def serve_forever(self) -> None:
+        wake_r = self._wake_r
         poller = zmq.Poller()
         poller.register(self.router, zmq.POLLIN)
         poller.register(wake_r, zmq.POLLIN)
@@ -206,9 +213,9 @@ class Server:
                     self.reload()
                 self._housekeeping()
         finally:
-            signal.set_wakeup_fd(previous_fd)
+            signal.set_wakeup_fd(self._previous_wakeup_fd)
             os.close(wake_r)
-            os.close(wake_w)
+            os.close(self._wake_w)
         self.notifier.stopping()
         self.log.info("stopping", state=self.device.lifecycle.value)
 
