@@ -132,6 +132,19 @@ def default_events_endpoint() -> str:
     return f"ipc://{os.path.join(runtime_dir(), 'csd-events.sock')}"
 
 
+def events_endpoint_for(request_endpoint: str, hello: dict) -> str:
+    """Where a client subscribes, from `meta.hello`: a client that reached csd over TCP (a
+    remote runtime) gets the TCP events endpoint, with a wildcard bind address (`*`, 0.0.0.0,
+    ::) replaced by the host it used for requests; every other client gets `eventsEndpoint`."""
+    tcp = hello.get("tcpEventsEndpoint")
+    if not (tcp and request_endpoint.startswith("tcp://")):
+        return hello.get("eventsEndpoint")
+    bound_host, port = tcp[len("tcp://"):].rsplit(":", 1)
+    if bound_host in ("*", "0.0.0.0", "[::]", "::", "[::0]"):
+        bound_host = request_endpoint[len("tcp://"):].rsplit(":", 1)[0]
+    return f"tcp://{bound_host}:{port}"
+
+
 def event_frames(event: dict) -> list[bytes]:
     return [event["type"].encode(), encode(event)]
 

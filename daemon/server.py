@@ -86,16 +86,22 @@ class Server:
         self.router.setsockopt(zmq.ROUTER_HANDOVER, 1)
         self.pub = self.ctx.socket(zmq.PUB)
         self.pub.setsockopt(zmq.LINGER, LINGER_MS)
-        binds = [(self.router, cfg.endpoint), (self.pub, cfg.events_endpoint)]
-        binds += [(s, e) for s, e in ((self.router, cfg.tcp_endpoint), (self.pub, cfg.tcp_events_endpoint)) if e]
-        for sock, endpoint in binds:
+        for sock, endpoint in ((self.router, cfg.endpoint), (self.pub, cfg.events_endpoint)):
             _ensure_ipc_dir(endpoint)
             sock.bind(endpoint)
+        # Optional TCP endpoints for remote runtimes, on the same sockets. A wildcard port
+        # (tcp://host:*) is resolved to the one the kernel picked, which is what clients need.
+        tcp = {}
+        for name, sock in (("tcp_endpoint", self.router), ("tcp_events_endpoint", self.pub)):
+            if getattr(cfg, name):
+                sock.bind(getattr(cfg, name))
+                tcp[name] = sock.getsockopt_string(zmq.LAST_ENDPOINT)
 
-        context = Context(self.device, cfg.events_endpoint, wall_ms(), __version__)
+        context = Context(self.device, cfg.events_endpoint, wall_ms(), __version__,
+                          tcp_events_endpoint=tcp.get("tcp_events_endpoint", ""))
         self.dispatcher = Dispatcher(context, self.store, self._publish, self.log, replies)
         self.log.info(
-            "ready", endpoint=cfg.endpoint, events_endpoint=cfg.events_endpoint, state_dir=cfg.state_dir,
+            "ready", endpoint=cfg.endpoint, events_endpoint=cfg.events_endpoint, **tcp, state_dir=cfg.state_dir,
             state=self.device.lifecycle.value, execmode=self.device.active_mode.value, seq=log.last_seq,
         )
         self._catch_signals()

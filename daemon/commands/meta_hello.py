@@ -1,7 +1,8 @@
 """meta.hello — who is this daemon.
 
 args: none.
-result: {protocol, version, serial, systemType, eventsEndpoint}
+result: {protocol, version, serial, systemType, eventsEndpoint, tcpEventsEndpoint}
+(tcpEventsEndpoint is "" unless csd also publishes on TCP for remote runtimes.)
 """
 
 from csadmin import protocol
@@ -19,4 +20,5 @@ def execute(ctx, args, caller):
         "serial": ctx.device.serial,
         "systemType": "cs2",
         "eventsEndpoint": ctx.events_endpoint,
+        "tcpEventsEndpoint": ctx.tcp_events_endpoint,
     }

@@ -49,8 +49,16 @@ class FakeSystemd:
         self.sock.close()
 
 
+@pytest.fixture
+def systemd(tmp_path):
+    fake = FakeSystemd("path", str(tmp_path))
+    yield fake
+    fake.close()
+
+
 @pytest.fixture(params=["path", "abstract"])
-def systemd(request, tmp_path):
+def any_systemd(request, tmp_path):
+    """Both forms systemd uses for $NOTIFY_SOCKET: a socket file, and `@name` (abstract)."""
     fake = FakeSystemd(request.param, str(tmp_path))
     yield fake
     fake.close()
@@ -60,7 +68,8 @@ def notified_csd(make_csd, systemd, env=None, **kwargs) -> Daemon:
     return make_csd(env={"NOTIFY_SOCKET": systemd.address, **(env or {})}, **kwargs)
 
 
-def test_ready_only_after_recovery_and_bind(make_csd, systemd):
+def test_ready_only_after_recovery_and_bind(make_csd, any_systemd):
+    systemd = any_systemd
     # A crash in PENDING_STANDBY leaves a transition for the next start to roll forward.
     csd = notified_csd(make_csd, systemd, standby_seconds=3600).spawn()
     systemd.wait_for("READY")
@@ -116,7 +125,8 @@ def test_no_watchdog_pings_when_meant_for_another_pid(make_csd, systemd):
     assert not any("WATCHDOG" in m for m in systemd.seen)
 
 
-def test_stopping_on_sigterm_then_clean_exit(make_csd, systemd):
+def test_stopping_on_sigterm_then_clean_exit(make_csd, any_systemd):
+    systemd = any_systemd
     csd = notified_csd(make_csd, systemd).spawn()
     systemd.wait_for("READY")
     csd.proc.send_signal(signal.SIGTERM)
