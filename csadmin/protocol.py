@@ -111,12 +111,14 @@ def decode_reply(frame: bytes) -> dict:
 
 
 def runtime_dir() -> str:
-    """The directory of csd's ipc sockets: `$CSD_RUNTIME_DIR`, systemd's /run/csd for root,
-    else `$XDG_RUNTIME_DIR/csd`, else /tmp/csd-<uid>."""
-    explicit = os.environ.get("CSD_RUNTIME_DIR")
+    """The directory of csd's ipc sockets: `$CSD_RUNTIME_DIR`; `$RUNTIME_DIRECTORY` (set by
+    systemd's RuntimeDirectory= for csd itself); /run/csd for root or when it exists (csd is
+    installed as a service, so admins' `cs` finds it); else `$XDG_RUNTIME_DIR/csd`, else
+    /tmp/csd-<uid> (a private csd run by hand)."""
+    explicit = os.environ.get("CSD_RUNTIME_DIR") or os.environ.get("RUNTIME_DIRECTORY", "").split(":")[0]
     if explicit:
         return explicit
-    if os.geteuid() == 0:
+    if os.geteuid() == 0 or os.path.isdir("/run/csd"):
         return "/run/csd"
     xdg = os.environ.get("XDG_RUNTIME_DIR")
     if xdg:
