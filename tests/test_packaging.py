@@ -43,7 +43,7 @@ def test_the_wheel_installs_and_serves(tmp_path):
     src.mkdir()
     for name in ("pyproject.toml", "README.md"):
         shutil.copy(os.path.join(ROOT, name), src)
-    for package in ("csadmin", "daemon", "statemachine"):
+    for package in ("csadmin", "daemon", "statemachine", "systemd"):
         shutil.copytree(os.path.join(ROOT, package), src / package,
                         ignore=shutil.ignore_patterns("__pycache__"))
     built = run(sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(tmp_path / "dist"), str(src))
@@ -54,6 +54,8 @@ def test_the_wheel_installs_and_serves(tmp_path):
         names = z.namelist()
         entry_points = next(z.read(n).decode() for n in names if n.endswith("entry_points.txt"))
     assert {n.split("/")[0] for n in names if not n.startswith("csadmin-")} == {"csadmin", "daemon", "statemachine"}
+    data = f"csadmin-{csadmin.__version__}.data/data/share/csadmin/systemd/"
+    assert {data + f for f in ("csd.service", "csd.sysusers", "csd.toml")} <= set(names)
     assert "cs = csadmin.cli.main:main" in entry_points and "csd = daemon.main:main" in entry_points
 
     venv = tmp_path / "venv"
@@ -68,6 +70,7 @@ def test_the_wheel_installs_and_serves(tmp_path):
         f.write(sysconfig.get_paths()["purelib"] + "\n")
 
     out = str(tmp_path)  # cwd outside the source tree
+    assert (venv / "share" / "csadmin" / "systemd" / "csd.service").exists()
     where = run(py, "-c", "import csadmin, daemon, statemachine; print(csadmin.__file__)", cwd=out)
     assert where.stdout.startswith(site), where
     for cmd, expected in (([bindir / "cs", "--version"], "cs"), ([bindir / "csd", "--version"], "csd"),
