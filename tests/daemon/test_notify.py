@@ -9,6 +9,7 @@ import time
 
 import pytest
 
+from daemon.notify import Notifier
 from tests.harness import Daemon, wait_until
 
 
@@ -194,3 +195,40 @@ def test_reload_names_settings_that_need_a_restart(make_csd, systemd, tmp_path):
 def test_without_notify_socket_csd_runs_as_before(csd):
     with csd.client() as c:
         assert c.system_show()["state"] == "ACTIVE"
+
+
+# -- the Notifier on its own ----------------------------------------------------------------------
+
+
+def test_notifier_is_a_no_op_without_notify_socket():
+    n = Notifier({})
+    assert not n.enabled and n.watchdog_ms is None
+    assert n.ready("x") is False and n.watchdog() is False and n.stopping() is False
+
+
+@pytest.mark.parametrize(
+    "env, interval",
+    [
+        ({"WATCHDOG_USEC": "200000"}, 100),
+        ({"WATCHDOG_USEC": "30000000", "WATCHDOG_PID": str(os.getpid())}, 15_000),
+        ({"WATCHDOG_USEC": "200000", "WATCHDOG_PID": "1"}, None),  # meant for another process
+        ({"WATCHDOG_USEC": "0"}, None),
+        ({"WATCHDOG_USEC": "soon"}, None),
+        ({}, None),
+    ],
+)
+def test_watchdog_interval_is_half_of_watchdog_usec(env, interval):
+    assert Notifier(env).watchdog_ms == interval
+
+
+def test_notifier_sends_one_datagram_per_call(systemd):
+    n = Notifier({"NOTIFY_SOCKET": systemd.address})
+    assert n.ready("ACTIVE, execution mode PIPELINED")
+    assert systemd.receive(5) == {"READY": "1", "STATUS": "ACTIVE, execution mode PIPELINED"}
+    n.close()
+    assert n.watchdog() is False  # closed: a no-op, never an exception
+
+
+def test_a_vanished_notify_socket_never_raises(tmp_path):
+    n = Notifier({"NOTIFY_SOCKET": str(tmp_path / "gone")})
+    assert n.enabled and n.ready() is False
