@@ -39,15 +39,22 @@ def test_every_line_is_json_and_requests_have_the_documented_fields(make_csd):
     assert isinstance(standby["latency_ms"], float) and standby["latency_ms"] >= 0
     assert standby["timestamp"].endswith("Z")
     assert {"ready", "transition_completed", "stopping"} <= {line["event"] for line in lines}
+    assert {line["logger"] for line in lines} == {"csd"}  # transitions' chatter stays at debug
 
 
 def test_reads_are_logged_at_debug(make_csd):
     csd = make_csd(log_level="debug").start()
     with csd.client() as c:
         c.system_show()
+        c.system_standby()
+        c.wait_for(state="STANDBY", timeout=20)
     csd.stop()
-    reads = [line for line in json_lines(csd.log()) if line.get("op") == "system.show"]
+    lines = json_lines(csd.log())
+    reads = [line for line in lines if line.get("op") == "system.show"]
     assert reads and all(line["level"] == "debug" for line in reads)
+    # The state machine library's own (stdlib) lines come through in the same JSON format.
+    library_lines = [line for line in lines if line["logger"].startswith("transitions")]
+    assert library_lines and all({"event", "level", "timestamp"} <= set(line) for line in library_lines)
 
 
 @pytest.fixture
