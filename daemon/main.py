@@ -15,19 +15,19 @@ from csadmin import __version__
 # Flags that are settings: argparse name → how to parse. Each has a config-file key of the
 # same name; flags are SUPPRESSed when absent so the file's value is not overwritten by a default.
 SETTING_FLAGS = {
-    "state_dir": (str, "where state is kept"),
-    "endpoint": (str, "request socket to bind"),
-    "events_endpoint": (str, "event socket to bind"),
-    "tcp_endpoint": (str, "extra request endpoint for remote runtimes, e.g. tcp://*:9000"),
-    "tcp_events_endpoint": (str, "extra event endpoint for remote runtimes, e.g. tcp://*:9001"),
-    "activate_seconds": (float, "simulated activation time"),
-    "standby_seconds": (float, "simulated standby time"),
-    "serial": (str, "serial of a fresh system"),
-    "keep_events": (int, "how many events are kept"),
-    "lease_seconds": (float, "default lease of a run"),
-    "program_bytes_per_second": (int, "simulated fabric programming rate"),
-    "log_level": (str, "debug, info, warning or error"),
-    "log_format": (str, "auto (JSON unless on a terminal), json or console"),
+    "state_dir": (str, "DIR", "where state is kept"),
+    "endpoint": (str, "URL", "request socket to bind"),
+    "events_endpoint": (str, "URL", "event socket to bind"),
+    "tcp_endpoint": (str, "URL", "extra request endpoint for remote runtimes, e.g. tcp://*:9000"),
+    "tcp_events_endpoint": (str, "URL", "extra event endpoint for remote runtimes, e.g. tcp://*:9001"),
+    "activate_seconds": (float, "SECONDS", "simulated activation time"),
+    "standby_seconds": (float, "SECONDS", "simulated standby time"),
+    "serial": (str, "SERIAL", "serial of a fresh system"),
+    "keep_events": (int, "N", "how many events are kept"),
+    "lease_seconds": (float, "SECONDS", "default lease of a run"),
+    "program_bytes_per_second": (int, "N", "simulated fabric programming rate"),
+    "log_level": (str, "LEVEL", "debug, info, warning or error"),
+    "log_format": (str, "FORMAT", "auto (JSON unless on a terminal), json or console"),
 }
 
 
@@ -44,9 +44,10 @@ def build_parser() -> argparse.ArgumentParser:
                    help=f"config file (default: $CSD_CONFIG or {DEFAULT_CONFIG_PATH}, if it exists)")
     p.add_argument("--check-config", action="store_true",
                    help="validate the settings, print the effective config and exit (0 valid, 2 not)")
-    for name, (kind, text) in SETTING_FLAGS.items():
-        p.add_argument("--" + name.replace("_", "-"), dest=name, type=kind, default=argparse.SUPPRESS,
-                       help=f"{text} (default: {getattr(d, name)!s})")
+    for name, (kind, metavar, text) in SETTING_FLAGS.items():
+        default = getattr(d, name)
+        p.add_argument("--" + name.replace("_", "-"), dest=name, type=kind, metavar=metavar,
+                       default=argparse.SUPPRESS, help=f"{text} (default: {default if default != '' else 'none'})")
     return p
 
 
@@ -78,11 +79,10 @@ def run(config, reload_config) -> int:
     server = Server(config, log, notifier, reload_config, configure)
     try:
         server.start()
-    except StoreError as exc:
-        log.error("cannot_start", reason=str(exc))
-        return 1
     except Exception as exc:  # e.g. the endpoint is in use: say so plainly, no traceback
-        log.error("cannot_start", reason=f"{type(exc).__name__}: {exc}")
+        reason = str(exc) if isinstance(exc, StoreError) else f"{type(exc).__name__}: {exc}"
+        log.error("cannot_start", reason=reason)
+        notifier.status(f"cannot start: {reason}")  # what `systemctl status csd` shows
         return 1
     try:
         server.serve_forever()
