@@ -139,6 +139,16 @@ def log_lines(csd) -> list[dict]:
     return [json.loads(line) for line in csd.log().splitlines() if line.startswith("{")]
 
 
+def test_no_ready_when_csd_cannot_start_and_status_says_why(csd, make_csd, systemd):
+    second = notified_csd(make_csd, systemd)
+    second.state_dir = csd.state_dir  # held by the running csd's lock
+    second.spawn()
+    assert second.proc.wait(timeout=30) == 1
+    status = systemd.wait_for("STATUS", None)["STATUS"]
+    assert status.startswith("cannot start: Another csd is already using")
+    assert not any("READY" in m for m in systemd.seen)
+
+
 def _write(path, text):
     with open(path, "w") as f:
         f.write(text)
