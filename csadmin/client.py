@@ -105,7 +105,7 @@ class Client:
     def hello(self) -> dict:
         """Protocol version, serial and events endpoint of the daemon."""
         result = self.call("meta.hello")
-        self._events_endpoint = result.get("eventsEndpoint")
+        self._events_endpoint = protocol.events_endpoint_for(self.endpoint, result)
         return result
 
     def system_show(self) -> dict:

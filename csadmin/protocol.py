@@ -111,12 +111,14 @@ def decode_reply(frame: bytes) -> dict:
 
 
 def runtime_dir() -> str:
-    """The directory of csd's ipc sockets: `$CSD_RUNTIME_DIR`, systemd's /run/csd for root,
-    else `$XDG_RUNTIME_DIR/csd`, else /tmp/csd-<uid>."""
-    explicit = os.environ.get("CSD_RUNTIME_DIR")
+    """The directory of csd's ipc sockets: `$CSD_RUNTIME_DIR`; `$RUNTIME_DIRECTORY` (set by
+    systemd's RuntimeDirectory= for csd itself); /run/csd for root or when it exists (csd is
+    installed as a service, so admins' `cs` finds it); else `$XDG_RUNTIME_DIR/csd`, else
+    /tmp/csd-<uid> (a private csd run by hand)."""
+    explicit = os.environ.get("CSD_RUNTIME_DIR") or os.environ.get("RUNTIME_DIRECTORY", "").split(":")[0]
     if explicit:
         return explicit
-    if os.geteuid() == 0:
+    if os.geteuid() == 0 or os.path.isdir("/run/csd"):
         return "/run/csd"
     xdg = os.environ.get("XDG_RUNTIME_DIR")
     if xdg:
@@ -130,6 +132,19 @@ def default_endpoint() -> str:
 
 def default_events_endpoint() -> str:
     return f"ipc://{os.path.join(runtime_dir(), 'csd-events.sock')}"
+
+
+def events_endpoint_for(request_endpoint: str, hello: dict) -> str:
+    """Where a client subscribes, from `meta.hello`: a client that reached csd over TCP (a
+    remote runtime) gets the TCP events endpoint, with a wildcard bind address (`*`, 0.0.0.0,
+    ::) replaced by the host it used for requests; every other client gets `eventsEndpoint`."""
+    tcp = hello.get("tcpEventsEndpoint")
+    if not (tcp and request_endpoint.startswith("tcp://")):
+        return hello.get("eventsEndpoint")
+    bound_host, port = tcp[len("tcp://"):].rsplit(":", 1)
+    if bound_host in ("*", "0.0.0.0", "[::]", "::", "[::0]"):
+        bound_host = request_endpoint[len("tcp://"):].rsplit(":", 1)[0]
+    return f"tcp://{bound_host}:{port}"
 
 
 def event_frames(event: dict) -> list[bytes]:

@@ -1,11 +1,29 @@
-"""csd's settings: defaults here, overridden by command-line flags (daemon/main.py)."""
+"""csd's settings: built-in defaults < the config file (TOML) < command-line flags.
+
+The file is `/etc/csd/csd.toml` unless `--config PATH` or `$CSD_CONFIG` names another. A missing
+default file is fine (defaults apply); a missing file that was asked for is an error. Every key is
+one top-level setting named like its flag (`--activate-seconds` ↔ `activate_seconds`); an unknown
+key, a wrong type or a bad value is an error that names the key and the file, never silence.
+"""
 
 from __future__ import annotations
 
+import json
 import os
-from dataclasses import dataclass, field
+import tomllib
+from dataclasses import asdict, dataclass, field, fields
 
 from csadmin import protocol
+
+DEFAULT_CONFIG_PATH = "/etc/csd/csd.toml"
+LOG_LEVELS = ("debug", "info", "warning", "error")
+LOG_FORMATS = ("auto", "json", "console")
+# Settings a SIGHUP applies to the running daemon; the others need a restart.
+LIVE_KEYS = frozenset({"log_level", "log_format"})
+
+
+class ConfigError(ValueError):
+    """The configuration cannot be used; the message names the key and where it came from."""
 
 
 def default_state_dir() -> str:
@@ -24,9 +42,98 @@ class Config:
     state_dir: str = field(default_factory=default_state_dir)
     endpoint: str = field(default_factory=lambda: os.environ.get("CSD_ENDPOINT") or protocol.default_endpoint())
     events_endpoint: str = field(default_factory=protocol.default_events_endpoint)
+    # Extra endpoints for training runtimes on other hosts ("" = not bound), e.g. tcp://*:9000.
+    tcp_endpoint: str = ""
+    tcp_events_endpoint: str = ""
     activate_seconds: float = 5.0
     standby_seconds: float = 3.0
     serial: str = "CS2-0001"
     keep_events: int = 10_000
+    lease_seconds: float = 60.0  # a run's lease unless it asks for another
+    program_bytes_per_second: int = 2_000_000_000  # simulated fabric programming rate
     log_level: str = "info"
     log_format: str = "auto"  # auto: JSON unless stdout is a terminal
+
+    def as_toml(self) -> str:
+        """The effective settings as a valid csd.toml (what `csd --check-config` prints)."""
+        return "".join(f"{k} = {_toml_value(v)}\n" for k, v in asdict(self).items())
+
+
+# TOML type each setting takes (float settings also take integers: `activate_seconds = 5`).
+TYPES = {f.name: {"str": str, "float": float, "int": int}[f.type] for f in fields(Config)}
+
+
+def _toml_value(value) -> str:
+    return json.dumps(value) if isinstance(value, str) else repr(value)
+
+
+def _check_type(key: str, value, where: str):
+    want = TYPES[key]
+    ok = isinstance(value, want) and not isinstance(value, bool)
+    if want is float and isinstance(value, int) and not isinstance(value, bool):
+        value, ok = float(value), True
+    if not ok:
+        kind = {str: "a string", float: "a number", int: "an integer"}[want]
+        raise ConfigError(f"{where}: `{key}` must be {kind}, not {type(value).__name__} {value!r}")
+    return value
+
+
+def _check_value(key: str, value, where: str | None) -> None:
+    """`where`: the file the value came from, or None for a command-line flag."""
+    bad = None
+    if key in ("activate_seconds", "standby_seconds") and value < 0:
+        bad = "must be 0 or more"
+    elif key in ("keep_events", "lease_seconds", "program_bytes_per_second") and value <= 0:
+        bad = "must be more than 0"
+    elif key == "log_level" and value not in LOG_LEVELS:
+        bad = f"must be one of {', '.join(LOG_LEVELS)}"
+    elif key == "log_format" and value not in LOG_FORMATS:
+        bad = f"must be one of {', '.join(LOG_FORMATS)}"
+    elif key in ("endpoint", "events_endpoint") and not value.startswith(("ipc://", "tcp://")):
+        bad = "must be an ipc:// or tcp:// endpoint"
+    elif key in ("tcp_endpoint", "tcp_events_endpoint") and value and not value.startswith("tcp://"):
+        bad = 'must be a tcp:// endpoint (or "" for none)'
+    elif key in ("state_dir", "serial") and not value:
+        bad = "must not be empty"
+    if bad:
+        name = f"{where}: `{key}`" if where else "--" + key.replace("_", "-")
+        raise ConfigError(f"{name} {bad} (got {value!r})")
+
+
+def read_file(path: str) -> dict:
+    """The settings in one TOML file, type-checked; raises ConfigError naming key and file."""
+    try:
+        with open(path, "rb") as f:
+            data = tomllib.load(f)
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read the config file: {exc.strerror}") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{path}: not valid TOML: {exc}") from None
+    settings = {}
+    for key, value in data.items():
+        if key not in TYPES:
+            known = ", ".join(TYPES)
+            raise ConfigError(f"{path}: unknown key `{key}` (known keys: {known})")
+        settings[key] = _check_type(key, value, path)
+    return settings
+
+
+def config_path(flag: str | None) -> tuple[str, bool]:
+    """Which file to read, and whether it was asked for explicitly (then it must exist)."""
+    if flag:
+        return flag, True
+    env = os.environ.get("CSD_CONFIG")
+    if env:
+        return env, True
+    return DEFAULT_CONFIG_PATH, False
+
+
+def load(flags: dict, path_flag: str | None = None) -> Config:
+    """Defaults < file < `flags` (only the flags actually given, by setting name)."""
+    path, explicit = config_path(path_flag)
+    from_file = read_file(path) if explicit or os.path.exists(path) else {}
+    for key, value in from_file.items():
+        _check_value(key, value, path)
+    for key, value in flags.items():
+        _check_value(key, value, None)
+    return Config(**{**from_file, **flags})

@@ -27,3 +27,4 @@ class Context:
     events_endpoint: str
     started_at: int  # ms since the epoch
     version: str
+    tcp_events_endpoint: str = ""  # for clients that reach csd over TCP ("" = not bound)

@@ -1,4 +1,9 @@
-"""`csd`: run the CS-2 device daemon in the foreground."""
+"""`csd`: run the CS-2 device daemon in the foreground (under systemd: Type=notify).
+
+Settings: built-in defaults < the config file (`/etc/csd/csd.toml`, `--config`, `$CSD_CONFIG`)
+< the flags given here. `csd --check-config` validates them, prints the result and exits.
+Exit codes: 0 clean stop, 1 cannot start (state store, endpoint), 2 bad flags or config.
+"""
 
 from __future__ import annotations
 
@@ -7,49 +12,81 @@ import sys
 
 from csadmin import __version__
 
+# Flags that are settings: argparse name → how to parse. Each has a config-file key of the
+# same name; flags are SUPPRESSed when absent so the file's value is not overwritten by a default.
+SETTING_FLAGS = {
+    "state_dir": (str, "DIR", "where state is kept"),
+    "endpoint": (str, "URL", "request socket to bind"),
+    "events_endpoint": (str, "URL", "event socket to bind"),
+    "tcp_endpoint": (str, "URL", "extra request endpoint for remote runtimes, e.g. tcp://*:9000"),
+    "tcp_events_endpoint": (str, "URL", "extra event endpoint for remote runtimes, e.g. tcp://*:9001"),
+    "activate_seconds": (float, "SECONDS", "simulated activation time"),
+    "standby_seconds": (float, "SECONDS", "simulated standby time"),
+    "serial": (str, "SERIAL", "serial of a fresh system"),
+    "keep_events": (int, "N", "how many events are kept"),
+    "lease_seconds": (float, "SECONDS", "default lease of a run"),
+    "program_bytes_per_second": (int, "N", "simulated fabric programming rate"),
+    "log_level": (str, "LEVEL", "debug, info, warning or error"),
+    "log_format": (str, "FORMAT", "auto (JSON unless on a terminal), json or console"),
+}
+
 
 def build_parser() -> argparse.ArgumentParser:
-    from .config import Config
+    from .config import DEFAULT_CONFIG_PATH, Config
 
     d = Config()
-    p = argparse.ArgumentParser(prog="csd", description="The CS-2 device daemon (runs in the foreground).")
+    p = argparse.ArgumentParser(
+        prog="csd", description="The CS-2 device daemon (runs in the foreground).",
+        epilog="Flags override the config file, which overrides the defaults shown.",
+    )
     p.add_argument("--version", action="version", version=f"csd {__version__}")
-    p.add_argument("--state-dir", default=d.state_dir, help="where state is kept (default: %(default)s)")
-    p.add_argument("--endpoint", default=d.endpoint, help="request socket to bind (default: %(default)s)")
-    p.add_argument("--events-endpoint", default=d.events_endpoint, help="event socket to bind (default: %(default)s)")
-    p.add_argument("--activate-seconds", type=float, default=d.activate_seconds, help="simulated activation time")
-    p.add_argument("--standby-seconds", type=float, default=d.standby_seconds, help="simulated standby time")
-    p.add_argument("--serial", default=d.serial, help="serial of a fresh system (default: %(default)s)")
-    p.add_argument("--log-level", default=d.log_level, choices=["debug", "info", "warning", "error"])
-    p.add_argument("--log-format", default=d.log_format, choices=["auto", "json", "console"])
+    p.add_argument("--config", metavar="PATH",
+                   help=f"config file (default: $CSD_CONFIG or {DEFAULT_CONFIG_PATH}, if it exists)")
+    p.add_argument("--check-config", action="store_true",
+                   help="validate the settings, print the effective config and exit (0 valid, 2 not)")
+    for name, (kind, metavar, text) in SETTING_FLAGS.items():
+        default = getattr(d, name)
+        p.add_argument("--" + name.replace("_", "-"), dest=name, type=kind, metavar=metavar,
+                       default=argparse.SUPPRESS, help=f"{text} (default: {default if default != '' else 'none'})")
     return p
 
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    for name in ("activate_seconds", "standby_seconds"):
-        if getattr(args, name) < 0:
-            print(f"csd: --{name.replace('_', '-')} must be 0 or more", file=sys.stderr)
-            return 2
+    from .config import ConfigError, load
 
-    from .config import Config
+    flags = {k: v for k, v in vars(args).items() if k in SETTING_FLAGS}
+    try:
+        config = load(flags, args.config)
+    except ConfigError as exc:
+        print(f"csd: {exc}", file=sys.stderr)
+        return 2
+    if args.check_config:
+        sys.stdout.write(config.as_toml())
+        return 0
+    return run(config, lambda: load(flags, args.config))
+
+
+def run(config, reload_config) -> int:
+    """Serve until SIGTERM/SIGINT; `reload_config()` gives the settings a SIGHUP applies."""
     from .logs import configure
+    from .notify import Notifier
     from .server import Server
     from .store import StoreError
 
-    config = Config(**{k: v for k, v in vars(args).items()})
     log = configure(config.log_level, config.log_format)
-    server = Server(config, log)
+    notifier = Notifier()
+    server = Server(config, log, notifier, reload_config, configure)
     try:
         server.start()
-    except StoreError as exc:
-        log.error("cannot_start", reason=str(exc))
-        return 1
     except Exception as exc:  # e.g. the endpoint is in use: say so plainly, no traceback
-        log.error("cannot_start", reason=f"{type(exc).__name__}: {exc}")
+        reason = str(exc) if isinstance(exc, StoreError) else f"{type(exc).__name__}: {exc}"
+        log.error("cannot_start", reason=reason)
+        notifier.status(f"cannot start: {reason}")  # what `systemctl status csd` shows
         return 1
     try:
         server.serve_forever()
     finally:
         server.close()
+        notifier.close()
     return 0

@@ -1,8 +1,12 @@
-"""The serving loop: one thread, one `zmq.Poller`, the device's timed transition as the only timer.
+"""The serving loop: one thread, one `zmq.Poller`; its timers are the device's timed transition
+and the systemd watchdog ping.
 
 Requests arrive on a ROUTER socket and are answered in arrival order; events go out on a PUB
 socket after they are durable. SIGTERM/SIGINT wake the poller through a self-pipe and the loop
-drains and exits (finite LINGER, so shutdown never hangs on a gone peer).
+drains and exits (finite LINGER, so shutdown never hangs on a gone peer); SIGHUP wakes it to
+reload the config file. systemd hears READY=1 only after recovery and bind, STATUS= on each
+lifecycle change, WATCHDOG=1 from this loop (so a hung loop stops the pings and is restarted),
+RELOADING=1 … READY=1 around a reload and STOPPING=1 on the way out.
 """
 
 from __future__ import annotations
@@ -17,9 +21,10 @@ from csadmin import __version__, protocol
 from statemachine.device import Device, Timings
 from statemachine.events import EventLog
 
-from .config import Config
+from .config import LIVE_KEYS, Config, ConfigError
 from .context import Caller, Context
 from .dispatch import Dispatcher
+from .notify import Notifier
 from .store import Store
 
 IDLE_POLL_MS = 1000  # wake at least this often even with nothing to do
@@ -31,16 +36,28 @@ def wall_ms() -> int:
     return int(time.time() * 1000)
 
 
+def monotonic_ms() -> int:
+    return time.monotonic_ns() // 1_000_000
+
+
 def _ensure_ipc_dir(endpoint: str) -> None:
     if endpoint.startswith("ipc://"):
         os.makedirs(os.path.dirname(os.path.abspath(endpoint[len("ipc://"):])), mode=0o755, exist_ok=True)
 
 
 class Server:
-    def __init__(self, config: Config, log):
+    def __init__(self, config: Config, log, notifier: Notifier | None = None, load_config=None, configure_log=None):
+        """`load_config()` re-reads the config for a reload (None: nothing to re-read);
+        `configure_log(level, fmt)` returns a logger with new settings."""
         self.config = config
         self.log = log
+        self.notifier = notifier or Notifier({})
+        self._load_config = load_config
+        self._configure_log = configure_log
         self._stopping = False
+        self._reload_requested = False
+        self._watchdog_due: int | None = None
+        self._status_shown = None
 
     def start(self) -> None:
         """Open and check the store, restore the device, roll forward an interrupted
@@ -72,13 +89,70 @@ class Server:
         for sock, endpoint in ((self.router, cfg.endpoint), (self.pub, cfg.events_endpoint)):
             _ensure_ipc_dir(endpoint)
             sock.bind(endpoint)
+        # Optional TCP endpoints for remote runtimes, on the same sockets. A wildcard port
+        # (tcp://host:*) is resolved to the one the kernel picked, which is what clients need.
+        tcp = {}
+        for name, sock in (("tcp_endpoint", self.router), ("tcp_events_endpoint", self.pub)):
+            if getattr(cfg, name):
+                sock.bind(getattr(cfg, name))
+                tcp[name] = sock.getsockopt_string(zmq.LAST_ENDPOINT)
 
-        context = Context(self.device, cfg.events_endpoint, wall_ms(), __version__)
+        context = Context(self.device, cfg.events_endpoint, wall_ms(), __version__,
+                          tcp_events_endpoint=tcp.get("tcp_events_endpoint", ""))
         self.dispatcher = Dispatcher(context, self.store, self._publish, self.log, replies)
         self.log.info(
-            "ready", endpoint=cfg.endpoint, events_endpoint=cfg.events_endpoint, state_dir=cfg.state_dir,
+            "ready", endpoint=cfg.endpoint, events_endpoint=cfg.events_endpoint, **tcp, state_dir=cfg.state_dir,
             state=self.device.lifecycle.value, execmode=self.device.active_mode.value, seq=log.last_seq,
         )
+        self._catch_signals()
+        self._status_shown = self._status()
+        self.notifier.ready(self._status_shown)
+        if self.notifier.watchdog_ms:
+            self.notifier.watchdog()
+            self._watchdog_due = monotonic_ms() + self.notifier.watchdog_ms
+
+    def _status(self) -> str:
+        """The one-line STATUS= systemd shows: lifecycle state and the active execution mode."""
+        d = self.device
+        return f"{d.lifecycle.value}, execution mode {d.active_mode.value}"
+
+    def _housekeeping(self) -> None:
+        """Once per loop turn: ping the watchdog when due, refresh STATUS= when it changed."""
+        if self._watchdog_due is not None:
+            now = monotonic_ms()
+            if now >= self._watchdog_due:
+                self.notifier.watchdog()
+                self._watchdog_due = now + self.notifier.watchdog_ms
+        if self.notifier.enabled:
+            status = self._status()
+            if status != self._status_shown:
+                self._status_shown = status
+                self.notifier.status(status)
+
+    def reload(self) -> None:
+        """Re-read the config file and apply what can change live (log level and format);
+        report settings that need a restart. A bad file is logged and the old settings stay."""
+        self.notifier.reloading()
+        try:
+            if self._load_config is None:
+                return
+            try:
+                new = self._load_config()
+            except ConfigError as exc:
+                self.log.error("reload_failed", reason=str(exc), hint="fix the file and reload again")
+                return
+            old = self.config
+            live = {k: getattr(new, k) for k in LIVE_KEYS}
+            if self._configure_log and any(getattr(old, k) != v for k, v in live.items()):
+                self.log = self.dispatcher.log = self._configure_log(new.log_level, new.log_format)
+            for key, value in live.items():
+                setattr(old, key, value)
+            pending = sorted(k for k in vars(new) if k not in LIVE_KEYS and getattr(new, k) != getattr(old, k))
+            self.log.info("reloaded", log_level=old.log_level, log_format=old.log_format)
+            if pending:
+                self.log.warning("restart_required", keys=pending, hint="systemctl restart csd applies these")
+        finally:
+            self.notifier.ready(self._status())
 
     def _caller(self, identity: bytes) -> Caller:
         # Without authentication every local client is trusted as an admin (the ipc socket's
@@ -90,21 +164,34 @@ class Server:
         self.pub.send_multipart(protocol.event_frames(event))
 
     def _poll_timeout(self) -> int:
+        timeout = IDLE_POLL_MS
         deadline = self.device.next_deadline()
-        if deadline is None:
-            return IDLE_POLL_MS
-        return max(0, min(IDLE_POLL_MS, deadline - wall_ms()))
+        if deadline is not None:
+            timeout = min(timeout, deadline - wall_ms())
+        if self._watchdog_due is not None:
+            timeout = min(timeout, self._watchdog_due - monotonic_ms())
+        return max(0, timeout)
 
     def request_stop(self, *_):
         self._stopping = True
 
-    def serve_forever(self) -> None:
-        wake_r, wake_w = os.pipe()
-        os.set_blocking(wake_r, False)
-        os.set_blocking(wake_w, False)
-        previous_fd = signal.set_wakeup_fd(wake_w)
+    def request_reload(self, *_):
+        self._reload_requested = True
+
+    def _catch_signals(self) -> None:
+        """SIGTERM/SIGINT stop and SIGHUP reloads, through a self-pipe that wakes the poller.
+        Installed before READY=1, so a reload or stop that systemd sends right after never
+        meets the default action (which for SIGHUP is to die)."""
+        self._wake_r, self._wake_w = os.pipe()
+        os.set_blocking(self._wake_r, False)
+        os.set_blocking(self._wake_w, False)
+        self._previous_wakeup_fd = signal.set_wakeup_fd(self._wake_w)
         for sig in (signal.SIGTERM, signal.SIGINT):
             signal.signal(sig, self.request_stop)
+        signal.signal(signal.SIGHUP, self.request_reload)
+
+    def serve_forever(self) -> None:
+        wake_r = self._wake_r
         poller = zmq.Poller()
         poller.register(self.router, zmq.POLLIN)
         poller.register(wake_r, zmq.POLLIN)
@@ -128,10 +215,15 @@ class Server:
                     except BlockingIOError:
                         pass
                 dispatcher.tick()
+                if self._reload_requested:
+                    self._reload_requested = False
+                    self.reload()
+                self._housekeeping()
         finally:
-            signal.set_wakeup_fd(previous_fd)
+            signal.set_wakeup_fd(self._previous_wakeup_fd)
             os.close(wake_r)
-            os.close(wake_w)
+            os.close(self._wake_w)
+        self.notifier.stopping()
         self.log.info("stopping", state=self.device.lifecycle.value)
 
     def close(self) -> None:

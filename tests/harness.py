@@ -32,7 +32,7 @@ def wait_until(predicate, timeout: float = 15.0, interval: float = 0.01, what: s
 class Daemon:
     """One csd process. `start()` returns once it answers `meta.hello`."""
 
-    def __init__(self, activate_seconds=0.05, standby_seconds=0.05, extra_args=()):
+    def __init__(self, activate_seconds=0.05, standby_seconds=0.05, extra_args=(), env=None, log_level="debug"):
         self.dir = tempfile.mkdtemp(prefix="csd-t-")
         self.state_dir = os.path.join(self.dir, "state")
         self.endpoint = f"ipc://{self.dir}/csd.sock"
@@ -41,20 +41,32 @@ class Daemon:
         self.activate_seconds = activate_seconds
         self.standby_seconds = standby_seconds
         self.extra_args = list(extra_args)
+        self.log_level = log_level  # None: no --log-level flag (the config file decides)
+        self.extra_env = dict(env or {})  # e.g. NOTIFY_SOCKET for the sd_notify tests
         self.proc: subprocess.Popen | None = None
 
     def command(self) -> list[str]:
+        # Hermetic: never pick up the machine's /etc/csd/csd.toml unless a test passes --config.
+        config = [] if "--config" in self.extra_args else ["--config", os.devnull]
         return [
             sys.executable, "-m", "daemon", "--state-dir", self.state_dir,
             "--endpoint", self.endpoint, "--events-endpoint", self.events_endpoint,
             "--activate-seconds", str(self.activate_seconds), "--standby-seconds", str(self.standby_seconds),
-            "--log-level", "debug", *self.extra_args,
+            *(["--log-level", self.log_level] if self.log_level else []), *config, *self.extra_args,
         ]
 
-    def start(self, timeout: float = 20.0) -> "Daemon":
+    def spawn(self) -> "Daemon":
+        """Start csd without waiting for it to answer."""
         log = open(self.log_path, "ab")
-        self.proc = subprocess.Popen(self.command(), stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, cwd=ROOT)
+        env = {**os.environ, **self.extra_env} if self.extra_env else None
+        self.proc = subprocess.Popen(
+            self.command(), stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, cwd=ROOT, env=env,
+        )
         log.close()
+        return self
+
+    def start(self, timeout: float = 20.0) -> "Daemon":
+        self.spawn()
 
         def answers():
             if self.proc.poll() is not None:

@@ -1,7 +1,9 @@
 """meta.hello — who is this daemon.
 
 args: none.
-result: {protocol, version, serial, systemType, eventsEndpoint, eventTypes (the catalog, for completion)}
+result: {protocol, version, serial, systemType, eventsEndpoint, tcpEventsEndpoint,
+         eventTypes (the catalog, for completion)}
+(tcpEventsEndpoint is "" unless csd also publishes on TCP for remote runtimes.)
 """
 
 from csadmin import protocol
@@ -20,5 +22,6 @@ def execute(ctx, args, caller):
         "serial": ctx.device.serial,
         "systemType": "cs2",
         "eventsEndpoint": ctx.events_endpoint,
+        "tcpEventsEndpoint": ctx.tcp_events_endpoint,
         "eventTypes": sorted(CATALOG),
     }

@@ -1,0 +1,95 @@
+"""Packaging: one version source for `cs` and `csd`, `python -m csadmin` / `python -m daemon`,
+and a wheel built by `pip` that installs and works outside the source tree."""
+
+import os
+import shutil
+import subprocess
+import sys
+import sysconfig
+import tomllib
+import zipfile
+
+import pytest
+
+import csadmin
+from tests.harness import ROOT, wait_until
+
+
+def run(*cmd, **kwargs):
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=120, **kwargs)
+
+
+def test_one_version_source():
+    with open(os.path.join(ROOT, "pyproject.toml"), "rb") as f:
+        project = tomllib.load(f)
+    assert project["project"]["dynamic"] == ["version"]
+    assert project["tool"]["setuptools"]["dynamic"]["version"] == {"attr": "csadmin.__version__"}
+
+
+@pytest.mark.parametrize("module, name", [("csadmin", "cs"), ("daemon", "csd")])
+def test_python_dash_m_runs_each_program(module, name):
+    done = run(sys.executable, "-m", module, "--version", cwd=ROOT)
+    assert (done.returncode, done.stdout.strip()) == (0, f"{name} {csadmin.__version__}"), done
+
+
+@pytest.mark.skipif(
+    not os.environ.get("CI"),
+    reason="builds a wheel with pip and installs it in a fresh venv (~4 s); runs in CI (CI=true), "
+           "or locally with CI=1",
+)
+def test_the_wheel_installs_and_serves(tmp_path):
+    # Build from a copy of the sources, so a stale build/ in the work tree cannot leak into it.
+    src = tmp_path / "src"
+    src.mkdir()
+    for name in ("pyproject.toml", "README.md"):
+        shutil.copy(os.path.join(ROOT, name), src)
+    for package in ("csadmin", "daemon", "statemachine", "systemd"):
+        shutil.copytree(os.path.join(ROOT, package), src / package,
+                        ignore=shutil.ignore_patterns("__pycache__"))
+    built = run(sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(tmp_path / "dist"), str(src))
+    assert built.returncode == 0, built.stderr
+    (wheel,) = (tmp_path / "dist").iterdir()
+    assert wheel.name == f"csadmin-{csadmin.__version__}-py3-none-any.whl"
+    with zipfile.ZipFile(wheel) as z:
+        names = z.namelist()
+        entry_points = next(z.read(n).decode() for n in names if n.endswith("entry_points.txt"))
+    assert {n.split("/")[0] for n in names if not n.startswith("csadmin-")} == {"csadmin", "daemon", "statemachine"}
+    data = f"csadmin-{csadmin.__version__}.data/data/share/csadmin/systemd/"
+    assert {data + f for f in ("csd.service", "csd.sysusers", "csd.toml")} <= set(names)
+    assert "cs = csadmin.cli.main:main" in entry_points and "csd = daemon.main:main" in entry_points
+
+    venv = tmp_path / "venv"
+    assert run(sys.executable, "-m", "venv", "--without-pip", str(venv)).returncode == 0
+    py, bindir = str(venv / "bin" / "python"), venv / "bin"
+    installed = run(sys.executable, "-m", "pip", "--python", py, "install", "-q", "--no-deps", "--no-index", str(wheel))
+    assert installed.returncode == 0, installed.stderr
+    # Dependencies come from this environment (no network here); a bare path line in a .pth file
+    # appends the directory after the venv's own site-packages, so the wheel's packages win.
+    site = run(py, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])").stdout.strip()
+    with open(os.path.join(site, "deps.pth"), "w") as f:
+        f.write(sysconfig.get_paths()["purelib"] + "\n")
+
+    out = str(tmp_path)  # cwd outside the source tree
+    assert (venv / "share" / "csadmin" / "systemd" / "csd.service").exists()
+    where = run(py, "-c", "import csadmin, daemon, statemachine; print(csadmin.__file__)", cwd=out)
+    assert where.stdout.startswith(site), where
+    for cmd, expected in (([bindir / "cs", "--version"], "cs"), ([bindir / "csd", "--version"], "csd"),
+                          ([py, "-m", "csadmin", "--version"], "cs"), ([py, "-m", "daemon", "--version"], "csd")):
+        done = run(*map(str, cmd), cwd=out)
+        assert done.stdout.strip() == f"{expected} {csadmin.__version__}", done
+
+    endpoint = f"ipc://{tmp_path}/csd.sock"
+    csd = subprocess.Popen([str(bindir / "csd"), "--config", os.devnull, "--state-dir", str(tmp_path / "state"),
+                            "--endpoint", endpoint, "--events-endpoint", f"ipc://{tmp_path}/ev.sock"],
+                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=out)
+    try:
+        env = dict(os.environ, CS_ENDPOINT=endpoint)
+        env.pop("PYTHONPATH", None)
+        shown = wait_until(
+            lambda: (r := run(str(bindir / "cs"), "--output-format", "json", "system", "show", env=env, cwd=out)).returncode == 0 and r,
+            timeout=30, what="the installed cs to reach the installed csd",
+        )
+        assert '"systemType": "cs2"' in shown.stdout or '"systemType":"cs2"' in shown.stdout
+    finally:
+        csd.terminate()
+        assert csd.wait(timeout=10) == 0
