@@ -26,6 +26,8 @@ class Config:
     events_endpoint: str = field(default_factory=protocol.default_events_endpoint)
     activate_seconds: float = 5.0
     standby_seconds: float = 3.0
+    lease_seconds: float = 30.0  # a run's lease when its runtime asks for none
+    program_bytes_per_second: float = 2e9  # simulated fabric programming rate
     serial: str = "CS2-0001"
     keep_events: int = 10_000
     log_level: str = "info"

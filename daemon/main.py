@@ -19,6 +19,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--events-endpoint", default=d.events_endpoint, help="event socket to bind (default: %(default)s)")
     p.add_argument("--activate-seconds", type=float, default=d.activate_seconds, help="simulated activation time")
     p.add_argument("--standby-seconds", type=float, default=d.standby_seconds, help="simulated standby time")
+    p.add_argument("--lease-seconds", type=float, default=d.lease_seconds,
+                   help="a run's lease when its runtime asks for none (default: %(default)s)")
+    p.add_argument("--program-bytes-per-second", type=float, default=d.program_bytes_per_second,
+                   help="simulated fabric programming rate: time = size_bytes / rate (default: %(default)g)")
     p.add_argument("--serial", default=d.serial, help="serial of a fresh system (default: %(default)s)")
     p.add_argument("--log-level", default=d.log_level, choices=["debug", "info", "warning", "error"])
     p.add_argument("--log-format", default=d.log_format, choices=["auto", "json", "console"])
@@ -30,6 +34,10 @@ def main(argv: list[str] | None = None) -> int:
     for name in ("activate_seconds", "standby_seconds"):
         if getattr(args, name) < 0:
             print(f"csd: --{name.replace('_', '-')} must be 0 or more", file=sys.stderr)
+            return 2
+    for name in ("lease_seconds", "program_bytes_per_second"):
+        if not getattr(args, name) > 0:
+            print(f"csd: --{name.replace('_', '-')} must be more than 0", file=sys.stderr)
             return 2
 
     from .config import Config
