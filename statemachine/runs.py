@@ -15,6 +15,7 @@ from __future__ import annotations
 import math
 from collections import OrderedDict
 from dataclasses import asdict, dataclass, field
+from datetime import datetime, timezone
 from enum import Enum
 from typing import Callable
 
@@ -223,6 +224,13 @@ def parse_mode(text: str) -> RunMode:
 # -- the record ---------------------------------------------------------------------------------
 
 
+def utc(ms: int | None) -> str:
+    """A time for messages people read (pure: no clock is read here)."""
+    if ms is None:
+        return "-"
+    return datetime.fromtimestamp(ms / 1000, timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
 def _seconds(ms: int) -> float:
     return round(ms / 1000, 3)
 
@@ -400,7 +408,7 @@ class Runs:
 
     def _rule(self, request: str, run: Run):
         rule = RUN_RULES[(request, run.phase)]
-        fields = {"run_id": run.run_id, "reason": run.abort_reason, "until": run.programming_until}
+        fields = {"run_id": run.run_id, "reason": run.abort_reason, "until": utc(run.programming_until)}
         if isinstance(rule, Refuse):
             raise rule.error(rule.message.format(**fields), rule.hint.format(**fields))
         if isinstance(rule, Already):
@@ -411,7 +419,7 @@ class Runs:
         run = self.holder
         return Busy(
             f"The fabric is held by run {run.run_id} (owner {run.owner}, {run.mode}, open since "
-            f"{run.opened_at} ms, fabric {run.fabric.value}); {doing}.",
+            f"{utc(run.opened_at)}, fabric {run.fabric.value}); {doing}.",
             f"Wait for it to close (`cs runs show {run.run_id}`), or an admin can abort it "
             f"(`cs runs abort {run.run_id}`).",
         )
