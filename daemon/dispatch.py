@@ -49,12 +49,14 @@ class Dispatcher:
         self._replies: OrderedDict[tuple[bytes, str], bytes] = OrderedDict(
             ((client, rid), reply) for client, rid, reply in replies
         )
+        # Hot ops' replies apart, so a streaming runtime cannot push out the durable ones.
+        self._hot_replies: OrderedDict[tuple[bytes, str], bytes] = OrderedDict()
 
     def handle(self, client: bytes, frame: bytes, caller: Caller) -> bytes:
         """Answer one request. `client` is the socket identity (retry key), `caller` who sent it."""
         started = time.perf_counter()
         request_id = op = None
-        mutating = False
+        mutating = loud = False
         try:
             request_id, op, args = protocol.decode_request(frame)
             command = COMMANDS.get(op)
@@ -64,16 +66,19 @@ class Dispatcher:
                     f"Known operations: {', '.join(sorted(COMMANDS))}.", request_id,
                 )
             mutating = command.MUTATING
+            loud = mutating and getattr(command, "DURABLE", True)  # hot ops log at DEBUG
             key = (client, str(request_id))
-            if mutating and key in self._replies:
-                self._log(True, request_id, op, caller, "replayed", started)
-                return self._replies[key]
+            if mutating:
+                cached = self._replies.get(key) or self._hot_replies.get(key)
+                if cached is not None:
+                    self._log(loud, request_id, op, caller, "replayed", started)
+                    return cached
             reply, outcome = self._execute(command, request_id, args, key, caller)
         except protocol.ProtocolError as exc:
             request_id = exc.request_id if request_id is None else request_id
             reply = protocol.error(request_id, exc.code, exc.message, exc.hint)
             outcome = exc.code
-        self._log(mutating, request_id, op, caller, outcome, started)
+        self._log(loud, request_id, op, caller, outcome, started)
         return reply
 
     def _execute(self, command, request_id, args, key, caller) -> tuple[bytes, str]:
@@ -105,7 +110,7 @@ class Dispatcher:
                     "Check the state directory (disk space, permissions) and the csd log, then retry.",
                 )
                 return reply, "INTERNAL"  # not remembered: a retry may succeed
-        self._remember(key, reply)
+        self._remember(self._replies if durable else self._hot_replies, key, reply)
         for event in emitted:
             self.publish(event.to_dict())
         return reply, outcome
@@ -123,10 +128,10 @@ class Dispatcher:
             )
             return reply, "INTERNAL"
 
-    def _remember(self, key, reply: bytes) -> None:
-        self._replies[key] = reply
-        if len(self._replies) > self.keep_replies:
-            self._replies.popitem(last=False)
+    def _remember(self, cache: OrderedDict, key, reply: bytes) -> None:
+        cache[key] = reply
+        if len(cache) > self.keep_replies:
+            cache.popitem(last=False)
 
     def tick(self) -> None:
         """Complete a timed transition whose time has come; persist, then publish."""

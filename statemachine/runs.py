@@ -12,9 +12,10 @@ written once, here. The lifecycle checks for opening a run live in `OPEN_RULES`.
 
 from __future__ import annotations
 
+import copy
 import math
 from collections import OrderedDict
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from enum import Enum
 from typing import Callable
@@ -327,7 +328,8 @@ class Run:
         )
 
     def copy(self) -> "Run":
-        return Run(**{k: (dict(v) if isinstance(v, dict) else v) for k, v in asdict(self).items()})
+        # Shallow is enough: `program` and `performance` are replaced, never changed in place.
+        return copy.copy(self)
 
 
 def run_id_of(number: int) -> str:
