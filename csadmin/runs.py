@@ -98,7 +98,8 @@ class Run:
         if isinstance(exc, errors.RunAborted):
             return  # csd ended it already
         try:
-            self.close(reason=f"runtime failed: {exc_type.__name__}: {exc}".replace("\n", " "))
+            reason = f"runtime failed: {exc_type.__name__}: {exc}"
+            self.close(reason="".join(ch if ch.isprintable() else " " for ch in reason).strip())
         except errors.CsError:
             pass  # the original exception matters more; the lease frees the fabric anyway
 

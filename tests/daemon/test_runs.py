@@ -268,6 +268,17 @@ def test_leaving_the_block_on_an_exception_ends_the_run_with_the_reason(csd):
         shown = c.runs_show(run.id)
         assert shown["status"] == "ABORTED" and "ZeroDivisionError" in shown["abortReason"]
         assert c.system_show()["runHolder"] is None
+        with pytest.raises(ValueError):
+            with c.open_run() as run:
+                raise ValueError("bad\tbatch\nat step 3")
+        assert "bad batch at step 3" in c.runs_show(run.id)["abortReason"]
+        assert c.system_show()["runHolder"] is None
+
+
+@pytest.mark.parametrize("flag", ["--lease-seconds", "--program-bytes-per-second"])
+def test_csd_refuses_non_positive_run_settings(flag):
+    r = subprocess.run([sys.executable, "-m", "daemon", flag, "0"], capture_output=True, text=True, cwd=ROOT, timeout=30)
+    assert r.returncode == 2 and "must be more than 0" in r.stderr
 
 
 def test_an_admin_aborts_a_run_and_its_runtime_sees_why(csd):
