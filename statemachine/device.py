@@ -15,7 +15,9 @@ from transitions import Machine
 
 from .errors import InvalidState
 from .events import EventLog
-from .runs import OPEN_RULES, Refuse as RunRefuse, Run, RunMode, Runs
+from .programs import RunMode
+from .run_rules import OPEN_RULES, Refuse as RunRefuse
+from .runs import Run, Runs
 from .states import PENDING_STATES, ExecMode, Health, Lifecycle
 
 A, S = Lifecycle.ACTIVE, Lifecycle.STANDBY

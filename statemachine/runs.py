@@ -5,9 +5,9 @@ The wafer is exclusive: at most one *run* holds it. A run programs the fabric at
 (by its runtime) or ABORTED (lease lapsed, forced standby, an admin, a daemon restart). Ending
 always releases the fabric. Ended runs stay queryable with their performance record.
 
-Rules are data: `RUN_RULES` says, for every request on a run in every phase, whether it goes
-ahead, is an idempotent success, or is refused — with the error class, message and next step
-written once, here. The lifecycle checks for opening a run live in `OPEN_RULES`.
+The rules are data in statemachine/run_rules.py (`RUN_RULES`: every request in every phase;
+`OPEN_RULES`: when a run may be opened); the runtime's inputs are checked in
+statemachine/programs.py. This module holds the run record and the book of runs that applies them.
 """
 
 from __future__ import annotations
@@ -20,18 +20,11 @@ from datetime import datetime, timezone
 from enum import Enum
 from typing import Callable
 
-from .errors import (
-    Busy,
-    IncompatibleProgram,
-    InvalidState,
-    NotFound,
-    PermissionDenied,
-    Refused,
-    ReprogramForbidden,
-    RunAborted,
-)
+from .errors import Busy, IncompatibleProgram, NotFound, PermissionDenied
 from .events import EventLog
-from .states import ExecMode, Lifecycle
+from .programs import TRAIN_AND_EVAL, TRAIN_AND_EVAL_NEXT, TRAIN_AND_EVAL_WHY, RunMode
+from .run_rules import RUN_RULES, Already, Refuse
+from .states import ExecMode
 
 
 class RunStatus(str, Enum):
@@ -46,180 +39,10 @@ class Fabric(str, Enum):
     PROGRAMMED = "PROGRAMMED"
 
 
-class RunMode(str, Enum):
-    TRAIN = "train"
-    EVAL = "eval"
-
-
-# A program compiled for train_and_eval cannot run: the fabric cannot be reprogrammed for eval
-# after train within one run.
-TRAIN_AND_EVAL = "train_and_eval"
-_TRAIN_AND_EVAL_WHY = (
-    "train_and_eval is not supported: the fabric cannot be reprogrammed for eval after train in one run"
-)
-_TRAIN_AND_EVAL_NEXT = "Open a train run, close it, then open an eval run."
-
-# A run is in one phase: open with its fabric in one of three states, or ended.
-OPEN_UNPROGRAMMED = "OPEN/UNPROGRAMMED"
-OPEN_PROGRAMMING = "OPEN/PROGRAMMING"
-OPEN_PROGRAMMED = "OPEN/PROGRAMMED"
-CLOSED = "CLOSED"
-ABORTED = "ABORTED"
-PHASES = (OPEN_UNPROGRAMMED, OPEN_PROGRAMMING, OPEN_PROGRAMMED, CLOSED, ABORTED)
-OPEN_PHASES = (OPEN_UNPROGRAMMED, OPEN_PROGRAMMING, OPEN_PROGRAMMED)
-
 # Fed below this fraction of the program's estimated capacity, the input pipeline is suspected.
 BOTTLENECK_FRACTION = 0.5
 
 KEEP_RUNS = 1_000  # ended runs kept in memory for `runs list` / `runs show` (all are on disk)
-MAX_LEASE_MS = 3_600_000
-
-
-@dataclass(frozen=True)
-class Go:
-    """Carry the request out."""
-
-
-@dataclass(frozen=True)
-class Already:
-    """The run is already where the request would take it: succeed, change nothing."""
-
-    message: str
-
-
-@dataclass(frozen=True)
-class Refuse:
-    """Refuse with `error`; `message`/`hint` are formatted with run_id, reason, until."""
-
-    error: type[Refused]
-    message: str
-    hint: str
-
-
-GO = Go()
-_NEW_RUN = "Open a new run (run.open) and program it."
-_CLOSED = Refuse(InvalidState, "Run {run_id} is closed; its fabric was released.", _NEW_RUN)
-_ABORTED = Refuse(RunAborted, "Run {run_id} was aborted: {reason}.", _NEW_RUN)
-_REPROGRAM_HINT = "Reprogramming after initial programming is not permitted; close this run and open a new one."
-
-RUN_RULES: dict[tuple[str, str], Go | Already | Refuse] = {
-    ("program", OPEN_UNPROGRAMMED): GO,
-    ("program", OPEN_PROGRAMMING): Refuse(
-        ReprogramForbidden, "Run {run_id} is already programming the fabric; it may be programmed once per run.",
-        _REPROGRAM_HINT,
-    ),
-    ("program", OPEN_PROGRAMMED): Refuse(
-        ReprogramForbidden, "The fabric was already programmed in run {run_id}; it may be programmed once per run.",
-        _REPROGRAM_HINT,
-    ),
-    ("program", CLOSED): _CLOSED,
-    ("program", ABORTED): _ABORTED,
-    ("stream", OPEN_UNPROGRAMMED): Refuse(
-        InvalidState, "Run {run_id} has not programmed the fabric yet.", "Program it first (run.program), then stream."
-    ),
-    ("stream", OPEN_PROGRAMMING): Refuse(
-        InvalidState, "Run {run_id} is still programming the fabric (until {until}).",
-        "Wait for EventProgrammingFinished (the client's run.program() waits by default), then stream.",
-    ),
-    ("stream", OPEN_PROGRAMMED): GO,
-    ("stream", CLOSED): _CLOSED,
-    ("stream", ABORTED): _ABORTED,
-    ("heartbeat", OPEN_UNPROGRAMMED): GO,
-    ("heartbeat", OPEN_PROGRAMMING): GO,
-    ("heartbeat", OPEN_PROGRAMMED): GO,
-    ("heartbeat", CLOSED): _CLOSED,
-    ("heartbeat", ABORTED): _ABORTED,
-    ("close", OPEN_UNPROGRAMMED): GO,
-    ("close", OPEN_PROGRAMMING): GO,
-    ("close", OPEN_PROGRAMMED): GO,
-    ("close", CLOSED): Already("Run {run_id} is already closed."),
-    ("close", ABORTED): _ABORTED,
-    ("abort", OPEN_UNPROGRAMMED): GO,
-    ("abort", OPEN_PROGRAMMING): GO,
-    ("abort", OPEN_PROGRAMMED): GO,
-    ("abort", CLOSED): Refuse(
-        InvalidState, "Run {run_id} is already closed; there is nothing to abort.", "`runs list` shows the open run, if any."
-    ),
-    ("abort", ABORTED): Already("Run {run_id} is already aborted ({reason})."),
-}
-
-_WAIT_ACTIVE = "Wait for ACTIVE (client.wait_for(state='ACTIVE'), or `cs system show`), then open the run."
-OPEN_RULES: dict[Lifecycle, Go | Refuse] = {
-    Lifecycle.ACTIVE: GO,
-    Lifecycle.STANDBY: Refuse(
-        InvalidState, "A run can only be opened when the system is ACTIVE; it is in STANDBY.",
-        "An admin must activate it (`system activate`); " + _WAIT_ACTIVE,
-    ),
-    Lifecycle.PENDING_ACTIVE: Refuse(
-        InvalidState, "A run can only be opened when the system is ACTIVE; it is activating (PENDING_ACTIVE).",
-        _WAIT_ACTIVE,
-    ),
-    Lifecycle.PENDING_STANDBY: Refuse(
-        InvalidState, "A run can only be opened when the system is ACTIVE; it is going to standby (PENDING_STANDBY).",
-        "An admin must activate it again (`system activate`); " + _WAIT_ACTIVE,
-    ),
-}
-
-
-# -- inputs -------------------------------------------------------------------------------------
-
-PROGRAM_FIELDS = {
-    "fingerprint": str,
-    "target_system": str,
-    "execmode": str,
-    "mode": str,
-    "compile_time": float,
-    "est_samples_per_sec": float,
-    "size_bytes": int,
-}
-_FIELD_TYPES = {str: "a string", float: "a number", int: "an integer"}
-
-
-def parse_program(raw: dict) -> dict:
-    """Check a compiled program's descriptor; return it normalised. Raises ValueError saying
-    which field is missing, unknown or wrong."""
-    if not isinstance(raw, dict):
-        raise ValueError("the program descriptor must be an object")
-    missing = [k for k in PROGRAM_FIELDS if k not in raw]
-    if missing:
-        raise ValueError(f"the program descriptor lacks {', '.join(missing)} (it needs {', '.join(PROGRAM_FIELDS)})")
-    extra = sorted(set(raw) - set(PROGRAM_FIELDS))
-    if extra:
-        raise ValueError(f"the program descriptor has unknown field(s) {', '.join(extra)}")
-    program = {}
-    for key, kind in PROGRAM_FIELDS.items():
-        value = raw[key]
-        ok = not isinstance(value, bool) and (
-            isinstance(value, (int, float)) if kind is float else isinstance(value, kind)
-        )
-        if not ok or (kind is float and not math.isfinite(value)):
-            raise ValueError(f"program field {key!r} must be {_FIELD_TYPES[kind]}, not {value!r}")
-        if kind is str and not value.strip():
-            raise ValueError(f"program field {key!r} must not be empty")
-        program[key] = value
-    if program["compile_time"] < 0 or program["size_bytes"] < 0:
-        raise ValueError("program fields compile_time and size_bytes must be 0 or more")
-    if program["est_samples_per_sec"] <= 0:
-        raise ValueError("program field est_samples_per_sec must be more than 0")
-    try:
-        program["execmode"] = ExecMode.parse(program["execmode"]).value
-    except ValueError as exc:
-        raise ValueError(f"program field 'execmode': {exc}") from None
-    program["mode"] = program["mode"].strip().lower()
-    if program["mode"] not in (RunMode.TRAIN.value, RunMode.EVAL.value, TRAIN_AND_EVAL):
-        raise ValueError(f"program field 'mode' must be train or eval, not {raw['mode']!r}")
-    return program
-
-
-def parse_mode(text: str) -> RunMode:
-    """A run's mode: `train` or `eval`. Raises ValueError (train_and_eval says why not)."""
-    key = text.strip().lower()
-    if key == TRAIN_AND_EVAL:
-        raise ValueError(f"{_TRAIN_AND_EVAL_WHY}; {_TRAIN_AND_EVAL_NEXT[0].lower()}{_TRAIN_AND_EVAL_NEXT[1:-1]}")
-    try:
-        return RunMode(key)
-    except ValueError:
-        raise ValueError(f"mode must be train or eval, not {text!r}") from None
 
 
 # -- the record ---------------------------------------------------------------------------------
@@ -460,7 +283,7 @@ class Runs:
                 "(`config execmode setup`, then `system activate`).",
             )
         if program["mode"] == TRAIN_AND_EVAL:
-            raise IncompatibleProgram(f"The program was compiled for {_TRAIN_AND_EVAL_WHY}.", _TRAIN_AND_EVAL_NEXT)
+            raise IncompatibleProgram(f"The program was compiled for {TRAIN_AND_EVAL_WHY}.", TRAIN_AND_EVAL_NEXT)
         if program["mode"] != run.mode:
             raise IncompatibleProgram(
                 f"The program was compiled for {program['mode']}, but run {run.run_id} is a {run.mode} run.",

@@ -18,7 +18,8 @@ from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, 
 from statemachine.device import Device, Timings
 from statemachine.errors import Refused
 from statemachine.events import EventLog
-from statemachine.runs import Fabric, RunMode, RunStatus, parse_program
+from statemachine.programs import RunMode, parse_program
+from statemachine.runs import Fabric, RunStatus
 from statemachine.states import Lifecycle
 
 SERIAL = "CS2-0003"

@@ -22,7 +22,8 @@ from statemachine.errors import (
     ReprogramForbidden,
     RunAborted,
 )
-from statemachine.runs import (
+from statemachine.programs import RunMode, parse_mode, parse_program
+from statemachine.run_rules import (
     ABORTED,
     CLOSED,
     OPEN_PROGRAMMED,
@@ -32,14 +33,10 @@ from statemachine.runs import (
     PHASES,
     RUN_RULES,
     Already,
-    Fabric,
     Go,
     Refuse,
-    RunMode,
-    RunStatus,
-    parse_mode,
-    parse_program,
 )
+from statemachine.runs import Fabric, RunStatus
 from statemachine.states import ExecMode, Lifecycle
 
 START_MS = 1_700_000_000_000
