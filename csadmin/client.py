@@ -4,6 +4,10 @@
     with Client() as cs:
         cs.system_show()["state"]
         cs.wait_for(state="ACTIVE", execmode="WEIGHT_STREAMING", timeout=120)
+        with cs.open_run(mode="train", owner="job-42") as run:   # csadmin/runs.py
+            run.program(program)
+            run.stream(256)
+            perf = run.close(performance_dir=".")
 
 Requests travel on a DEALER socket with a request id; a call that gets no answer within its
 share of `timeout` is resent with the *same* id (the daemon answers a retried mutating request
@@ -29,15 +33,19 @@ class Client:
         timeout: float = 5.0,
         retries: int = 2,
         context: zmq.Context | None = None,
+        identity: bytes | None = None,
     ):
         """`endpoint`: the daemon's request socket (default `$CS_ENDPOINT` or the local ipc
-        socket). `timeout`: seconds a call may take in all, spread over `retries` + 1 sends."""
+        socket). `timeout`: seconds a call may take in all, spread over `retries` + 1 sends.
+        `identity`: the socket's routing id (default random); csd names a caller by its first
+        16 characters."""
         self.endpoint = endpoint or protocol.default_endpoint()
         self.timeout = timeout
         self.retries = retries
         self._own_context = context is None
         self._ctx = context or zmq.Context()
-        self._identity = os.urandom(16).hex().encode()
+        self._identity = identity or os.urandom(16).hex().encode()
+        self._runs: list = []  # open runs whose heartbeats stop when this client closes
         self._sock: zmq.Socket | None = None
         self._events_endpoint: str | None = None
 
@@ -87,7 +95,19 @@ class Client:
             "Check that csd is running and reachable, or raise --timeout.",
         )
 
+    def sibling(self, timeout: float | None = None, retries: int | None = None) -> "Client":
+        """Another client on the same context, for another thread (zmq sockets are not thread-
+        safe), that csd knows by the same name: same first 16 identity characters, own route."""
+        identity = self._identity[:16] + os.urandom(8).hex().encode()
+        return Client(
+            self.endpoint, self.timeout if timeout is None else timeout,
+            self.retries if retries is None else retries, context=self._ctx, identity=identity,
+        )
+
     def close(self) -> None:
+        for run in self._runs:
+            run._stop_heartbeats()
+        self._runs = []
         if self._sock is not None:
             self._sock.close(0)
             self._sock = None
@@ -128,6 +148,33 @@ class Client:
 
     def execmode_setup(self, mode: str) -> dict:
         return self.call("config.execmode.setup", mode=mode)
+
+    def open_run(
+        self, mode: str = "train", owner: str | None = None, lease_seconds: float | None = None, heartbeat: bool = True
+    ):
+        """Open a run holding the fabric; returns a `csadmin.runs.Run` (a context manager) that
+        renews its lease in the background while open (unless `heartbeat=False`).
+        Raises Busy (naming the holder), InvalidState (not ACTIVE), InvalidArgument."""
+        from .runs import Run  # threading and json only load for runtimes
+
+        args = {"mode": mode}
+        if owner is not None:
+            args["owner"] = owner
+        if lease_seconds is not None:
+            args["lease_seconds"] = lease_seconds
+        run = Run(self, self.call("run.open", **args), heartbeat=heartbeat)
+        self._runs = [r for r in self._runs if r._thread is not None] + [run]
+        return run
+
+    def runs_list(self, max_count: int | None = None) -> dict:
+        """{runs: [...newest first], runHolder: null or {runId, owner, since, mode, fabric}}."""
+        return self.call("runs.list", max_count=max_count) if max_count is not None else self.call("runs.list")
+
+    def runs_show(self, run_id: str) -> dict:
+        return self.call("runs.show", run_id=run_id)
+
+    def runs_abort(self, run_id: str, reason: str | None = None) -> dict:
+        return self.call("runs.abort", run_id=run_id, reason=reason) if reason else self.call("runs.abort", run_id=run_id)
 
     def events_show(
         self, event_type: str | None = None, from_time: int | None = None, max_count: int | None = None

@@ -60,3 +60,17 @@ def non_negative(value: int) -> int:
     if value < 0:
         raise ValueError(f"must be 0 or more, not {value}")
     return value
+
+
+def lease_seconds(value: float) -> float:
+    if not 0 < value <= 3600:
+        raise ValueError(f"must be more than 0 and at most 3600 seconds, not {value}")
+    return float(value)
+
+
+def label(value: str) -> str:
+    """A short printable label (a run's owner, a reason)."""
+    text = value.strip()
+    if not text or len(text) > 200 or not text.isprintable():
+        raise ValueError("must be 1 to 200 printable characters")
+    return text

@@ -47,10 +47,10 @@ class Config:
     tcp_events_endpoint: str = ""
     activate_seconds: float = 5.0
     standby_seconds: float = 3.0
+    lease_seconds: float = 60.0  # a run's lease when its runtime asks for none
+    program_bytes_per_second: float = 2e9  # simulated fabric programming rate
     serial: str = "CS2-0001"
     keep_events: int = 10_000
-    lease_seconds: float = 60.0  # a run's lease unless it asks for another
-    program_bytes_per_second: int = 2_000_000_000  # simulated fabric programming rate
     log_level: str = "info"
     log_format: str = "auto"  # auto: JSON unless stdout is a terminal
 

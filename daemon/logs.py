@@ -49,7 +49,7 @@ def configure(level: str = "info", fmt: str = "auto") -> structlog.typing.Filter
     root.handlers[:] = [handler]
     root.setLevel(LEVELS[level])
     # transitions logs two INFO lines per state change, restating what csd's own `request` and
-    # `transition_completed` lines say: keep them for debugging only.
+    # `timers_fired` lines say: keep them for debugging only.
     logging.getLogger("transitions").setLevel(logging.DEBUG if level == "debug" else logging.WARNING)
     logging.captureWarnings(True)
     return structlog.get_logger("csd").bind(logger="csd")

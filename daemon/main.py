@@ -25,7 +25,7 @@ SETTING_FLAGS = {
     "serial": (str, "SERIAL", "serial of a fresh system"),
     "keep_events": (int, "N", "how many events are kept"),
     "lease_seconds": (float, "SECONDS", "default lease of a run"),
-    "program_bytes_per_second": (int, "N", "simulated fabric programming rate"),
+    "program_bytes_per_second": (float, "N", "simulated fabric programming rate: time = size_bytes / rate"),
     "log_level": (str, "LEVEL", "debug, info, warning or error"),
     "log_format": (str, "FORMAT", "auto (JSON unless on a terminal), json or console"),
 }

@@ -67,15 +67,26 @@ class Server:
         snapshot, events, replies = self.store.load()
         log = EventLog(capacity=cfg.keep_events)
         log.restore(events)
-        timings = Timings(int(cfg.activate_seconds * 1000), int(cfg.standby_seconds * 1000))
+        timings = Timings(
+            int(cfg.activate_seconds * 1000), int(cfg.standby_seconds * 1000),
+            lease_ms=max(1, int(cfg.lease_seconds * 1000)), program_bytes_per_second=cfg.program_bytes_per_second,
+        )
         self.device = Device(wall_ms, timings, serial=cfg.serial, events=log)
         if snapshot is not None:
             self.device.restore(snapshot)
+        self.device.runs.restore(self.store.load_runs(self.device.runs.keep))
+        self.device.runs.take_dirty()  # just loaded: nothing to write back
         seq_before = log.last_seq
         if self.device.recover():
             self.log.warning("transition_rolled_forward", state=self.device.lifecycle.value)
+        # A run open when csd stopped cannot carry on: abort it before answering anyone.
+        aborted = self.device.abort_open_run("daemon restarted")
+        if aborted is not None:
+            self.log.warning("run_aborted_at_start", run_id=aborted.run_id, owner=aborted.owner)
         if snapshot is None or log.last_seq != seq_before:
-            self.store.commit(self.device.snapshot(), log.newest(log.last_seq - seq_before))
+            self.store.commit(
+                self.device.snapshot(), log.newest(log.last_seq - seq_before), runs=self.device.runs.take_dirty()
+            )
 
         self.ctx = zmq.Context()
         self.router = self.ctx.socket(zmq.ROUTER)

@@ -19,6 +19,8 @@ CREATE TABLE IF NOT EXISTS device  (id INTEGER PRIMARY KEY CHECK (id = 1), snaps
 CREATE TABLE IF NOT EXISTS events  (seq INTEGER PRIMARY KEY, body TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS replies (n INTEGER PRIMARY KEY AUTOINCREMENT, client BLOB NOT NULL,
                                     request_id TEXT NOT NULL, reply BLOB NOT NULL);
+-- Run history grows without bound, so runs live in their own table, not in the device snapshot.
+CREATE TABLE IF NOT EXISTS runs    (number INTEGER PRIMARY KEY, run_id TEXT NOT NULL UNIQUE, body TEXT NOT NULL);
 """
 
 
@@ -64,8 +66,22 @@ class Store:
         ).fetchall()
         return snapshot, events, replies
 
-    def commit(self, snapshot: dict, events: list[Event], reply: tuple[bytes, str, bytes] | None = None) -> None:
-        """Write a change atomically and durably (fsync'd by SQLite before this returns)."""
+    def load_runs(self, keep: int) -> list[dict]:
+        """The newest `keep` run records, oldest first (older ones stay on disk)."""
+        rows = self.db.execute(
+            "SELECT body FROM (SELECT number, body FROM runs ORDER BY number DESC LIMIT ?) ORDER BY number", (keep,)
+        )
+        return [json.loads(body) for (body,) in rows]
+
+    def commit(
+        self,
+        snapshot: dict,
+        events: list[Event],
+        reply: tuple[bytes, str, bytes] | None = None,
+        runs: list[dict] | None = None,
+    ) -> None:
+        """Write a change atomically and durably (fsync'd by SQLite before this returns);
+        `runs` are changed run records (Run.to_dict()), written in the same transaction."""
         db = self.db
         db.execute("BEGIN IMMEDIATE")
         try:
@@ -74,6 +90,11 @@ class Store:
                 "INSERT OR REPLACE INTO events (seq, body) VALUES (?, ?)",
                 [(e.seq, json.dumps(e.to_dict())) for e in events],
             )
+            if runs:
+                db.executemany(
+                    "INSERT OR REPLACE INTO runs (number, run_id, body) VALUES (?, ?, ?)",
+                    [(r["number"], r["runId"], json.dumps(r)) for r in runs],
+                )
             if reply is not None:
                 db.execute("INSERT INTO replies (client, request_id, reply) VALUES (?, ?, ?)", reply)
             self._commits += 1

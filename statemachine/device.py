@@ -15,6 +15,9 @@ from transitions import Machine
 
 from .errors import InvalidState
 from .events import EventLog
+from .programs import RunMode
+from .run_rules import OPEN_RULES, Refuse as RunRefuse
+from .runs import Run, Runs
 from .states import PENDING_STATES, ExecMode, Health, Lifecycle
 
 A, S = Lifecycle.ACTIVE, Lifecycle.STANDBY
@@ -80,6 +83,8 @@ class Timings:
 
     activate_ms: int = 5_000
     standby_ms: int = 3_000
+    lease_ms: int = 30_000  # a run's lease when it asks for none
+    program_bytes_per_second: float = 2e9  # programming time = size_bytes / this
 
 
 class Device:
@@ -107,6 +112,8 @@ class Device:
             initial=A.value,
             auto_transitions=False,
         )
+        # Runs and the fabric (statemachine/runs.py); their history is kept apart from snapshot().
+        self.runs = Runs(clock, self.events, timings.lease_ms, timings.program_bytes_per_second)
 
     # -- reading -----------------------------------------------------------------------------
 
@@ -129,6 +136,7 @@ class Device:
             "activeExecmode": self.active_mode.value,
             "configuredExecmode": self.configured_mode.value,
             "pendingUntil": self.pending_until,
+            "runHolder": self.runs.holder_summary(),
             "seq": self.events.last_seq,
             "time": self._clock(),
         }
@@ -141,8 +149,12 @@ class Device:
         }
 
     def next_deadline(self) -> int | None:
-        """When the pending transition completes (ms), for the daemon's timer heap."""
-        return self.pending_until
+        """When something timed is next due (ms): the pending transition's completion, the
+        fabric's programming completion or the holder's lease expiry; for the daemon's timer."""
+        runs_deadline = self.runs.next_deadline()
+        if self.pending_until is None:
+            return runs_deadline
+        return self.pending_until if runs_deadline is None else min(self.pending_until, runs_deadline)
 
     # -- requests ----------------------------------------------------------------------------
 
@@ -159,10 +171,16 @@ class Device:
             details["by"] = origin
         self.events.emit(type_, now, **details)
 
-    def standby(self, origin: dict | None = None) -> dict:
+    def standby(self, force: bool = False, origin: dict | None = None) -> dict:
+        """Ramp down. While a run holds the fabric this is refused as BUSY, unless `force`,
+        which aborts the run first (its owner sees why on its next call and in the events)."""
         rule = self._rule("standby")
         if isinstance(rule, Already):
             return self._result(rule.message, changed=False)
+        if self.runs.holder is not None:
+            if not force:
+                raise self.runs.busy_error("the system cannot go to standby")
+            self.runs.abort_holder("system standby --force (an admin put the system in standby)")
         now = self._clock()
         self._emit("EventStandbyIssued", now, origin)
         self.begin_standby()
@@ -200,9 +218,11 @@ class Device:
     # -- time --------------------------------------------------------------------------------
 
     def advance(self) -> bool:
-        """Complete the pending transition if its time has come. Returns whether anything changed."""
+        """Complete whatever is due: the pending transition, the fabric's programming, a lapsed
+        lease. Returns whether anything changed."""
+        changed = self.runs.advance()
         if self.pending_until is None or self._clock() < self.pending_until:
-            return False
+            return changed
         self._settle(recovered=False)
         return True
 
@@ -212,6 +232,23 @@ class Device:
             return False
         self._settle(recovered=True)
         return True
+
+    def abort_open_run(self, reason: str) -> Run | None:
+        """At start: a run open when the daemon stopped cannot carry on (its runtime's calls
+        went unanswered); abort it with `reason` and release the fabric."""
+        return self.runs.abort_holder(reason)
+
+    # -- runs (statemachine/runs.py has the rules) ---------------------------------------------
+
+    def open_run(self, owner: str, client: str, mode: RunMode, lease_ms: int | None = None) -> Run:
+        rule = OPEN_RULES[self.lifecycle]
+        if isinstance(rule, RunRefuse):
+            raise rule.error(rule.message, rule.hint)
+        return self.runs.open(owner, client, mode, lease_ms)
+
+    def program_run(self, run_id: str, client: str, program: dict) -> Run:
+        """Program the fabric of a run with a descriptor checked by runs.parse_program."""
+        return self.runs.program(run_id, client, program, self.serial, self.active_mode)
 
     def _settle(self, recovered: bool) -> None:
         now = self._clock()

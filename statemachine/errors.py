@@ -22,3 +22,37 @@ class InvalidState(Refused):
 
 class InvalidArgument(Refused):
     code = "INVALID_ARGUMENT"
+
+
+class Busy(Refused):
+    """The fabric is held by a run; the message names the holder, since when, and what to do."""
+
+    code = "BUSY"
+
+
+class NotFound(Refused):
+    code = "NOT_FOUND"
+
+
+class PermissionDenied(Refused):
+    """The request names something that belongs to another caller (e.g. another client's run)."""
+
+    code = "PERMISSION_DENIED"
+
+
+class ReprogramForbidden(Refused):
+    """The fabric was already programmed in this run; a run programs it at most once."""
+
+    code = "REPROGRAM_FORBIDDEN"
+
+
+class IncompatibleProgram(Refused):
+    """The program was compiled for another system, execution mode or run mode."""
+
+    code = "INCOMPATIBLE_PROGRAM"
+
+
+class RunAborted(Refused):
+    """The run was aborted (lease lapsed, forced standby, admin, daemon restart); says why."""
+
+    code = "RUN_ABORTED"

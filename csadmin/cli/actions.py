@@ -75,8 +75,17 @@ def system_show(s: Session, p: Parsed) -> int:
 
 
 def system_standby(s: Session, p: Parsed) -> int:
-    _confirm(s, p, "This puts the system in standby. Do you want to proceed?")
-    return _settle(s, p, s.client.system_standby(), "STANDBY")
+    force = bool(p.options.get("force"))
+    if force:
+        holder = s.client.system_show().get("runHolder")
+        aborting = (
+            f" Run {holder['runId']} (owner {holder['owner']}) holding the fabric will be aborted."
+            if holder else " Any run holding the fabric will be aborted."
+        )
+        _confirm(s, p, f"This puts the system in standby.{aborting} Do you want to proceed?")
+    else:
+        _confirm(s, p, "This puts the system in standby. Do you want to proceed?")
+    return _settle(s, p, s.client.system_standby(force=force), "STANDBY")
 
 
 def system_activate(s: Session, p: Parsed) -> int:
@@ -127,6 +136,29 @@ def events_show(s: Session, p: Parsed) -> int:
     return errors.EXIT_OK
 
 
+def runs_list(s: Session, p: Parsed) -> int:
+    result = s.client.runs_list(max_count=p.options["max_count"])
+    s.console.out(render.as_json(result) if s.json(p) else render.runs_list(result))
+    return errors.EXIT_OK
+
+
+def runs_show(s: Session, p: Parsed) -> int:
+    run = s.client.runs_show(p.args[0])
+    s.console.out(render.as_json(run) if s.json(p) else render.run_show(run))
+    return errors.EXIT_OK
+
+
+def runs_abort(s: Session, p: Parsed) -> int:
+    run_id = p.args[0]
+    if not p.options.get("no_confirm"):
+        run = s.client.runs_show(run_id)  # unknown ids fail before the question
+        _confirm(s, p, f"This aborts run {run_id} (owner {run['owner']}); its runtime will get RUN_ABORTED. "
+                       "Do you want to proceed?")
+    result = s.client.runs_abort(run_id, reason=p.options["reason"])
+    s.console.out(render.as_json(result) if s.json(p) else result["message"])
+    return errors.EXIT_OK
+
+
 def help(s: Session, p: Parsed) -> int:
     s.console.out(help_text(p.args))
     return errors.EXIT_OK
@@ -140,15 +172,15 @@ def help_text(words: list[str]) -> str:
             raise errors.UsageError(f"No command `{wanted}`.", "Type `help` for the list of commands.")
         blocks = []
         for c in matches:
-            lines = [f"{c.name} — {c.help}"]
+            lines = [f"{c.usage} — {c.help}"]
             if c.details:
                 lines.append(f"  {c.details}")
             lines += [f"  {o.name}{' ' + o.metavar if o.takes_value else ''}: {o.help}" for o in options_of(c)]
             lines += [f"  alias: {' '.join(a)}" for a in c.aliases]
             blocks.append("\n".join(lines))
         return "\n\n".join(blocks)
-    width = max(len(c.name) for c in COMMANDS)
-    return "\n".join(f"  {c.name.ljust(width)}  {c.help}" for c in COMMANDS) + "\n\nhelp COMMAND shows a command's options."
+    width = max(len(c.usage) for c in COMMANDS)
+    return "\n".join(f"  {c.usage.ljust(width)}  {c.help}" for c in COMMANDS) + "\n\nhelp COMMAND shows a command's options."
 
 
 def exit(s: Session, p: Parsed) -> int:

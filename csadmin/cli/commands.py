@@ -38,14 +38,22 @@ class Command(NamedTuple):
     reads: bool = False  # reads state only (no confirmation, safe to retry)
     output: bool = True  # prints a result, so takes --output-format
     details: str = ""
+    arguments: tuple[str, ...] = ()  # positional arguments, all required, e.g. ("ID",)
 
     @property
     def name(self) -> str:
         return " ".join(self.words)
 
+    @property
+    def usage(self) -> str:
+        return " ".join((self.name, *self.arguments))
+
 
 NO_CONFIRM = Option("--no-confirm", "do not ask for confirmation (required in scripts)")
 OUTPUT_FORMAT = Option("--output-format", "text (default) or json", True, "FORMAT", ("text", "json"), choices=True)
+
+# Where the shell finds completions for a positional argument (a live source, see Option).
+ARGUMENT_SOURCES = {"ID": "run_ids"}
 
 EVENT_TYPE = Option(
     "--event-type", "glob on the event type, e.g. 'EventActivate*'", True, "GLOB", complete_from="event_types"
@@ -59,8 +67,10 @@ COMMANDS: tuple[Command, ...] = (
     ),
     Command(
         ("system", "standby"), "Put the system in standby (ACTIVE → STANDBY).", "system_standby",
-        options=(NO_CONFIRM,), changes_state=True,
-        details="Waits for PENDING_STANDBY to complete. Admins only.",
+        options=(NO_CONFIRM, Option("--force", "abort the run holding the fabric instead of refusing")),
+        changes_state=True,
+        details="Waits for PENDING_STANDBY to complete. Admins only. Refused (busy, exit 4) while a run "
+                "holds the fabric, unless --force, which aborts that run.",
     ),
     Command(
         ("system", "activate"), "Activate the system in the configured execution mode (STANDBY → ACTIVE).",
@@ -94,6 +104,17 @@ COMMANDS: tuple[Command, ...] = (
         details="With --output-format json, one JSON object per line.",
     ),
     Command(("whoami",), "Show who csd takes you for: key name, role and session.", "whoami", reads=True),
+    Command(
+        ("runs", "list"), "List the kept runs, newest first, and the run holding the fabric.", "runs_list",
+        options=(Option("--max-count", "only the newest N runs", True, "N", integer=True),), reads=True,
+    ),
+    Command(("runs", "show"), "Show one run and its performance record.", "runs_show", reads=True, arguments=("ID",)),
+    Command(
+        ("runs", "abort"), "Abort a run, releasing the fabric (admins only).", "runs_abort",
+        options=(NO_CONFIRM, Option("--reason", "why, shown to the run's runtime", True, "TEXT")),
+        changes_state=True, arguments=("ID",),
+        details="The run's runtime gets RUN_ABORTED with the reason on its next call.",
+    ),
     Command(("help",), "Show the commands, or one command's options: help [COMMAND].", "help", output=False),
     Command(("exit",), "Leave the shell.", "exit", aliases=(("quit",),), output=False),
 )

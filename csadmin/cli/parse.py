@@ -89,6 +89,13 @@ def _parse_options(command: Command, tokens: list[str]) -> tuple[dict, list[str]
             except ValueError:
                 raise UsageError(f"{name} needs a whole number, not {value!r}.") from None
         options[opt.dest] = value
-    if args and command.action != "help":
-        raise UsageError(f"`{command.name}` takes no argument {args[0]!r}.", f"See `help {command.name}`.")
+    if command.action != "help":
+        wanted = len(command.arguments)
+        if len(args) > wanted:
+            what = "no argument" if not wanted else f"only {' '.join(command.arguments)}, not"
+            raise UsageError(f"`{command.name}` takes {what} {args[wanted]!r}.", f"See `help {command.name}`.")
+        if len(args) < wanted:
+            raise UsageError(
+                f"`{command.name}` needs {' '.join(command.arguments[len(args):])}.", f"Usage: {command.usage}"
+            )
     return options, args

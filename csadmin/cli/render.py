@@ -47,6 +47,9 @@ def system_show(snap: dict) -> str:
     ]
     if snap["configuredExecmode"] != snap["activeExecmode"]:
         rows.append(("Configured Execution Mode", f"{snap['configuredExecmode']} (takes effect on `system activate`)"))
+    if "runHolder" in snap:
+        holder = snap["runHolder"]
+        rows.append(("Fabric", run_holder(holder) if holder else "free (no run holds it)"))
     left = seconds_left(snap)
     if left is not None:
         target = "ACTIVE" if snap["state"] == "PENDING_ACTIVE" else "STANDBY"
@@ -82,3 +85,47 @@ def events(events: list[dict]) -> str:
     if not events:
         return "No events match."
     return "\n".join(event_line(e) for e in events)
+
+
+def run_holder(holder: dict) -> str:
+    return (f"held by {holder['runId']} (owner {holder['owner']}, {holder['mode']}, {holder['fabric']}, "
+            f"since {fmt_ms(holder['since'])})")
+
+
+def _run_state(run: dict) -> str:
+    return run["status"] if run["status"] != "OPEN" else f"OPEN/{run['fabric']}"
+
+
+def runs_list(result: dict) -> str:
+    runs = result["runs"]
+    if not runs:
+        return "No runs."
+    header = ("RUN", "OWNER", "MODE", "STATE", "OPENED", "SAMPLES")
+    table = [header] + [
+        (r["runId"], r["owner"], r["mode"], _run_state(r), fmt_ms(r["openedAt"]), str(r["totalSamples"])) for r in runs
+    ]
+    widths = [max(len(row[i]) for row in table) for i in range(len(header))]
+    return "\n".join("  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip() for row in table)
+
+
+def run_show(run: dict) -> str:
+    rows = [
+        ("Run", run["runId"]),
+        ("Owner", f"{run['owner']} (client {run['client']})"),
+        ("Mode", run["mode"]),
+        ("State", _run_state(run)),
+        ("Opened", fmt_ms(run["openedAt"])),
+    ]
+    if run["status"] == "OPEN":
+        rows.append(("Lease", f"{run['leaseSeconds']:g} s, until {fmt_ms(run['leaseUntil'])}"))
+    else:
+        rows.append(("Ended", fmt_ms(run["endedAt"])))
+    if run["abortReason"]:
+        rows.append(("Abort reason", run["abortReason"]))
+    program = run.get("program")
+    if program:
+        rows.append(("Program", f"{program['fingerprint']} for {program['target_system']}, {program['execmode']}, "
+                                f"{program['size_bytes']} bytes"))
+    for key, value in (run.get("performance") or {}).items():
+        rows.append((key, str(value).lower() if isinstance(value, bool) else f"{value:g}"))
+    return _rows(rows)

@@ -46,9 +46,12 @@ def run_shell(client: Client, g, watch: bool = True) -> int:
             event_types.extend(client.hello().get("eventTypes", []))
         return event_types
 
+    def provide_run_ids():
+        return [run["runId"] for run in client.runs_list(max_count=50)["runs"]]
+
     prompt = PromptSession(
         message="cs> ",
-        completer=CommandCompleter({"event_types": provide_event_types}),
+        completer=CommandCompleter({"event_types": provide_event_types, "run_ids": provide_run_ids}),
         complete_while_typing=False,
         history=shell_history(),
         bottom_toolbar=lambda: toolbar_text(live),

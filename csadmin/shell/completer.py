@@ -7,7 +7,7 @@ from typing import Callable, Iterable
 
 from prompt_toolkit.completion import Completer, Completion
 
-from ..cli.commands import COMMANDS, all_names, options_of
+from ..cli.commands import ARGUMENT_SOURCES, COMMANDS, all_names, options_of
 
 Providers = dict[str, Callable[[], Iterable[str]]]
 
@@ -42,17 +42,39 @@ def candidates(text: str, providers: Providers | None = None) -> tuple[str, list
     rest = done[used:]
     if rest and rest[-1] in options and options[rest[-1]].takes_value:
         opt = options[rest[-1]]
-        values: Iterable[str] = opt.values
-        if opt.complete_from and opt.complete_from in providers:
-            try:
-                values = list(providers[opt.complete_from]())
-            except Exception:  # a completion must never break the line being typed
-                values = []
+        values = _live(providers, opt.complete_from) if opt.complete_from else list(opt.values)
         return current, [v for v in values if v.startswith(current)]
+    unused = [name for name in options if name not in rest]
+    given = _positionals(rest, options)
+    if len(given) < len(command.arguments) and not current.startswith("-"):
+        source = ARGUMENT_SOURCES.get(command.arguments[len(given)], "")
+        values = [v for v in _live(providers, source) if v.startswith(current)]
+        return current, values + ([] if current else unused)
     if current and not current.startswith("-"):
         return current, []
-    unused = [name for name in options if name not in rest]
     return current, [name for name in unused if name.startswith(current)]
+
+
+def _live(providers: Providers, source: str) -> list[str]:
+    if source not in providers:
+        return []
+    try:
+        return list(providers[source]())
+    except Exception:  # a completion must never break the line being typed
+        return []
+
+
+def _positionals(rest: list[str], options: dict) -> list[str]:
+    """The positional arguments among `rest`, skipping options and their values."""
+    given, skip = [], False
+    for token in rest:
+        if skip:
+            skip = False
+        elif token in options:
+            skip = options[token].takes_value
+        elif not token.startswith("-"):
+            given.append(token)
+    return given
 
 
 class CommandCompleter(Completer):

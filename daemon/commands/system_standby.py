@@ -1,15 +1,19 @@
 """system.standby — ramp the system down: ACTIVE → PENDING_STANDBY → STANDBY.
 
-args: none.
+args: force (bool): abort the run holding the fabric, if any, instead of refusing.
 Already in STANDBY: success with changed=false. During PENDING_*: INVALID_STATE.
+While a run holds the fabric: BUSY naming the run, unless force (the run is then aborted with
+reason "system standby --force …" and its runtime sees RUN_ABORTED).
 result: {message, changed, state, pendingUntil}
 """
+
+from ..args import Arg
 
 NAME = "system.standby"
 MUTATING = True
 ROLE = "admin"  # the least role allowed (admin > operator > viewer)
-ARGS = {}
+ARGS = {"force": Arg(bool, help="abort the run holding the fabric")}
 
 
 def execute(ctx, args, caller):
-    return ctx.device.standby(origin=caller.origin())
+    return ctx.device.standby(force=bool(args.get("force")), origin=caller.origin())

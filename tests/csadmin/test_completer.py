@@ -9,7 +9,8 @@ from csadmin.shell.completer import CommandCompleter, candidates
 @pytest.mark.parametrize(
     "line, expected",
     [
-        ("", ["config", "events", "exit", "help", "quit", "system", "whoami"]),
+        ("", ["config", "events", "exit", "help", "quit", "runs", "system", "whoami"]),
+        ("runs ", ["abort", "list", "show"]),
         ("sys", ["system"]),
         ("system ", ["activate", "date", "show", "standby", "status"]),
         ("system st", ["standby", "status"]),
@@ -29,7 +30,7 @@ def test_options_of_the_command_not_yet_used():
     assert candidates("config execmode setup ")[1] == ["--mode", "--no-confirm", "--output-format"]
     assert candidates("config execmode setup --no-confirm --")[1] == ["--mode", "--output-format"]
     assert candidates("system show --d")[1] == ["--detailed"]
-    assert candidates("system standby ")[1] == ["--no-confirm", "--output-format"]
+    assert candidates("system standby ")[1] == ["--no-confirm", "--force", "--output-format"]
 
 
 def test_option_values():
@@ -42,6 +43,14 @@ def test_live_values_come_from_the_provider():
     providers = {"event_types": lambda: ["EventActivateIssued", "EventActivateCompleted", "EventStandbyIssued"]}
     assert candidates("events show --event-type EventAct", providers)[1] == ["EventActivateIssued", "EventActivateCompleted"]
     assert candidates("events follow --event-type ", providers)[1][-1] == "EventStandbyIssued"
+
+
+def test_run_ids_complete_the_positional_then_options():
+    providers = {"run_ids": lambda: ["run-000002", "run-000001"]}
+    assert candidates("runs show ", providers)[1] == ["run-000002", "run-000001", "--output-format"]
+    assert candidates("runs show run-0000", providers)[1] == ["run-000002", "run-000001"]
+    assert candidates("runs abort --reason late ", providers)[1][:2] == ["run-000002", "run-000001"]
+    assert candidates("runs show run-000001 ", providers)[1] == ["--output-format"]
 
 
 def test_a_failing_provider_gives_no_completions_instead_of_an_error():

@@ -38,7 +38,7 @@ def test_every_line_is_json_and_requests_have_the_documented_fields(make_csd):
     assert standby["level"] == "info" and standby["outcome"] == "ok" and standby["role"] == "admin"
     assert isinstance(standby["latency_ms"], float) and standby["latency_ms"] >= 0
     assert standby["timestamp"].endswith("Z")
-    assert {"ready", "transition_completed", "stopping"} <= {line["event"] for line in lines}
+    assert {"ready", "timers_fired", "stopping"} <= {line["event"] for line in lines}
     assert {line["logger"] for line in lines} == {"csd"}  # transitions' chatter stays at debug
 
 

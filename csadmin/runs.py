@@ -1,0 +1,166 @@
+"""A training run, as a runtime holds it: `Client.open_run()` returns one.
+
+    with client.open_run(mode="train", owner="job-42") as run:
+        run.program(program)            # once per run; waits until the fabric is PROGRAMMED
+        for batch in batches:
+            run.stream(len(batch))
+        perf = run.close(performance_dir="out")   # writes out/performance.json
+
+While the run is open a background thread renews its lease (`run.heartbeat` every third of the
+lease) on its *own* DEALER socket (zmq sockets are not thread-safe). That socket's identity
+shares the client's first 16 characters, which is the name csd knows a caller by (and the run's
+owner check uses), while its full identity differs, so csd routes each socket's replies apart.
+
+Leaving the `with` block closes the run; leaving it on an exception ends the run as ABORTED with
+the exception as its reason (unless csd already aborted it: then nothing is left to do).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+import time
+
+import zmq
+
+from . import errors
+
+PERFORMANCE_FILE = "performance.json"
+
+
+class Run:
+    """An open run on csd. `id` is its run id; `record` its last known runs.show record."""
+
+    def __init__(self, client, record: dict, heartbeat: bool = True):
+        self.client = client
+        self.record = record
+        self.id: str = record["runId"]
+        self.lease_seconds: float = record["leaseSeconds"]
+        self.aborted: errors.RunAborted | None = None  # what the heartbeat thread learnt, if anything
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        if heartbeat:
+            self._thread = threading.Thread(target=self._heartbeats, name=f"heartbeat-{self.id}", daemon=True)
+            self._thread.start()
+
+    # -- the runtime's calls -------------------------------------------------------------------
+
+    def program(self, program: dict, wait: bool = True, timeout: float | None = None) -> dict:
+        """Program the fabric with a compiled artifact's descriptor (once per run). With `wait`,
+        return once the fabric is PROGRAMMED (`timeout` defaults to the expected programming
+        time plus the client's timeout). Raises IncompatibleProgram, ReprogramForbidden, ..."""
+        record = self.client.call("run.program", run_id=self.id, program=program)
+        self.record = record
+        if not wait or record["fabric"] == "PROGRAMMED":
+            return record
+        expected = (record["programmingUntil"] - record["programmingStartedAt"]) / 1000
+        return self._wait_programmed(expected + self.client.timeout if timeout is None else timeout)
+
+    def stream(self, samples: int) -> dict:
+        """Report `samples` fed since the last report (renews the lease)."""
+        return self.client.call("run.stream", run_id=self.id, samples=samples)
+
+    def heartbeat(self) -> dict:
+        """Renew the lease now (the background thread does this on its own)."""
+        return self.client.call("run.heartbeat", run_id=self.id)
+
+    def show(self) -> dict:
+        self.record = self.client.call("runs.show", run_id=self.id)
+        return self.record
+
+    def close(self, performance_dir: str | None = None, reason: str | None = None) -> dict:
+        """End the run and release the fabric; return its performance record (the fields of
+        performance.json), also written to `performance_dir`/performance.json when given.
+        With `reason`, the run ends ABORTED (the runtime gives up)."""
+        self._stop_heartbeats()
+        args = {"run_id": self.id}
+        if reason is not None:
+            args["reason"] = reason[:200]
+        self.record = self.client.call("run.close", **args)
+        performance = self.record["performance"]
+        if performance_dir is not None:
+            write_performance(performance_dir, performance)
+        return performance
+
+    # -- context manager -----------------------------------------------------------------------
+
+    def __enter__(self) -> "Run":
+        return self
+
+    def __exit__(self, exc_type, exc, tb) -> None:
+        self._stop_heartbeats()
+        if self.record.get("status", "OPEN") != "OPEN":
+            return
+        if exc_type is None:
+            self.close()
+            return
+        if isinstance(exc, errors.RunAborted):
+            return  # csd ended it already
+        try:
+            reason = f"runtime failed: {exc_type.__name__}: {exc}"
+            self.close(reason="".join(ch if ch.isprintable() else " " for ch in reason).strip())
+        except errors.CsError:
+            pass  # the original exception matters more; the lease frees the fabric anyway
+
+    # -- internals -----------------------------------------------------------------------------
+
+    def _wait_programmed(self, timeout: float) -> dict:
+        deadline = time.monotonic() + timeout
+        sub = self.client.subscribe("EventProgramming")
+        try:
+            while True:
+                record = self.show()
+                if record["status"] != "OPEN":
+                    raise errors.RunAborted(
+                        f"Run {self.id} ended while programming: {record.get('abortReason') or record['status']}.",
+                        "Open a new run and program it.",
+                    )
+                if record["fabric"] == "PROGRAMMED":
+                    return record
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    raise errors.Unreachable(
+                        f"Run {self.id}'s fabric was not programmed within {timeout:g} s.",
+                        f"Check `cs runs show {self.id}`; pass a longer timeout for large programs.",
+                    )
+                if sub.poll(int(min(remaining, 0.5) * 1000) + 1, zmq.POLLIN):
+                    while sub.poll(0, zmq.POLLIN):
+                        sub.recv_multipart()
+        finally:
+            sub.close(0)
+
+    def _heartbeats(self) -> None:
+        interval = max(0.05, self.lease_seconds / 3)
+        beat = self.client.sibling(timeout=max(0.1, min(self.client.timeout, self.lease_seconds)), retries=1)
+        try:
+            while not self._stop.wait(interval):
+                try:
+                    beat.call("run.heartbeat", run_id=self.id)
+                except errors.RunAborted as exc:
+                    self.aborted = exc
+                    return
+                except errors.InvalidState:
+                    return  # closed
+                except errors.CsError:
+                    continue  # a slow or lost answer: try again at the next beat
+        finally:
+            beat.close()
+
+    def _stop_heartbeats(self) -> None:
+        self._stop.set()
+        if self._thread is not None and self._thread is not threading.current_thread():
+            self._thread.join(timeout=max(1.0, self.client.timeout))
+            self._thread = None
+
+
+def write_performance(directory: str, performance: dict) -> str:
+    """Write `performance` as `directory`/performance.json (atomically); return the path."""
+    os.makedirs(directory, exist_ok=True)
+    path = os.path.join(directory, PERFORMANCE_FILE)
+    tmp = f"{path}.tmp-{os.getpid()}"
+    with open(tmp, "w") as f:
+        json.dump(performance, f, indent=2, sort_keys=True)
+        f.write("\n")
+    os.replace(tmp, path)
+    return path

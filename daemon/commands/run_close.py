@@ -1,0 +1,32 @@
+"""run.close — end the run, release the fabric and return its performance record.
+
+args: run_id (str, required); reason (str): the runtime gives up (e.g. it failed): the run ends
+      ABORTED with this reason instead of CLOSED.
+Closing a closed run again: success with changed=false. RUN_ABORTED if it was aborted.
+result: the run (runs.show's keys), `changed`, `message`; `performance` holds the fields of
+performance.json: compile_time, est_samples_per_sec, programming_time, samples_per_sec,
+suspected_input_bottleneck, total_samples, total_time (seconds).
+"""
+
+from ..args import Arg, label
+
+NAME = "run.close"
+MUTATING = True
+ROLE = "operator"  # the least role allowed (admin > operator > viewer)
+ARGS = {
+    "run_id": Arg(str, required=True, help="the run's id"),
+    "reason": Arg(str, parse=label, help="end the run as ABORTED with this reason"),
+}
+
+
+def execute(ctx, args, caller):
+    run, changed = ctx.device.runs.close(args["run_id"], caller.name, args.get("reason"))
+    result = ctx.device.runs.show(run)
+    result["changed"] = changed
+    if not changed:
+        result["message"] = f"Run {run.run_id} is already closed."
+    elif run.abort_reason is not None:
+        result["message"] = f"Run {run.run_id} was aborted by its runtime: {run.abort_reason}."
+    else:
+        result["message"] = f"Run {run.run_id} is closed; the fabric is free."
+    return result

@@ -1,0 +1,33 @@
+"""run.open — open a run: it holds the wafer's fabric until it is closed or aborted.
+
+args: mode (str, required): `train` or `eval` (`train_and_eval` is refused: the fabric cannot be
+      reprogrammed for eval after train in one run); owner (str): a label for the runtime, e.g.
+      the job name (default: the caller's name); lease_seconds (number, 0 < s ≤ 3600): the run is
+      aborted if no call from its runtime arrives for this long (default: csd --lease-seconds).
+Only when ACTIVE (INVALID_STATE otherwise). BUSY while another run holds the fabric, naming it.
+The run belongs to the calling client: only it may program, stream, heartbeat or close it.
+result: the run (runs.show's keys) and `message`.
+"""
+
+from statemachine.programs import parse_mode
+
+from ..args import Arg, lease_seconds, label
+
+NAME = "run.open"
+MUTATING = True
+ROLE = "operator"  # the least role allowed (admin > operator > viewer)
+ARGS = {
+    "mode": Arg(str, required=True, parse=parse_mode, help="train or eval"),
+    "owner": Arg(str, parse=label, help="the runtime's label, e.g. a job name"),
+    "lease_seconds": Arg(float, parse=lease_seconds, help="seconds without a call before the run is aborted"),
+}
+
+
+def execute(ctx, args, caller):
+    lease = args.get("lease_seconds")
+    run = ctx.device.open_run(
+        args.get("owner") or caller.name, caller.name, args["mode"], None if lease is None else int(lease * 1000)
+    )
+    result = ctx.device.runs.show(run)
+    result["message"] = f"Run {run.run_id} is open and holds the fabric; program it with run.program."
+    return result

@@ -1,0 +1,33 @@
+"""run.program — program the run's fabric with a compiled artifact, once per run.
+
+args: run_id (str, required); program (object, required): the compiled artifact's descriptor,
+      exactly these fields: fingerprint (str), target_system (str, the serial it was compiled
+      for), execmode (str), mode (`train`/`eval`), compile_time (number, s), est_samples_per_sec
+      (number > 0), size_bytes (int ≥ 0). A missing, unknown or wrong-typed field: INVALID_ARGUMENT.
+Refused: INCOMPATIBLE_PROGRAM (another system, execution mode or run mode, or train_and_eval),
+REPROGRAM_FORBIDDEN (already programmed, or programming, in this run), RUN_ABORTED, INVALID_STATE
+(closed run), NOT_FOUND, PERMISSION_DENIED (another client's run).
+Programming takes size_bytes / (csd --program-bytes-per-second) of simulated time: the fabric is
+PROGRAMMING until `programmingUntil`, then PROGRAMMED (EventProgrammingFinished).
+Idempotent on the request id: a retried request gets the first reply and programs once.
+result: the run (runs.show's keys) and `message`.
+"""
+
+from statemachine.programs import parse_program
+
+from ..args import Arg
+
+NAME = "run.program"
+MUTATING = True
+ROLE = "operator"  # the least role allowed (admin > operator > viewer)
+ARGS = {
+    "run_id": Arg(str, required=True, help="the run's id, e.g. run-000042"),
+    "program": Arg(dict, required=True, parse=parse_program, help="the compiled artifact's descriptor"),
+}
+
+
+def execute(ctx, args, caller):
+    run = ctx.device.program_run(args["run_id"], caller.name, args["program"])
+    result = ctx.device.runs.show(run)
+    result["message"] = f"Programming the fabric for run {run.run_id} (until {run.programming_until} ms)."
+    return result

@@ -1,0 +1,26 @@
+"""run.stream — report samples fed to the programmed fabric; renews the lease.
+
+args: run_id (str, required); samples (int ≥ 0, required): samples fed since the last report.
+The device consumes at most the program's est_samples_per_sec; the performance record says so.
+Only once PROGRAMMED (INVALID_STATE before); RUN_ABORTED once aborted, with the reason.
+A hot op: counted in memory (not fsynced per call), written at most ~1 s later and at close; a
+retry with the same request id gets the first reply (samples are not counted twice).
+result: {runId, status, fabric, totalSamples, leaseUntil}
+"""
+
+from ..args import Arg, non_negative
+
+NAME = "run.stream"
+MUTATING = True
+DURABLE = False  # hot op: see daemon/dispatch.py
+ROLE = "operator"  # the least role allowed (admin > operator > viewer)
+ARGS = {
+    "run_id": Arg(str, required=True, help="the run's id"),
+    "samples": Arg(int, required=True, parse=non_negative, help="samples fed since the last report"),
+}
+
+
+def execute(ctx, args, caller):
+    run = ctx.device.runs.stream(args["run_id"], caller.name, args["samples"])
+    return {"runId": run.run_id, "status": run.status.value, "fabric": run.fabric.value,
+            "totalSamples": run.total_samples, "leaseUntil": run.lease_until}

@@ -1,0 +1,18 @@
+"""runs.list — the kept runs, newest first, and the run holding the fabric.
+
+args: max_count (int ≥ 0): only the newest N.
+csd keeps the last 1,000 runs in memory (older ones stay in its store).
+result: {runs: [run (runs.show's keys)], runHolder: null or {runId, owner, since, mode, fabric}}
+"""
+
+from ..args import Arg, non_negative
+
+NAME = "runs.list"
+MUTATING = False
+ROLE = "viewer"  # the least role allowed (admin > operator > viewer)
+ARGS = {"max_count": Arg(int, parse=non_negative, help="only the newest N runs")}
+
+
+def execute(ctx, args, caller):
+    runs = ctx.device.runs
+    return {"runs": [runs.show(r) for r in runs.listing(args.get("max_count"))], "runHolder": runs.holder_summary()}

@@ -1,0 +1,20 @@
+"""runs.show — one run, open or ended.
+
+args: run_id (str, required). NOT_FOUND if no such run is kept.
+result: {runId, number, owner, client, mode (train/eval), status (OPEN/CLOSED/ABORTED), fabric
+(UNPROGRAMMED/PROGRAMMING/PROGRAMMED), leaseSeconds, leaseUntil (ms or null once ended), openedAt,
+program (descriptor or null), programmingStartedAt, programmingUntil, totalSamples, endedAt,
+abortReason, performance (performance.json's fields; so far, while open)}
+"""
+
+from ..args import Arg
+
+NAME = "runs.show"
+MUTATING = False
+ROLE = "viewer"  # the least role allowed (admin > operator > viewer)
+ARGS = {"run_id": Arg(str, required=True, help="the run's id, e.g. run-000042")}
+
+
+def execute(ctx, args, caller):
+    runs = ctx.device.runs
+    return runs.show(runs.get(args["run_id"]))

@@ -1,0 +1,395 @@
+"""Runs and the fabric (DESIGN.md §2.3), pinned down rule by rule on a fake clock.
+
+Every (request, run phase) entry of RUN_RULES and every lifecycle entry of OPEN_RULES is
+exercised; then program compatibility, descriptors, leases, forced standby, the performance
+record, rollback and restore.
+"""
+
+from __future__ import annotations
+
+import itertools
+
+import pytest
+
+from statemachine.device import Device, Timings
+from statemachine.errors import (
+    Busy,
+    IncompatibleProgram,
+    InvalidState,
+    NotFound,
+    PermissionDenied,
+    Refused,
+    ReprogramForbidden,
+    RunAborted,
+)
+from statemachine.programs import RunMode, parse_mode, parse_program
+from statemachine.run_rules import (
+    ABORTED,
+    CLOSED,
+    OPEN_PROGRAMMED,
+    OPEN_PROGRAMMING,
+    OPEN_RULES,
+    OPEN_UNPROGRAMMED,
+    PHASES,
+    RUN_RULES,
+    Already,
+    Go,
+    Refuse,
+)
+from statemachine.runs import Fabric, RunStatus
+from statemachine.states import ExecMode, Lifecycle
+
+START_MS = 1_700_000_000_000
+LEASE_MS = 10_000
+RATE = 1_000_000  # bytes per second: 1 MB programs in 1 s
+SIZE = 2_000_000  # 2 s of programming
+CLIENT = "client-a"
+
+
+class FakeClock:
+    def __init__(self, now: int = START_MS):
+        self.now = now
+
+    def __call__(self) -> int:
+        return self.now
+
+    def tick(self, ms: int) -> None:
+        self.now += ms
+
+
+def make_device() -> tuple[Device, FakeClock]:
+    clock = FakeClock()
+    timings = Timings(activate_ms=5_000, standby_ms=3_000, lease_ms=LEASE_MS, program_bytes_per_second=RATE)
+    return Device(clock, timings, serial="CS2-0007"), clock
+
+
+def program(**changes) -> dict:
+    raw = {
+        "fingerprint": "sha256:abc", "target_system": "CS2-0007", "execmode": "PIPELINED", "mode": "train",
+        "compile_time": 42.0, "est_samples_per_sec": 1000.0, "size_bytes": SIZE,
+    }
+    raw.update(changes)
+    return parse_program(raw)
+
+
+def in_phase(phase: str):
+    """A device with one run in `phase`, reached through public methods only."""
+    device, clock = make_device()
+    run = device.open_run("job-42", CLIENT, RunMode.TRAIN)
+    if phase in (OPEN_PROGRAMMING, OPEN_PROGRAMMED):
+        device.program_run(run.run_id, CLIENT, program())
+    if phase == OPEN_PROGRAMMED:
+        clock.tick(SIZE * 1000 // RATE)
+        assert device.advance()
+    if phase == CLOSED:
+        device.runs.close(run.run_id, CLIENT)
+    if phase == ABORTED:
+        device.runs.abort(run.run_id, "an admin said so")
+    assert run.phase == phase
+    return device, clock, run
+
+
+REQUESTS = {
+    "program": lambda d, r: d.program_run(r.run_id, CLIENT, program()),
+    "stream": lambda d, r: d.runs.stream(r.run_id, CLIENT, 5),
+    "heartbeat": lambda d, r: d.runs.heartbeat(r.run_id, CLIENT),
+    "close": lambda d, r: d.runs.close(r.run_id, CLIENT),
+    "abort": lambda d, r: d.runs.abort(r.run_id, "admin"),
+}
+
+
+def test_the_rules_table_covers_every_request_in_every_phase():
+    assert set(RUN_RULES) == set(itertools.product(REQUESTS, PHASES))
+
+
+@pytest.mark.parametrize("request_, phase", sorted(RUN_RULES))
+def test_each_run_rule(request_, phase):
+    device, clock, run = in_phase(phase)
+    rule = RUN_RULES[(request_, phase)]
+    before, seq = run.to_dict(), device.events.last_seq
+    if isinstance(rule, Refuse):
+        with pytest.raises(rule.error) as info:
+            REQUESTS[request_](device, run)
+        assert info.value.code == rule.error.code
+        assert run.run_id in info.value.message and info.value.hint
+        assert run.to_dict() == before and device.events.last_seq == seq  # a refusal changes nothing
+        return
+    result = REQUESTS[request_](device, run)
+    if isinstance(rule, Already):
+        assert result == (run, False)
+        assert run.to_dict() == before and device.events.last_seq == seq
+        return
+    assert isinstance(rule, Go)
+    emitted = [e.type for e in device.events.query(after_seq=seq)]
+    expected = {
+        "program": ["EventProgrammingStarted"],
+        "stream": [],
+        "heartbeat": [],
+        "close": ["EventTrainingCompleted"],
+        "abort": ["EventTrainingAborted"],
+    }[request_]
+    assert emitted == expected
+    if request_ in ("close", "abort"):
+        assert device.runs.holder is None and device.runs.fabric() is Fabric.UNPROGRAMMED
+
+
+def test_refusals_carry_the_documented_codes():
+    assert RUN_RULES[("program", OPEN_PROGRAMMED)].error is ReprogramForbidden
+    assert RUN_RULES[("program", OPEN_PROGRAMMING)].error is ReprogramForbidden
+    assert RUN_RULES[("program", ABORTED)].error is RunAborted
+    assert RUN_RULES[("program", CLOSED)].error is InvalidState
+    assert RUN_RULES[("stream", ABORTED)].error is RunAborted
+
+
+@pytest.mark.parametrize("state", list(Lifecycle))
+def test_open_only_when_active(state):
+    device, clock = make_device()
+    if state is not Lifecycle.ACTIVE:
+        device.standby()
+        if state is not Lifecycle.PENDING_STANDBY:
+            clock.tick(3_000)
+            device.advance()
+            if state is Lifecycle.PENDING_ACTIVE:
+                device.activate()
+    assert device.lifecycle is state
+    rule = OPEN_RULES[state]
+    if isinstance(rule, Go):
+        run = device.open_run("job", CLIENT, RunMode.EVAL)
+        assert run.run_id == "run-000001" and device.runs.holder is run
+        assert device.events.newest(1)[0].type == "EventTrainingStarted"
+        return
+    seq = device.events.last_seq
+    with pytest.raises(InvalidState) as info:
+        device.open_run("job", CLIENT, RunMode.TRAIN)
+    assert state.value in info.value.message and "ACTIVE" in info.value.hint
+    assert device.events.last_seq == seq and device.runs.holder is None
+
+
+def test_a_second_open_is_busy_naming_the_holder_since_when_and_what_to_do():
+    device, clock, run = in_phase(OPEN_PROGRAMMED)
+    with pytest.raises(Busy) as info:
+        device.open_run("job-43", "client-b", RunMode.TRAIN)
+    assert info.value.code == "BUSY"
+    assert run.run_id in info.value.message and "job-42" in info.value.message
+    assert "2023-11-14 22:13:20 UTC" in info.value.message  # since when
+    assert "runs abort" in info.value.hint
+
+
+def test_run_ids_are_short_sequential_and_a_new_run_may_open_once_the_last_ended():
+    device, clock, run = in_phase(CLOSED)
+    second = device.open_run("job", CLIENT, RunMode.TRAIN)
+    assert (run.run_id, second.run_id) == ("run-000001", "run-000002")
+
+
+@pytest.mark.parametrize(
+    "changes, words",
+    [
+        ({"target_system": "CS2-0099"}, "cannot run on another"),
+        ({"execmode": "WEIGHT_STREAMING"}, "WEIGHT_STREAMING"),
+        ({"mode": "eval"}, "train run"),
+        ({"mode": "train_and_eval"}, "train_and_eval is not supported"),
+    ],
+)
+def test_incompatible_programs_are_refused_and_change_nothing(changes, words):
+    device, clock, run = in_phase(OPEN_UNPROGRAMMED)
+    before, seq = run.to_dict(), device.events.last_seq
+    with pytest.raises(IncompatibleProgram) as info:
+        device.program_run(run.run_id, CLIENT, program(**changes))
+    assert words in info.value.message and info.value.hint
+    assert run.to_dict() == before and device.events.last_seq == seq
+    device.program_run(run.run_id, CLIENT, program())  # the right artifact still programs
+
+
+def test_programming_takes_time_proportional_to_size_and_then_finishes():
+    device, clock, run = in_phase(OPEN_UNPROGRAMMED)
+    device.program_run(run.run_id, CLIENT, program())
+    assert run.fabric is Fabric.PROGRAMMING and run.programming_until == clock.now + 2_000
+    assert device.next_deadline() == clock.now + 2_000  # before the lease
+    clock.tick(1_999)
+    assert not device.advance() and run.fabric is Fabric.PROGRAMMING
+    clock.tick(1)
+    assert device.advance() and run.fabric is Fabric.PROGRAMMED
+    finished = device.events.newest(1)[0]
+    assert finished.type == "EventProgrammingFinished" and finished.details["programmingTime"] == 2.0
+
+
+def test_an_empty_program_is_programmed_at_once():
+    device, clock, run = in_phase(OPEN_UNPROGRAMMED)
+    device.program_run(run.run_id, CLIENT, program(size_bytes=0))
+    assert run.fabric is Fabric.PROGRAMMED
+
+
+def test_another_clients_run_is_permission_denied_and_an_unknown_run_not_found():
+    device, clock, run = in_phase(OPEN_PROGRAMMED)
+    for call in (
+        lambda: device.program_run(run.run_id, "client-b", program()),
+        lambda: device.runs.stream(run.run_id, "client-b", 1),
+        lambda: device.runs.heartbeat(run.run_id, "client-b"),
+        lambda: device.runs.close(run.run_id, "client-b"),
+    ):
+        with pytest.raises(PermissionDenied):
+            call()
+    with pytest.raises(NotFound) as info:
+        device.runs.heartbeat("run-999999", CLIENT)
+    assert info.value.code == "NOT_FOUND" and "runs list" in info.value.hint
+    assert run.is_open
+
+
+def test_a_lapsed_lease_aborts_the_run_and_releases_the_fabric():
+    device, clock, run = in_phase(OPEN_PROGRAMMED)
+    clock.tick(LEASE_MS - 1)
+    device.runs.heartbeat(run.run_id, CLIENT)  # renewed: LEASE_MS from now
+    assert device.next_deadline() == clock.now + LEASE_MS
+    clock.tick(LEASE_MS - 1)
+    assert not device.advance() and run.is_open
+    clock.tick(1)
+    assert device.advance()
+    assert run.status is RunStatus.ABORTED and "lease expired" in run.abort_reason
+    assert device.runs.holder is None and device.next_deadline() is None
+    with pytest.raises(RunAborted) as info:
+        device.runs.stream(run.run_id, CLIENT, 1)
+    assert "lease expired" in info.value.message
+
+
+def test_stream_and_program_renew_the_lease_too():
+    device, clock, run = in_phase(OPEN_PROGRAMMED)
+    clock.tick(LEASE_MS - 1)
+    device.runs.stream(run.run_id, CLIENT, 1)
+    clock.tick(LEASE_MS - 1)
+    assert not device.advance() and run.is_open
+
+
+def test_standby_is_busy_while_a_run_holds_the_fabric_and_force_aborts_it():
+    device, clock, run = in_phase(OPEN_PROGRAMMED)
+    seq = device.events.last_seq
+    with pytest.raises(Busy) as info:
+        device.standby()
+    assert run.run_id in info.value.message and device.lifecycle is Lifecycle.ACTIVE
+    assert device.events.last_seq == seq
+    result = device.standby(force=True)
+    assert result["changed"] and device.lifecycle is Lifecycle.PENDING_STANDBY
+    assert run.status is RunStatus.ABORTED and "--force" in run.abort_reason
+    types = [e.type for e in device.events.query(after_seq=seq)]
+    assert types == ["EventTrainingAborted", "EventStandbyIssued", "EventPendingStandby"]
+    with pytest.raises(RunAborted):
+        device.runs.heartbeat(run.run_id, CLIENT)
+
+
+def test_a_run_closed_by_its_runtime_with_a_reason_ends_aborted():
+    device, clock, run = in_phase(OPEN_PROGRAMMED)
+    run_, changed = device.runs.close(run.run_id, CLIENT, reason="runtime failed: OOM")
+    assert changed and run.status is RunStatus.ABORTED and run.abort_reason == "runtime failed: OOM"
+
+
+def test_performance_record_fields_and_input_bottleneck():
+    device, clock, run = in_phase(OPEN_PROGRAMMED)
+    clock.tick(10_000 - 1)
+    device.runs.heartbeat(run.run_id, CLIENT)
+    clock.tick(1)
+    device.runs.stream(run.run_id, CLIENT, 9_000)  # 900/s against 1000/s: fed well enough
+    device.runs.close(run.run_id, CLIENT)
+    assert run.performance == {
+        "compile_time": 42.0,
+        "est_samples_per_sec": 1000.0,
+        "programming_time": 2.0,
+        "samples_per_sec": 900.0,
+        "suspected_input_bottleneck": False,
+        "total_samples": 9_000,
+        "total_time": 10.0,
+    }
+    device, clock, run = in_phase(OPEN_PROGRAMMED)
+    clock.tick(5_000)
+    device.runs.stream(run.run_id, CLIENT, 100)  # 20/s against 1000/s: the input is the bottleneck
+    device.runs.close(run.run_id, CLIENT)
+    assert run.performance["samples_per_sec"] == 20.0 and run.performance["suspected_input_bottleneck"] is True
+
+
+def test_the_device_consumes_at_most_its_estimated_capacity():
+    device, clock, run = in_phase(OPEN_PROGRAMMED)
+    clock.tick(1_000)
+    device.runs.stream(run.run_id, CLIENT, 1_000_000)
+    device.runs.close(run.run_id, CLIENT)
+    assert run.performance["samples_per_sec"] == 1000.0
+    assert run.performance["suspected_input_bottleneck"] is False
+
+
+def test_the_open_run_shows_in_system_show():
+    device, clock, run = in_phase(OPEN_PROGRAMMING)
+    assert device.show()["runHolder"] == {
+        "runId": run.run_id, "owner": "job-42", "since": START_MS, "mode": "train", "fabric": "PROGRAMMING",
+    }
+    device.runs.abort(run.run_id, "x")
+    assert device.show()["runHolder"] is None
+
+
+@pytest.mark.parametrize(
+    "changes, words",
+    [
+        ({"size_bytes": "big"}, "size_bytes"),
+        ({"size_bytes": 1.5}, "size_bytes"),
+        ({"size_bytes": -1}, "0 or more"),
+        ({"compile_time": True}, "compile_time"),
+        ({"est_samples_per_sec": 0}, "more than 0"),
+        ({"fingerprint": ""}, "must not be empty"),
+        ({"execmode": "SIDEWAYS"}, "execmode"),
+        ({"mode": "predict"}, "train or eval"),
+        ({"extra": 1}, "unknown field"),
+    ],
+)
+def test_bad_program_descriptors_are_refused_naming_the_field(changes, words):
+    raw = {
+        "fingerprint": "f", "target_system": "CS2-0007", "execmode": "PIPELINED", "mode": "train",
+        "compile_time": 1, "est_samples_per_sec": 1, "size_bytes": 1,
+    }
+    raw.update(changes)
+    with pytest.raises(ValueError, match=words):
+        parse_program(raw)
+    del raw["fingerprint"]
+    with pytest.raises(ValueError, match="lacks fingerprint"):
+        parse_program(raw)
+
+
+def test_program_descriptors_are_normalised():
+    p = program(execmode="weight-streaming", mode=" Train ")
+    assert p["execmode"] == ExecMode.WEIGHT_STREAMING.value and p["mode"] == "train"
+
+
+def test_run_modes():
+    assert parse_mode("TRAIN") is RunMode.TRAIN and parse_mode("eval") is RunMode.EVAL
+    with pytest.raises(ValueError, match="train_and_eval is not supported"):
+        parse_mode("train_and_eval")
+    with pytest.raises(ValueError, match="train or eval"):
+        parse_mode("infer")
+
+
+def test_rollback_undoes_one_request():
+    device, clock, run = in_phase(OPEN_PROGRAMMED)
+    memento = device.runs.mark()
+    before = run.to_dict()
+    device.runs.close(run.run_id, CLIENT)
+    device.runs.rollback(memento)
+    holder = device.runs.holder
+    assert holder is not None and holder.to_dict() == before
+    memento = device.runs.mark()
+    device.runs.abort(holder.run_id, "x")
+    device.open_run("job", CLIENT, RunMode.TRAIN)
+    device.runs.rollback(memento)
+    assert [r.run_id for r in device.runs.listing()] == ["run-000001"] and device.runs.next_number == 2
+
+
+def test_restore_continues_numbering_and_the_open_run_holds_the_fabric():
+    device, clock, run = in_phase(CLOSED)
+    device.open_run("job", CLIENT, RunMode.TRAIN)
+    records = device.runs.take_dirty()
+    assert device.runs.take_dirty() == []
+    fresh, _ = make_device()
+    fresh.runs.restore(records)
+    assert fresh.runs.holder.run_id == "run-000002" and fresh.runs.next_number == 3
+    aborted = fresh.abort_open_run("daemon restarted")
+    assert aborted.status is RunStatus.ABORTED and aborted.abort_reason == "daemon restarted"
+    assert fresh.runs.holder is None and fresh.events.newest(1)[0].details["reason"] == "daemon restarted"
+
+
+def test_refused_is_the_base_of_every_run_error():
+    for cls in (Busy, NotFound, PermissionDenied, ReprogramForbidden, IncompatibleProgram, RunAborted):
+        assert issubclass(cls, Refused)
