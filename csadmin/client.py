@@ -9,6 +9,10 @@ Requests travel on a DEALER socket with a request id; a call that gets no answer
 share of `timeout` is resent with the *same* id (the daemon answers a retried mutating request
 with its first reply, so a retry never causes a second change). Errors raise the class of
 their code from `csadmin.errors`. Importing this module loads only pyzmq and the stdlib.
+
+Every connection is CURVE-encrypted and authenticated: the client needs csd's public key (from
+its connection file `csd.json`, or `server_key`) and its own secret key file (`key`, made by
+`csd keys add`); see csadmin/connection.py for where each is looked for.
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ from typing import Callable, Iterator
 import zmq
 
 from . import errors, protocol
+from .connection import resolve
 
 
 class Client:
@@ -29,9 +34,18 @@ class Client:
         timeout: float = 5.0,
         retries: int = 2,
         context: zmq.Context | None = None,
+        *,
+        connect: str | None = None,
+        key: str | None = None,
+        server_key: str | None = None,
     ):
-        """`endpoint`: the daemon's request socket (default `$CS_ENDPOINT` or the local ipc
-        socket). `timeout`: seconds a call may take in all, spread over `retries` + 1 sends."""
+        """`endpoint`: the daemon's request socket (default: from the connection file, else
+        `$CS_ENDPOINT` or the local ipc socket). `timeout`: seconds a call may take in all,
+        spread over `retries` + 1 sends. `connect`: a connection file (`$CS_CONNECT`); `key`:
+        this client's secret key file (`$CS_KEY`); `server_key`: csd's public key, Z85
+        (`$CS_SERVER_KEY`). Files are read at the first call, not here."""
+        self._given = (endpoint, server_key, connect, key)
+        self._resolved = None
         self.endpoint = endpoint or protocol.default_endpoint()
         self.timeout = timeout
         self.retries = retries
@@ -43,17 +57,39 @@ class Client:
 
     # -- plumbing ------------------------------------------------------------------------------
 
+    def _credentials(self):
+        if self._resolved is None:
+            endpoint, server_key, connect, key = self._given
+            self._resolved = resolve(endpoint, server_key, connect, key)
+            self.endpoint = self._resolved.endpoint
+            self._events_endpoint = self._events_endpoint or self._resolved.events_endpoint
+        return self._resolved
+
+    def _secure(self, sock: zmq.Socket) -> None:
+        creds = self._credentials()
+        sock.setsockopt(zmq.CURVE_SERVERKEY, creds.server_key.encode())
+        sock.setsockopt(zmq.CURVE_PUBLICKEY, creds.public_key.encode())
+        sock.setsockopt(zmq.CURVE_SECRETKEY, creds.secret_key.encode())
+
+    @staticmethod
+    def _check_listening(endpoint: str | None) -> None:
+        if endpoint and endpoint.startswith("ipc://") and not os.path.exists(endpoint[len("ipc://"):]):
+            raise errors.Unreachable(
+                f"csd is not listening at {endpoint}.",
+                "Is csd running (`systemctl status csd`)? Or pass --endpoint / set CS_ENDPOINT.",
+            )
+
     def _socket(self) -> zmq.Socket:
         if self._sock is None:
-            if self.endpoint.startswith("ipc://") and not os.path.exists(self.endpoint[len("ipc://"):]):
-                raise errors.Unreachable(
-                    f"csd is not listening at {self.endpoint}.",
-                    "Is csd running (`systemctl status csd`)? Or pass --endpoint / set CS_ENDPOINT.",
-                )
+            # A named ipc endpoint with nothing behind it says more than a missing key would.
+            self._check_listening(self._given[0] or os.environ.get("CS_ENDPOINT"))
+            self._credentials()
+            self._check_listening(self.endpoint)
             sock = self._ctx.socket(zmq.DEALER)
             sock.setsockopt(zmq.LINGER, 0)
             # A stable identity lets the daemon recognise our retries as ours.
             sock.setsockopt(zmq.ROUTING_ID, self._identity)
+            self._secure(sock)
             sock.connect(self.endpoint)
             self._sock = sock
         return self._sock
@@ -79,7 +115,8 @@ class Client:
                 raise errors.from_wire(reply["error"])
         raise errors.Unreachable(
             f"csd at {self.endpoint} did not answer {op} within {self.timeout:g} s.",
-            "Check that csd is running and reachable, or raise --timeout.",
+            "Check that csd is running and reachable, or raise --timeout. If it is, it may have refused "
+            "this client's key (unknown or revoked: see --key / CS_KEY) or the server key is not csd's (--connect).",
         )
 
     def close(self) -> None:
@@ -100,8 +137,17 @@ class Client:
     def hello(self) -> dict:
         """Protocol version, serial and events endpoint of the daemon."""
         result = self.call("meta.hello")
-        self._events_endpoint = result.get("eventsEndpoint")
+        if self._events_endpoint is None and result.get("eventsEndpoint"):
+            self._events_endpoint = _reachable(result["eventsEndpoint"], self.endpoint)
         return result
+
+    def whoami(self) -> dict:
+        """{name, role}: the key this client uses, as csd sees it."""
+        return self.call("meta.whoami")
+
+    def audit_show(self, max_count: int | None = None) -> list[dict]:
+        """The newest audit records, oldest first (admins only)."""
+        return self.call("audit.show", **({} if max_count is None else {"max_count": max_count}))["entries"]
 
     def system_show(self) -> dict:
         return self.call("system.show")
@@ -136,6 +182,7 @@ class Client:
         sub = self._ctx.socket(zmq.SUB)
         sub.setsockopt(zmq.LINGER, 0)
         sub.setsockopt(zmq.SUBSCRIBE, prefix.encode())
+        self._secure(sub)
         sub.connect(self.events_endpoint())
         return sub
 
@@ -187,3 +234,14 @@ class Client:
                         sub.recv_multipart()
         finally:
             sub.close(0)
+
+
+def _reachable(events_endpoint: str, request_endpoint: str) -> str:
+    """csd reports the address its event socket bound; a wildcard host (tcp://0.0.0.0:9001) is
+    reached at the host we reached its request socket on."""
+    if events_endpoint.startswith("tcp://") and request_endpoint.startswith("tcp://"):
+        host, _, port = events_endpoint[len("tcp://"):].rpartition(":")
+        if host in ("0.0.0.0", "*", "[::]"):
+            request_host = request_endpoint[len("tcp://"):].rpartition(":")[0]
+            return f"tcp://{request_host}:{port}"
+    return events_endpoint

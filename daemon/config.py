@@ -30,3 +30,4 @@ class Config:
     keep_events: int = 10_000
     log_level: str = "info"
     log_format: str = "auto"  # auto: JSON unless stdout is a terminal
+    connection_file: str = ""  # "": csd.json next to the ipc request socket, else in the runtime dir

@@ -21,11 +21,18 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--standby-seconds", type=float, default=d.standby_seconds, help="simulated standby time")
     p.add_argument("--serial", default=d.serial, help="serial of a fresh system (default: %(default)s)")
     p.add_argument("--log-level", default=d.log_level, choices=["debug", "info", "warning", "error"])
+    p.add_argument("--connection-file", default=d.connection_file,
+                   help="where to write csd.json (default: next to the ipc request socket, else the runtime dir)")
     p.add_argument("--log-format", default=d.log_format, choices=["auto", "json", "console"])
     return p
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["keys"]:  # `csd keys ...`: key management, not the daemon
+        from .keys_cli import main as keys_main
+
+        return keys_main(argv[1:])
     args = build_parser().parse_args(argv)
     for name in ("activate_seconds", "standby_seconds"):
         if getattr(args, name) < 0:

@@ -5,10 +5,12 @@ listing it here, nothing else.
 """
 
 from . import (
+    audit_show,
     config_execmode_setup,
     config_execmode_show,
     events_show,
     meta_hello,
+    meta_whoami,
     system_activate,
     system_show,
     system_standby,
@@ -24,5 +26,7 @@ COMMANDS = {
         config_execmode_show,
         config_execmode_setup,
         events_show,
+        meta_whoami,
+        audit_show,
     )
 }
