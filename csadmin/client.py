@@ -18,6 +18,7 @@ its connection file `csd.json`, or `server_key`) and its own secret key file (`k
 from __future__ import annotations
 
 import os
+import struct
 import time
 from typing import Callable, Iterator
 
@@ -25,6 +26,9 @@ import zmq
 
 from . import errors, protocol
 from .connection import resolve
+
+
+_HANDSHAKE_FAILURES = zmq.EVENT_HANDSHAKE_FAILED_AUTH | zmq.EVENT_HANDSHAKE_FAILED_NO_DETAIL
 
 
 class Client:
@@ -53,6 +57,7 @@ class Client:
         self._ctx = context or zmq.Context()
         self._identity = os.urandom(16).hex().encode()
         self._sock: zmq.Socket | None = None
+        self._monitor: zmq.Socket | None = None
         self._events_endpoint: str | None = None
 
     # -- plumbing ------------------------------------------------------------------------------
@@ -90,9 +95,49 @@ class Client:
             # A stable identity lets the daemon recognise our retries as ours.
             sock.setsockopt(zmq.ROUTING_ID, self._identity)
             self._secure(sock)
+            # Watch the first handshake, so a refused key fails at once and says so instead of
+            # timing out; dropped after the first reply (later refusals arrive as replies).
+            self._monitor = sock.get_monitor_socket(_HANDSHAKE_FAILURES)
             sock.connect(self.endpoint)
             self._sock = sock
         return self._sock
+
+    def _wait(self, sock: zmq.Socket, timeout_ms: int) -> bool:
+        """Wait for a reply; raise if the handshake is refused meanwhile."""
+        if self._monitor is None:
+            return bool(sock.poll(timeout_ms, zmq.POLLIN))
+        poller = zmq.Poller()
+        poller.register(sock, zmq.POLLIN)
+        poller.register(self._monitor, zmq.POLLIN)
+        ready = dict(poller.poll(timeout_ms))
+        if self._monitor in ready:
+            self._handshake_failed()
+        return sock in ready
+
+    def _handshake_failed(self) -> None:
+        while self._monitor.poll(0, zmq.POLLIN):
+            event, value = struct.unpack("=HI", self._monitor.recv_multipart()[0][:6])
+            if event == zmq.EVENT_HANDSHAKE_FAILED_AUTH and value == 400:
+                raise errors.PermissionDenied(
+                    f"csd at {self.endpoint} refused this client's key: it is not registered, or was revoked.",
+                    "Check --key / CS_KEY, or ask an admin for a key (`csd keys add NAME --role ROLE`).",
+                )
+            if event == zmq.EVENT_HANDSHAKE_FAILED_AUTH:
+                raise errors.Internal(
+                    f"csd at {self.endpoint} could not authenticate this client (status {value}).",
+                    "Its authenticator is down; csd refuses everyone until it is restarted (see its log).",
+                )
+            raise errors.Unreachable(
+                f"The secure handshake with csd at {self.endpoint} failed.",
+                "The server key is probably not this csd's: check --connect / --server-key "
+                "(or csd cannot authenticate anyone right now: see its log).",
+            )
+
+    def _stop_monitor(self) -> None:
+        if self._monitor is not None:
+            self._sock.disable_monitor()
+            self._monitor.close(0)
+            self._monitor = None
 
     def call(self, op: str, **args) -> dict:
         """Send one request and return its result, or raise the error's class."""
@@ -105,9 +150,10 @@ class Client:
             deadline = time.monotonic() + per_try_ms / 1000
             while True:
                 remaining = int((deadline - time.monotonic()) * 1000)
-                if remaining <= 0 or not sock.poll(remaining, zmq.POLLIN):
+                if remaining <= 0 or not self._wait(sock, remaining):
                     break
                 reply = protocol.decode_reply(sock.recv())
+                self._stop_monitor()
                 if reply.get("id") != request_id:
                     continue  # a late answer to an earlier call that timed out
                 if reply["ok"]:
@@ -121,6 +167,7 @@ class Client:
 
     def close(self) -> None:
         if self._sock is not None:
+            self._stop_monitor()
             self._sock.close(0)
             self._sock = None
         if self._own_context:

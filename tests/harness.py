@@ -49,10 +49,11 @@ class Daemon:
         self.standby_seconds = standby_seconds
         self.extra_args = list(extra_args)
         self.proc: subprocess.Popen | None = None
+        self.launcher = ["-m", "daemon"]  # tests/faulty_csd.py swaps in fault injection
 
     def command(self) -> list[str]:
         return [
-            sys.executable, "-m", "daemon", "--state-dir", self.state_dir,
+            sys.executable, *self.launcher, "--state-dir", self.state_dir,
             "--endpoint", self.endpoint, "--events-endpoint", self.events_endpoint,
             "--activate-seconds", str(self.activate_seconds), "--standby-seconds", str(self.standby_seconds),
             "--connection-file", self.connection_file, "--log-level", "debug", *self.extra_args,
