@@ -114,6 +114,10 @@ class Dispatcher:
         text = json.dumps(args, separators=(",", ":"), ensure_ascii=False) if args is not None else "{}"
         if len(text) > AUDIT_ARGS_MAX:
             text = text[:AUDIT_ARGS_MAX] + "…"
+        if isinstance(op, str) and len(op) > 100:  # a denied stranger's op is not ours to store whole
+            op = op[:100] + "…"
+        elif op is not None and not isinstance(op, str):
+            op = None
         return (int(time.time() * 1000), caller.name, caller.role, op, text, outcome, message)
 
     def _audit(self, caller: Caller, op, args, outcome: str, message: str) -> None:
