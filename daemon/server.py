@@ -29,6 +29,7 @@ from .store import Store
 IDLE_POLL_MS = 1000  # wake at least this often even with nothing to do
 BATCH = 256  # requests served per wake-up before timers get a turn
 LINGER_MS = 500
+REFUSED_AUDITED_PER_SECOND = 10  # refused handshakes recorded one by one; the rest are counted
 
 
 def wall_ms() -> int:
@@ -46,6 +47,7 @@ class Server:
         self.log = log
         self._stopping = False
         self._reload_requested = False
+        self._refused_second, self._refused_in_second, self._refused_unrecorded = 0, 0, 0
 
     def start(self) -> None:
         """Open and check the store, restore the device, roll forward an interrupted
@@ -111,9 +113,22 @@ class Server:
         return Caller(name, self.registry.role_of(name))
 
     def _audit_refused_connection(self, public_key: str | None, address: str, reason: str) -> None:
+        # Anyone can attempt a handshake, so these records are rate-limited: a flood of strangers
+        # must not turn into a flood of fsyncs on the loop that serves everyone.
+        second = int(time.monotonic())
+        if second != self._refused_second:
+            self._refused_second, self._refused_in_second = second, 0
+        self._refused_in_second += 1
+        if self._refused_in_second > REFUSED_AUDITED_PER_SECOND:
+            self._refused_unrecorded += 1
+            return
+        message = f"Handshake refused: {reason}."
+        if self._refused_unrecorded:
+            message += f" ({self._refused_unrecorded} earlier refusals were not recorded one by one: too many.)"
+            self._refused_unrecorded = 0
+        args = protocol.encode({"public_key": public_key, "address": address}).decode()
         try:
-            self.store.audit((wall_ms(), None, None, "connect", protocol.encode(
-                {"public_key": public_key, "address": address}).decode(), "REFUSED", f"Handshake refused: {reason}."))
+            self.store.audit((wall_ms(), None, None, "connect", args, "REFUSED", message))
         except Exception:
             self.log.exception("audit_write_failed", op="connect")
 
