@@ -25,9 +25,13 @@ def main(n: int = 30) -> None:
     subprocess.run([py, "-m", "compileall", "-q", os.path.join(venv, "lib")], check=True,
                    env=dict(os.environ, PYTHONDONTWRITEBYTECODE=""))
     endpoint = f"ipc://{tmp}/csd.sock"
+    key = f"{tmp}/admin.key_secret"
+    subprocess.run([os.path.join(venv, "bin", "csd"), "keys", "init", "--state-dir", f"{tmp}/state", "--out", key],
+                   check=True, stdout=subprocess.DEVNULL)
     csd = subprocess.Popen([os.path.join(venv, "bin", "csd"), "--state-dir", f"{tmp}/state", "--endpoint", endpoint,
                             "--events-endpoint", f"ipc://{tmp}/ev.sock"], stdout=subprocess.DEVNULL)
-    env = dict(os.environ, CS_ENDPOINT=endpoint)
+    # CURVE as deployed: the connection file csd writes next to its socket, and an admin key.
+    env = dict(os.environ, CS_CONNECT=f"{tmp}/csd.json", CS_KEY=key)
     cs = [os.path.join(venv, "bin", "cs"), "system", "show"]
     zmq_only = [py, "-c", "import zmq"]
     deadline = time.monotonic() + 20

@@ -13,17 +13,26 @@ Requests travel on a DEALER socket with a request id; a call that gets no answer
 share of `timeout` is resent with the *same* id (the daemon answers a retried mutating request
 with its first reply, so a retry never causes a second change). Errors raise the class of
 their code from `csadmin.errors`. Importing this module loads only pyzmq and the stdlib.
+
+Every connection is CURVE-encrypted and authenticated: the client needs csd's public key (from
+its connection file `csd.json`, or `server_key`) and its own secret key file (`key`, made by
+`csd keys add`); see csadmin/connection.py for where each is looked for.
 """
 
 from __future__ import annotations
 
 import os
+import struct
 import time
 from typing import Callable, Iterator
 
 import zmq
 
 from . import errors, protocol
+from .connection import resolve
+
+
+_HANDSHAKE_FAILURES = zmq.EVENT_HANDSHAKE_FAILED_AUTH | zmq.EVENT_HANDSHAKE_FAILED_NO_DETAIL
 
 
 class Client:
@@ -34,11 +43,19 @@ class Client:
         retries: int = 2,
         context: zmq.Context | None = None,
         identity: bytes | None = None,
+        *,
+        connect: str | None = None,
+        key: str | None = None,
+        server_key: str | None = None,
     ):
-        """`endpoint`: the daemon's request socket (default `$CS_ENDPOINT` or the local ipc
-        socket). `timeout`: seconds a call may take in all, spread over `retries` + 1 sends.
-        `identity`: the socket's routing id (default random); csd names a caller by its first
-        16 characters."""
+        """`endpoint`: the daemon's request socket (default: from the connection file, else
+        `$CS_ENDPOINT` or the local ipc socket). `timeout`: seconds a call may take in all,
+        spread over `retries` + 1 sends. `connect`: a connection file (`$CS_CONNECT`); `key`:
+        this client's secret key file (`$CS_KEY`); `server_key`: csd's public key, Z85
+        (`$CS_SERVER_KEY`). Files are read at the first call, not here. `identity`: the
+        socket's routing id (default random), which csd reports as the caller's session."""
+        self._given = (endpoint, server_key, connect, key)
+        self._resolved = None
         self.endpoint = endpoint or protocol.default_endpoint()
         self.timeout = timeout
         self.retries = retries
@@ -47,6 +64,7 @@ class Client:
         self._identity = identity or os.urandom(16).hex().encode()
         self._runs: list = []  # open runs whose heartbeats stop when this client closes
         self._sock: zmq.Socket | None = None
+        self._monitor: zmq.Socket | None = None
         self._events_endpoint: str | None = None
 
     @property
@@ -56,20 +74,82 @@ class Client:
 
     # -- plumbing ------------------------------------------------------------------------------
 
+    def _credentials(self):
+        if self._resolved is None:
+            endpoint, server_key, connect, key = self._given
+            self._resolved = resolve(endpoint, server_key, connect, key)
+            self.endpoint = self._resolved.endpoint
+            self._events_endpoint = self._events_endpoint or self._resolved.events_endpoint
+        return self._resolved
+
+    def _secure(self, sock: zmq.Socket) -> None:
+        creds = self._credentials()
+        sock.setsockopt(zmq.CURVE_SERVERKEY, creds.server_key.encode())
+        sock.setsockopt(zmq.CURVE_PUBLICKEY, creds.public_key.encode())
+        sock.setsockopt(zmq.CURVE_SECRETKEY, creds.secret_key.encode())
+
+    @staticmethod
+    def _check_listening(endpoint: str | None) -> None:
+        if endpoint and endpoint.startswith("ipc://") and not os.path.exists(endpoint[len("ipc://"):]):
+            raise errors.Unreachable(
+                f"csd is not listening at {endpoint}.",
+                "Is csd running (`systemctl status csd`)? Or pass --endpoint / set CS_ENDPOINT.",
+            )
+
     def _socket(self) -> zmq.Socket:
         if self._sock is None:
-            if self.endpoint.startswith("ipc://") and not os.path.exists(self.endpoint[len("ipc://"):]):
-                raise errors.Unreachable(
-                    f"csd is not listening at {self.endpoint}.",
-                    "Is csd running (`systemctl status csd`)? Or pass --endpoint / set CS_ENDPOINT.",
-                )
+            # A named ipc endpoint with nothing behind it says more than a missing key would.
+            self._check_listening(self._given[0] or os.environ.get("CS_ENDPOINT"))
+            self._credentials()
+            self._check_listening(self.endpoint)
             sock = self._ctx.socket(zmq.DEALER)
             sock.setsockopt(zmq.LINGER, 0)
             # A stable identity lets the daemon recognise our retries as ours.
             sock.setsockopt(zmq.ROUTING_ID, self._identity)
+            self._secure(sock)
+            # Watch the first handshake, so a refused key fails at once and says so instead of
+            # timing out; dropped after the first reply (later refusals arrive as replies).
+            self._monitor = sock.get_monitor_socket(_HANDSHAKE_FAILURES)
             sock.connect(self.endpoint)
             self._sock = sock
         return self._sock
+
+    def _wait(self, sock: zmq.Socket, timeout_ms: int) -> bool:
+        """Wait for a reply; raise if the handshake is refused meanwhile."""
+        if self._monitor is None:
+            return bool(sock.poll(timeout_ms, zmq.POLLIN))
+        poller = zmq.Poller()
+        poller.register(sock, zmq.POLLIN)
+        poller.register(self._monitor, zmq.POLLIN)
+        ready = dict(poller.poll(timeout_ms))
+        if self._monitor in ready:
+            self._handshake_failed()
+        return sock in ready
+
+    def _handshake_failed(self) -> None:
+        while self._monitor.poll(0, zmq.POLLIN):
+            event, value = struct.unpack("=HI", self._monitor.recv_multipart()[0][:6])
+            if event == zmq.EVENT_HANDSHAKE_FAILED_AUTH and value == 400:
+                raise errors.PermissionDenied(
+                    f"csd at {self.endpoint} refused this client's key: it is not registered, or was revoked.",
+                    "Check --key / CS_KEY, or ask an admin for a key (`csd keys add NAME --role ROLE`).",
+                )
+            if event == zmq.EVENT_HANDSHAKE_FAILED_AUTH:
+                raise errors.Internal(
+                    f"csd at {self.endpoint} could not authenticate this client (status {value}).",
+                    "Its authenticator is down; csd refuses everyone until it is restarted (see its log).",
+                )
+            raise errors.Unreachable(
+                f"The secure handshake with csd at {self.endpoint} failed.",
+                "The server key is probably not this csd's: check --connect / --server-key "
+                "(or csd cannot authenticate anyone right now: see its log).",
+            )
+
+    def _stop_monitor(self) -> None:
+        if self._monitor is not None:
+            self._sock.disable_monitor()
+            self._monitor.close(0)
+            self._monitor = None
 
     def call(self, op: str, **args) -> dict:
         """Send one request and return its result, or raise the error's class."""
@@ -82,9 +162,10 @@ class Client:
             deadline = time.monotonic() + per_try_ms / 1000
             while True:
                 remaining = int((deadline - time.monotonic()) * 1000)
-                if remaining <= 0 or not sock.poll(remaining, zmq.POLLIN):
+                if remaining <= 0 or not self._wait(sock, remaining):
                     break
                 reply = protocol.decode_reply(sock.recv())
+                self._stop_monitor()
                 if reply.get("id") != request_id:
                     continue  # a late answer to an earlier call that timed out
                 if reply["ok"]:
@@ -92,23 +173,28 @@ class Client:
                 raise errors.from_wire(reply["error"])
         raise errors.Unreachable(
             f"csd at {self.endpoint} did not answer {op} within {self.timeout:g} s.",
-            "Check that csd is running and reachable, or raise --timeout.",
+            "Check that csd is running and reachable, or raise --timeout. If it is, it may have refused "
+            "this client's key (unknown or revoked: see --key / CS_KEY) or the server key is not csd's (--connect).",
         )
 
     def sibling(self, timeout: float | None = None, retries: int | None = None) -> "Client":
-        """Another client on the same context, for another thread (zmq sockets are not thread-
-        safe), that csd knows by the same name: same first 16 identity characters, own route."""
+        """Another client on the same context and with the same key, for another thread (zmq
+        sockets are not thread-safe): csd knows it by the same key name, on its own route."""
         identity = self._identity[:16] + os.urandom(8).hex().encode()
-        return Client(
+        other = Client(
             self.endpoint, self.timeout if timeout is None else timeout,
             self.retries if retries is None else retries, context=self._ctx, identity=identity,
         )
+        other._given, other._resolved = self._given, self._credentials()
+        other.endpoint, other._events_endpoint = self.endpoint, self._events_endpoint
+        return other
 
     def close(self) -> None:
         for run in self._runs:
             run._stop_heartbeats()
         self._runs = []
         if self._sock is not None:
+            self._stop_monitor()
             self._sock.close(0)
             self._sock = None
         if self._own_context:
@@ -125,17 +211,23 @@ class Client:
     def hello(self) -> dict:
         """Protocol version, serial and events endpoint of the daemon."""
         result = self.call("meta.hello")
-        self._events_endpoint = protocol.events_endpoint_for(self.endpoint, result)
+        if self._events_endpoint is None:  # a connection file already says where
+            self._events_endpoint = protocol.events_endpoint_for(self.endpoint, result)
         return result
+
+    def whoami(self) -> dict:
+        """{name, role, session}: the key this client uses and this connection, as csd sees them."""
+        return self.call("meta.whoami")
+
+    def audit_show(self, max_count: int | None = None) -> list[dict]:
+        """The newest audit records, oldest first (admins only)."""
+        return self.call("audit.show", **({} if max_count is None else {"max_count": max_count}))["entries"]
 
     def system_show(self) -> dict:
         return self.call("system.show")
 
     def system_date(self) -> dict:
         return self.call("system.date")
-
-    def whoami(self) -> dict:
-        return self.call("meta.whoami")
 
     def system_standby(self, force: bool = False) -> dict:
         return self.call("system.standby", force=force) if force else self.call("system.standby")
@@ -194,6 +286,7 @@ class Client:
         sub = self._ctx.socket(zmq.SUB)
         sub.setsockopt(zmq.LINGER, 0)
         sub.setsockopt(zmq.SUBSCRIBE, prefix.encode())
+        self._secure(sub)
         sub.connect(self.events_endpoint())
         return sub
 
@@ -245,3 +338,5 @@ class Client:
                         sub.recv_multipart()
         finally:
             sub.close(0)
+
+

@@ -87,6 +87,12 @@ class Unreachable(CsError):
     code, exit_code = "UNREACHABLE", EXIT_UNREACHABLE
 
 
+class NoCredentials(CsError):
+    """No usable client key or server key, so csd cannot be asked at all (client-side)."""
+
+    code, exit_code = "NO_CREDENTIALS", EXIT_PERMISSION
+
+
 class UsageError(CsError):
     """A command line `cs` cannot parse or may not run as given (client-side)."""
 

@@ -136,15 +136,18 @@ def default_events_endpoint() -> str:
 
 def events_endpoint_for(request_endpoint: str, hello: dict) -> str:
     """Where a client subscribes, from `meta.hello`: a client that reached csd over TCP (a
-    remote runtime) gets the TCP events endpoint, with a wildcard bind address (`*`, 0.0.0.0,
-    ::) replaced by the host it used for requests; every other client gets `eventsEndpoint`."""
+    remote runtime) gets the TCP events endpoint if csd has one; a wildcard bind address (`*`,
+    0.0.0.0, ::) is replaced by the host the client used for requests."""
+    chosen = hello.get("eventsEndpoint")
     tcp = hello.get("tcpEventsEndpoint")
-    if not (tcp and request_endpoint.startswith("tcp://")):
-        return hello.get("eventsEndpoint")
-    bound_host, port = tcp[len("tcp://"):].rsplit(":", 1)
-    if bound_host in ("*", "0.0.0.0", "[::]", "::", "[::0]"):
-        bound_host = request_endpoint[len("tcp://"):].rsplit(":", 1)[0]
-    return f"tcp://{bound_host}:{port}"
+    if tcp and request_endpoint.startswith("tcp://"):
+        chosen = tcp
+    if chosen and chosen.startswith("tcp://") and request_endpoint.startswith("tcp://"):
+        bound_host, port = chosen[len("tcp://"):].rsplit(":", 1)
+        if bound_host in ("*", "0.0.0.0", "[::]", "::", "[::0]"):
+            bound_host = request_endpoint[len("tcp://"):].rsplit(":", 1)[0]
+        chosen = f"tcp://{bound_host}:{port}"
+    return chosen
 
 
 def event_frames(event: dict) -> list[bytes]:

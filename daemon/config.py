@@ -53,6 +53,7 @@ class Config:
     keep_events: int = 10_000
     log_level: str = "info"
     log_format: str = "auto"  # auto: JSON unless stdout is a terminal
+    connection_file: str = ""  # "": csd.json next to the ipc request socket, else in the runtime dir
 
     def as_toml(self) -> str:
         """The effective settings as a valid csd.toml (what `csd --check-config` prints)."""

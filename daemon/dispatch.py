@@ -1,4 +1,10 @@
-"""The request path: decode → look up → validate → execute → persist → encode.
+"""The request path: admit → decode → look up → authorize → validate → execute → persist → encode.
+
+Admission and authorization come first and fail closed: while the authenticator is down every
+request is refused; a connection without a User-Id from our authenticator, or whose key is not
+(or no longer) in the registry, is refused; an op above the caller's role is refused with
+PERMISSION_DENIED naming the role it needs. Every denial and every mutating request is written
+to the audit log (a change and its audit record in one transaction).
 
 Mutating requests are made durable (device snapshot, new events and the reply, in one
 transaction) before their reply leaves, and are idempotent on (client, request id): a retry gets
@@ -15,6 +21,7 @@ the open run anyway. If a hot op does emit events, it is committed like any othe
 
 from __future__ import annotations
 
+import json
 import time
 from collections import OrderedDict
 from typing import Callable
@@ -25,9 +32,11 @@ from statemachine.errors import Refused
 from .args import ArgError, validate
 from .commands import COMMANDS
 from .context import Caller, Context
+from .keys import role_allows
 from .store import Store
 
 FLUSH_SECONDS = 1.0  # how stale the stored counters of hot ops may get
+AUDIT_ARGS_MAX = 1000  # characters of a request's args kept in its audit record
 
 
 class Dispatcher:
@@ -37,10 +46,12 @@ class Dispatcher:
         store: Store,
         publish: Callable[[dict], None],
         log,
+        authenticator,
         replies: list[tuple[bytes, str, bytes]] = (),
         keep_replies: int = 10_000,
     ):
         self.ctx = ctx
+        self.auth = authenticator  # anything with `healthy` (bool) and `failure` (why not)
         self.store = store
         self.publish = publish
         self.log = log
@@ -55,6 +66,18 @@ class Dispatcher:
     def handle(self, client: bytes, frame: bytes, caller: Caller) -> bytes:
         """Answer one request. `client` is the socket identity (retry key), `caller` who sent it."""
         started = time.perf_counter()
+        if not self.auth.healthy:
+            return self._deny(
+                frame, caller, "INTERNAL", started,
+                f"csd refuses every request: its authenticator is down ({self.auth.failure}).",
+                "csd fails closed; restart it (`systemctl restart csd`) and read its log for the cause.",
+            )
+        if caller.role is None:
+            who = f"key {caller.name!r} is" if caller.name else "this connection is"
+            return self._deny(
+                frame, caller, "PERMISSION_DENIED", started, f"Access denied: {who} not registered with csd.",
+                "Ask an admin for a key (`csd keys add NAME --role ROLE`) and pass it with --key or CS_KEY.",
+            )
         request_id = op = None
         mutating = loud = False
         try:
@@ -65,11 +88,22 @@ class Dispatcher:
                     "UNKNOWN_OP", f"Unknown operation {op!r}.",
                     f"Known operations: {', '.join(sorted(COMMANDS))}.", request_id,
                 )
+            if not role_allows(caller.role, command.ROLE):
+                return self._deny(
+                    frame, caller, "PERMISSION_DENIED", started,
+                    f"Permission denied: {op} needs the {command.ROLE} role; key {caller.name!r} has {caller.role}.",
+                    f"Ask an admin to run it, or to give you a key with the {command.ROLE} role.",
+                )
             mutating = command.MUTATING
             loud = mutating and getattr(command, "DURABLE", True)  # hot ops log at DEBUG
             key = (client, str(request_id))
             if mutating:
-                cached = self._replies.get(key) or self._hot_replies.get(key)
+                cached = self._replies.get(key)
+                if cached is not None:
+                    self._audit(caller, op, args, "replayed", "a retry, answered with the first reply")
+                    self._log(loud, request_id, op, caller, "replayed", started)
+                    return cached
+                cached = self._hot_replies.get(key)  # hot ops are not audited (one fsync each)
                 if cached is not None:
                     self._log(loud, request_id, op, caller, "replayed", started)
                     return cached
@@ -81,6 +115,36 @@ class Dispatcher:
         self._log(loud, request_id, op, caller, outcome, started)
         return reply
 
+    def _deny(self, frame: bytes, caller: Caller, code: str, started: float, message: str, hint: str) -> bytes:
+        """Refuse a request before anything else looks at it; audit and log the refusal."""
+        try:
+            request_id, op, args = protocol.decode_request(frame)
+        except protocol.ProtocolError as exc:
+            request_id, op, args = exc.request_id, None, None
+        self._audit(caller, op, args, code, message)
+        self.log.warning(
+            "request_denied", id=request_id, op=op, client=caller.name, role=caller.role, outcome=code,
+            reason=message, latency_ms=round((time.perf_counter() - started) * 1000, 3),
+        )
+        return protocol.error(request_id, code, message, hint)
+
+    def _audit_record(self, caller: Caller, op, args, outcome: str, message: str) -> tuple:
+        text = json.dumps(args, separators=(",", ":"), ensure_ascii=False) if args is not None else "{}"
+        if len(text) > AUDIT_ARGS_MAX:
+            text = text[:AUDIT_ARGS_MAX] + "…"
+        if isinstance(op, str) and len(op) > 100:  # a denied stranger's op is not ours to store whole
+            op = op[:100] + "…"
+        elif op is not None and not isinstance(op, str):
+            op = None
+        return (int(time.time() * 1000), caller.name, caller.role, op, text, outcome, message)
+
+    def _audit(self, caller: Caller, op, args, outcome: str, message: str) -> None:
+        """Write an audit record on its own (a request that changed nothing)."""
+        try:
+            self.store.audit(self._audit_record(caller, op, args, outcome, message))
+        except Exception:
+            self.log.exception("audit_write_failed", op=op, client=caller.name, outcome=outcome)
+
     def _execute(self, command, request_id, args, key, caller) -> tuple[bytes, str]:
         """Return the reply and its outcome ("ok" or the error code)."""
         events = self.ctx.device.events
@@ -88,45 +152,58 @@ class Dispatcher:
             parsed = validate(command.ARGS, args)
         except ArgError as exc:
             hint = f"Run `cs help` for the command's options (op {command.NAME})."
+            if command.MUTATING:
+                self._audit(caller, command.NAME, args, "INVALID_ARGUMENT", str(exc))
             return protocol.error(request_id, "INVALID_ARGUMENT", str(exc), hint), "INVALID_ARGUMENT"
         if not command.MUTATING:
-            return self._run(command, request_id, parsed, caller)
+            return self._run(command, request_id, parsed, caller)[:2]
         device = self.ctx.device
         before, seq_before, runs_before = device.snapshot(), events.last_seq, device.runs.mark()
-        reply, outcome = self._run(command, request_id, parsed, caller)
+        reply, outcome, message = self._run(command, request_id, parsed, caller)
         emitted = events.newest(events.last_seq - seq_before)
+        # Hot ops (run.stream, run.heartbeat) stay in memory and out of the audit log, unless
+        # they changed something that must be durable (emitted an event).
         durable = getattr(command, "DURABLE", True) or bool(emitted)
-        if outcome == "ok" and durable:
+        if outcome != "ok":
+            if durable:
+                self._audit(caller, command.NAME, args, outcome, message)
+        elif durable:
+            audit = self._audit_record(caller, command.NAME, args, outcome, message)
             try:
-                self.store.commit(device.snapshot(), emitted, (key[0], key[1], reply), device.runs.take_dirty())
+                self.store.commit(device.snapshot(), emitted, (key[0], key[1], reply), device.runs.take_dirty(), audit)
             except Exception:
                 # Not durable, so not done: put the model back and say so.
                 device.restore(before)
                 device.runs.rollback(runs_before)
                 events.discard_newest(len(emitted))
                 self.log.exception("persist_failed", op=command.NAME, id=request_id)
+                message = "The change could not be saved, so it was not made."
                 reply = protocol.error(
-                    request_id, "INTERNAL", "The change could not be saved, so it was not made.",
+                    request_id, "INTERNAL", message,
                     "Check the state directory (disk space, permissions) and the csd log, then retry.",
                 )
+                self._audit(caller, command.NAME, args, "INTERNAL", message)
                 return reply, "INTERNAL"  # not remembered: a retry may succeed
         self._remember(self._replies if durable else self._hot_replies, key, reply)
         for event in emitted:
             self.publish(event.to_dict())
         return reply, outcome
 
-    def _run(self, command, request_id, parsed, caller) -> tuple[bytes, str]:
+    def _run(self, command, request_id, parsed, caller) -> tuple[bytes, str, str]:
+        """Return (reply, outcome, message for the audit log)."""
         try:
-            return protocol.ok(request_id, command.execute(self.ctx, parsed, caller)), "ok"
+            result = command.execute(self.ctx, parsed, caller)
+            return protocol.ok(request_id, result), "ok", str(result.get("message", ""))
         except Refused as exc:
-            return protocol.error(request_id, exc.code, exc.message, exc.hint), exc.code
+            return protocol.error(request_id, exc.code, exc.message, exc.hint), exc.code, exc.message
         except Exception:
             self.log.exception("internal_error", op=command.NAME, id=request_id)
+            message = f"csd failed while handling {command.NAME}."
             reply = protocol.error(
-                request_id, "INTERNAL", f"csd failed while handling {command.NAME}.",
+                request_id, "INTERNAL", message,
                 "This is a bug: the csd log has the details. The request may be retried.",
             )
-            return reply, "INTERNAL"
+            return reply, "INTERNAL", message
 
     def _remember(self, cache: OrderedDict, key, reply: bytes) -> None:
         cache[key] = reply

@@ -28,6 +28,7 @@ SETTING_FLAGS = {
     "program_bytes_per_second": (float, "N", "simulated fabric programming rate: time = size_bytes / rate"),
     "log_level": (str, "LEVEL", "debug, info, warning or error"),
     "log_format": (str, "FORMAT", "auto (JSON unless on a terminal), json or console"),
+    "connection_file": (str, "PATH", "where to write csd.json (\"\": next to the ipc request socket, else the runtime dir)"),
 }
 
 
@@ -52,6 +53,11 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["keys"]:  # `csd keys ...`: key management, not the daemon
+        from .keys_cli import main as keys_main
+
+        return keys_main(argv[1:])
     args = build_parser().parse_args(argv)
     from .config import ConfigError, load
 

@@ -2,11 +2,14 @@
 and the systemd watchdog ping.
 
 Requests arrive on a ROUTER socket and are answered in arrival order; events go out on a PUB
-socket after they are durable. SIGTERM/SIGINT wake the poller through a self-pipe and the loop
-drains and exits (finite LINGER, so shutdown never hangs on a gone peer); SIGHUP wakes it to
-reload the config file. systemd hears READY=1 only after recovery and bind, STATUS= on each
-lifecycle change, WATCHDOG=1 from this loop (so a hung loop stops the pings and is restarted),
-RELOADING=1 … READY=1 around a reload and STOPPING=1 on the way out.
+socket after they are durable. Both are CURVE servers; the ZAP authenticator (auth.py) is polled
+by the same loop, and each request's caller comes from its User-Id and the key registry.
+SIGTERM/SIGINT wake the poller through a self-pipe and the loop drains and exits (finite
+LINGER, so shutdown never hangs on a gone peer); SIGHUP wakes it to reload the config file and
+the key registry. systemd hears READY=1 only after recovery, authenticator and bind, STATUS= on
+each change, WATCHDOG=1 from this loop while it is healthy (so a hung loop, or one whose
+authenticator is down, is restarted), RELOADING=1 … READY=1 around a reload and STOPPING=1 on
+the way out.
 """
 
 from __future__ import annotations
@@ -21,15 +24,19 @@ from csadmin import __version__, protocol
 from statemachine.device import Device, Timings
 from statemachine.events import EventLog
 
+from . import connection
+from .auth import Authenticator, check_libzmq, secure_server_socket
 from .config import LIVE_KEYS, Config, ConfigError
 from .context import Caller, Context
 from .dispatch import Dispatcher
+from .keys import KeyStore, Registry
 from .notify import Notifier
 from .store import Store
 
 IDLE_POLL_MS = 1000  # wake at least this often even with nothing to do
 BATCH = 256  # requests served per wake-up before timers get a turn
 LINGER_MS = 500
+REFUSED_AUDITED_PER_SECOND = 10  # refused handshakes recorded one by one; the rest are counted
 
 
 def wall_ms() -> int:
@@ -58,11 +65,13 @@ class Server:
         self._reload_requested = False
         self._watchdog_due: int | None = None
         self._status_shown = None
+        self._refused_second, self._refused_in_second, self._refused_unrecorded = 0, 0, 0
 
     def start(self) -> None:
         """Open and check the store, restore the device, roll forward an interrupted
         transition, then bind. Only after this returns does the daemon answer anyone."""
         cfg = self.config
+        check_libzmq()
         self.store = Store(cfg.state_dir, keep_events=cfg.keep_events)
         snapshot, events, replies = self.store.load()
         log = EventLog(capacity=cfg.keep_events)
@@ -88,7 +97,13 @@ class Server:
                 self.device.snapshot(), log.newest(log.last_seq - seq_before), runs=self.device.runs.take_dirty()
             )
 
+        keys = KeyStore(cfg.state_dir)
+        server_public, server_secret = keys.ensure_server_keypair()
+        self.registry = Registry(keys.registry_path, self.log)
         self.ctx = zmq.Context()
+        # The authenticator binds before any CURVE socket does, in their context (auth.py says why).
+        self.auth = Authenticator(self.ctx, self.registry, self.log, on_denied=self._audit_refused_connection)
+        self.auth.start()
         self.router = self.ctx.socket(zmq.ROUTER)
         self.router.setsockopt(zmq.LINGER, LINGER_MS)
         self.router.setsockopt(zmq.MAXMSGSIZE, protocol.MAX_FRAME_BYTES)
@@ -97,22 +112,30 @@ class Server:
         self.router.setsockopt(zmq.ROUTER_HANDOVER, 1)
         self.pub = self.ctx.socket(zmq.PUB)
         self.pub.setsockopt(zmq.LINGER, LINGER_MS)
+        enforced = True
         for sock, endpoint in ((self.router, cfg.endpoint), (self.pub, cfg.events_endpoint)):
+            enforced = secure_server_socket(sock, server_secret) and enforced
             _ensure_ipc_dir(endpoint)
             sock.bind(endpoint)
-        # Optional TCP endpoints for remote runtimes, on the same sockets. A wildcard port
-        # (tcp://host:*) is resolved to the one the kernel picked, which is what clients need.
+        if not enforced:
+            self.log.warning("zap_not_enforced_by_libzmq", effect="csd's own checks still refuse unauthenticated requests")
+        endpoint, events_endpoint = (connection.bound(s) for s in (self.router, self.pub))
+        # Optional TCP endpoints for remote runtimes, on the same (CURVE) sockets. A wildcard
+        # port (tcp://host:*) is resolved to the one the kernel picked, which is what clients need.
         tcp = {}
         for name, sock in (("tcp_endpoint", self.router), ("tcp_events_endpoint", self.pub)):
             if getattr(cfg, name):
                 sock.bind(getattr(cfg, name))
-                tcp[name] = sock.getsockopt_string(zmq.LAST_ENDPOINT)
+                tcp[name] = connection.bound(sock)
+        self.connection_file = connection.path_for(cfg)
+        connection.write(self.connection_file, endpoint, events_endpoint, server_public, self.device.serial)
 
-        context = Context(self.device, cfg.events_endpoint, wall_ms(), __version__,
-                          tcp_events_endpoint=tcp.get("tcp_events_endpoint", ""))
-        self.dispatcher = Dispatcher(context, self.store, self._publish, self.log, replies)
+        context = Context(self.device, events_endpoint, wall_ms(), __version__,
+                          tcp_events_endpoint=tcp.get("tcp_events_endpoint", ""), audit_entries=self.store.audit_entries)
+        self.dispatcher = Dispatcher(context, self.store, self._publish, self.log, self.auth, replies)
         self.log.info(
-            "ready", endpoint=cfg.endpoint, events_endpoint=cfg.events_endpoint, **tcp, state_dir=cfg.state_dir,
+            "ready", endpoint=endpoint, events_endpoint=events_endpoint, **tcp, state_dir=cfg.state_dir,
+            connection_file=self.connection_file, server_key=server_public,
             state=self.device.lifecycle.value, execmode=self.device.active_mode.value, seq=log.last_seq,
         )
         self._catch_signals()
@@ -123,15 +146,19 @@ class Server:
             self._watchdog_due = monotonic_ms() + self.notifier.watchdog_ms
 
     def _status(self) -> str:
-        """The one-line STATUS= systemd shows: lifecycle state and the active execution mode."""
+        """The one-line STATUS= systemd shows: lifecycle state and the active execution mode,
+        or that csd is failing closed."""
         d = self.device
+        if not self.healthy:
+            return "UNHEALTHY: the authenticator is down, every request is refused; restart csd"
         return f"{d.lifecycle.value}, execution mode {d.active_mode.value}"
 
     def _housekeeping(self) -> None:
         """Once per loop turn: ping the watchdog when due, refresh STATUS= when it changed."""
         if self._watchdog_due is not None:
             now = monotonic_ms()
-            if now >= self._watchdog_due:
+            # An unhealthy csd (authenticator down) stops pinging, so systemd restarts it.
+            if now >= self._watchdog_due and self.healthy:
                 self.notifier.watchdog()
                 self._watchdog_due = now + self.notifier.watchdog_ms
         if self.notifier.enabled:
@@ -141,10 +168,12 @@ class Server:
                 self.notifier.status(status)
 
     def reload(self) -> None:
-        """Re-read the config file and apply what can change live (log level and format);
-        report settings that need a restart. A bad file is logged and the old settings stay."""
+        """Re-read the key registry and the config file and apply what can change live (log
+        level and format); report settings that need a restart. A bad file is logged and the
+        old settings stay."""
         self.notifier.reloading()
         try:
+            self.reload_keys()
             if self._load_config is None:
                 return
             try:
@@ -165,11 +194,47 @@ class Server:
         finally:
             self.notifier.ready(self._status())
 
-    def _caller(self, identity: bytes) -> Caller:
-        # Without authentication every local client is trusted as an admin (the ipc socket's
-        # file permissions are the gate); with CURVE the key registry decides.
+    def _caller(self, identity: bytes, frame: zmq.Frame) -> Caller:
+        """Who sent `frame`: the User-Id our authenticator gave its connection, and that key's
+        role in the registry as of now (so a revoked key is refused from its next message).
+        `identity` (the client socket's) tells one session of a key from another."""
         session = identity.decode(errors="backslashreplace")
-        return Caller(session[:16], "admin", session)
+        try:
+            name = frame.get("User-Id")
+        except zmq.ZMQError:  # the handshake never went through our authenticator
+            return Caller(None, None, session)
+        self.registry.refresh()
+        return Caller(name, self.registry.role_of(name), session)
+
+    def _audit_refused_connection(self, public_key: str | None, address: str, reason: str) -> None:
+        # Anyone can attempt a handshake, so these records are rate-limited: a flood of strangers
+        # must not turn into a flood of fsyncs on the loop that serves everyone.
+        second = int(time.monotonic())
+        if second != self._refused_second:
+            self._refused_second, self._refused_in_second = second, 0
+        self._refused_in_second += 1
+        if self._refused_in_second > REFUSED_AUDITED_PER_SECOND:
+            self._refused_unrecorded += 1
+            return
+        message = f"Handshake refused: {reason}."
+        if self._refused_unrecorded:
+            message += f" ({self._refused_unrecorded} earlier refusals were not recorded one by one: too many.)"
+            self._refused_unrecorded = 0
+        args = protocol.encode({"public_key": public_key, "address": address}).decode()
+        try:
+            self.store.audit((wall_ms(), None, None, "connect", args, "REFUSED", message))
+        except Exception:
+            self.log.exception("audit_write_failed", op="connect")
+
+    @property
+    def healthy(self) -> bool:
+        """False once the authenticator is down: csd then refuses everything (fails closed).
+        For health reporting (systemd STATUS=/watchdog): an unhealthy csd wants a restart."""
+        return self.auth.healthy
+
+    def reload_keys(self) -> None:
+        """Re-read the key registry now (SIGHUP). Changes are also noticed on the next message."""
+        self.registry.refresh(force=True)
 
     def _publish(self, event: dict) -> None:
         self.pub.send_multipart(protocol.event_frames(event))
@@ -199,27 +264,35 @@ class Server:
         self._previous_wakeup_fd = signal.set_wakeup_fd(self._wake_w)
         for sig in (signal.SIGTERM, signal.SIGINT):
             signal.signal(sig, self.request_stop)
-        signal.signal(signal.SIGHUP, self.request_reload)
+        signal.signal(signal.SIGHUP, self.request_reload)  # a flag only: the loop does the work
 
     def serve_forever(self) -> None:
         wake_r = self._wake_r
         poller = zmq.Poller()
         poller.register(self.router, zmq.POLLIN)
+        poller.register(self.auth.socket, zmq.POLLIN)
         poller.register(wake_r, zmq.POLLIN)
-        router, dispatcher = self.router, self.dispatcher
+        router, dispatcher, auth = self.router, self.dispatcher, self.auth
+        auth_polled = True
         try:
             while not self._stopping:
+                if auth_polled and auth.socket.closed:  # stopped: from now on requests are refused
+                    poller.unregister(auth.socket)
+                    auth_polled = False
                 ready = dict(poller.poll(self._poll_timeout()))
+                if auth_polled and auth.socket in ready:  # handshakes first: they gate everything else
+                    auth.handle_ready()
                 if router in ready:
                     for _ in range(BATCH):
                         try:
-                            frames = router.recv_multipart(zmq.NOBLOCK)
+                            frames = router.recv_multipart(zmq.NOBLOCK, copy=False)  # Frames carry the User-Id
                         except zmq.Again:
                             break
                         if len(frames) < 2:
                             continue  # no payload: nothing to answer
-                        reply = dispatcher.handle(frames[0], frames[-1], self._caller(frames[0]))
-                        router.send_multipart(frames[:-1] + [reply])
+                        identity, payload = frames[0].bytes, frames[-1]
+                        reply = dispatcher.handle(identity, payload.bytes, self._caller(identity, payload))
+                        router.send_multipart([f.bytes for f in frames[:-1]] + [reply])
                 if wake_r in ready:
                     try:
                         os.read(wake_r, 512)
@@ -238,7 +311,9 @@ class Server:
         self.log.info("stopping", state=self.device.lifecycle.value)
 
     def close(self) -> None:
+        connection.remove(self.connection_file)
         self.router.close()
         self.pub.close()
+        self.auth.close()  # last: nothing it guards is open any more
         self.ctx.term()
         self.store.close()

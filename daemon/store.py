@@ -21,7 +21,15 @@ CREATE TABLE IF NOT EXISTS replies (n INTEGER PRIMARY KEY AUTOINCREMENT, client 
                                     request_id TEXT NOT NULL, reply BLOB NOT NULL);
 -- Run history grows without bound, so runs live in their own table, not in the device snapshot.
 CREATE TABLE IF NOT EXISTS runs    (number INTEGER PRIMARY KEY, run_id TEXT NOT NULL UNIQUE, body TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS audit   (n INTEGER PRIMARY KEY AUTOINCREMENT, time INTEGER NOT NULL, name TEXT,
+                                    role TEXT, op TEXT, args TEXT NOT NULL, outcome TEXT NOT NULL,
+                                    message TEXT NOT NULL);
 """
+
+AUDIT_COLUMNS = ("time", "name", "role", "op", "args", "outcome", "message")
+
+
+_INSERT_AUDIT = f"INSERT INTO audit ({', '.join(AUDIT_COLUMNS)}) VALUES ({', '.join('?' * len(AUDIT_COLUMNS))})"
 
 
 class StoreError(RuntimeError):
@@ -29,11 +37,12 @@ class StoreError(RuntimeError):
 
 
 class Store:
-    def __init__(self, state_dir: str, keep_events: int, keep_replies: int = 10_000):
+    def __init__(self, state_dir: str, keep_events: int, keep_replies: int = 10_000, keep_audit: int = 100_000):
         os.makedirs(state_dir, mode=0o750, exist_ok=True)
         self.path = os.path.join(state_dir, "csd.sqlite3")
         self.keep_events = keep_events
         self.keep_replies = keep_replies
+        self.keep_audit = keep_audit
         # One daemon per state directory: a second would fork the truth.
         self._lock = open(os.path.join(state_dir, "csd.lock"), "w")
         try:
@@ -79,9 +88,11 @@ class Store:
         events: list[Event],
         reply: tuple[bytes, str, bytes] | None = None,
         runs: list[dict] | None = None,
+        audit: tuple | None = None,
     ) -> None:
         """Write a change atomically and durably (fsync'd by SQLite before this returns);
-        `runs` are changed run records (Run.to_dict()), written in the same transaction."""
+        `runs` are changed run records (Run.to_dict()) and `audit` the change's audit record (a
+        tuple in AUDIT_COLUMNS order), written in the same transaction."""
         db = self.db
         db.execute("BEGIN IMMEDIATE")
         try:
@@ -97,6 +108,8 @@ class Store:
                 )
             if reply is not None:
                 db.execute("INSERT INTO replies (client, request_id, reply) VALUES (?, ?, ?)", reply)
+            if audit is not None:
+                db.execute(_INSERT_AUDIT, audit)
             self._commits += 1
             if self._commits % 500 == 0:  # prune now and then, not on every commit
                 self._prune()
@@ -105,11 +118,27 @@ class Store:
             db.execute("ROLLBACK")
             raise
 
+    def audit(self, record: tuple) -> None:
+        """Record an audited request that changed nothing (a refusal or a denial), durably."""
+        self.db.execute(_INSERT_AUDIT, record)  # autocommit: its own transaction
+        self._commits += 1
+        if self._commits % 500 == 0:  # a flood of denials must not grow the table without bound
+            self._prune()
+
+    def audit_entries(self, max_count: int) -> list[dict]:
+        """The newest `max_count` audit records, oldest first."""
+        rows = self.db.execute(
+            f"SELECT {', '.join(AUDIT_COLUMNS)} FROM (SELECT * FROM audit ORDER BY n DESC LIMIT ?) ORDER BY n",
+            (max_count,),
+        ).fetchall()
+        return [dict(zip(AUDIT_COLUMNS, row)) for row in rows]
+
     def _prune(self) -> None:
         self.db.execute(
             "DELETE FROM events WHERE seq <= (SELECT MAX(seq) FROM events) - ?", (self.keep_events,)
         )
         self.db.execute("DELETE FROM replies WHERE n <= (SELECT MAX(n) FROM replies) - ?", (self.keep_replies,))
+        self.db.execute("DELETE FROM audit WHERE n <= (SELECT MAX(n) FROM audit) - ?", (self.keep_audit,))
 
     def close(self) -> None:
         self.db.close()

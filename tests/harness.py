@@ -1,5 +1,8 @@
 """Test harness: a real csd subprocess on ipc sockets in a short temp dir, and helpers to wait on
-conditions (never on bare sleeps) and to run the real `cs` command."""
+conditions (never on bare sleeps) and to run the real `cs` command.
+
+Every Daemon gets an `admin` key before it starts (and more with `add_key`); its clients and `cs`
+use CURVE with the daemon's connection file, exactly as a real deployment does."""
 
 from __future__ import annotations
 
@@ -13,6 +16,7 @@ import time
 
 from csadmin import errors
 from csadmin.client import Client
+from daemon.keys import KeyStore
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -32,11 +36,15 @@ def wait_until(predicate, timeout: float = 15.0, interval: float = 0.01, what: s
 class Daemon:
     """One csd process. `start()` returns once it answers `meta.hello`."""
 
-    def __init__(self, activate_seconds=0.05, standby_seconds=0.05, extra_args=(), env=None, log_level="debug"):
+    def __init__(self, activate_seconds=0.05, standby_seconds=0.05, extra_args=(), env=None, log_level="debug",
+                 endpoint=None, events_endpoint=None):
         self.dir = tempfile.mkdtemp(prefix="csd-t-")
         self.state_dir = os.path.join(self.dir, "state")
-        self.endpoint = f"ipc://{self.dir}/csd.sock"
-        self.events_endpoint = f"ipc://{self.dir}/csd-events.sock"
+        self.endpoint = endpoint or f"ipc://{self.dir}/csd.sock"
+        self.events_endpoint = events_endpoint or f"ipc://{self.dir}/csd-events.sock"
+        self.connection_file = os.path.join(self.dir, "csd.json")
+        self.keys = KeyStore(self.state_dir)
+        self.admin_key = self.add_key("admin", "admin")
         self.log_path = os.path.join(self.dir, "csd.log")
         self.activate_seconds = activate_seconds
         self.standby_seconds = standby_seconds
@@ -44,14 +52,16 @@ class Daemon:
         self.log_level = log_level  # None: no --log-level flag (the config file decides)
         self.extra_env = dict(env or {})  # e.g. NOTIFY_SOCKET for the sd_notify tests
         self.proc: subprocess.Popen | None = None
+        self.launcher = ["-m", "daemon"]  # tests/faulty_csd.py swaps in fault injection
 
     def command(self) -> list[str]:
         # Hermetic: never pick up the machine's /etc/csd/csd.toml unless a test passes --config.
         config = [] if "--config" in self.extra_args else ["--config", os.devnull]
         return [
-            sys.executable, "-m", "daemon", "--state-dir", self.state_dir,
+            sys.executable, *self.launcher, "--state-dir", self.state_dir,
             "--endpoint", self.endpoint, "--events-endpoint", self.events_endpoint,
             "--activate-seconds", str(self.activate_seconds), "--standby-seconds", str(self.standby_seconds),
+            "--connection-file", self.connection_file,
             *(["--log-level", self.log_level] if self.log_level else []), *config, *self.extra_args,
         ]
 
@@ -80,8 +90,35 @@ class Daemon:
         wait_until(answers, timeout, what="csd to answer meta.hello")
         return self
 
-    def client(self, timeout: float = 10.0, retries: int = 2) -> Client:
-        return Client(self.endpoint, timeout=timeout, retries=retries)
+    def client(self, timeout: float = 10.0, retries: int = 2, key: str | None = None) -> Client:
+        """A client using the connection file and `key` (a secret key file; default: admin's)."""
+        return Client(timeout=timeout, retries=retries, connect=self.connection_file, key=key or self.admin_key)
+
+    def key_path(self, name: str) -> str:
+        return os.path.join(self.dir, f"{name}.key_secret")
+
+    def add_key(self, name: str, role: str) -> str:
+        """Register a client key with `role`; return the path of its secret key file (0600)."""
+        self.keys.add(name, role, out=self.key_path(name))
+        return self.key_path(name)
+
+    def secure(self, sock, key: str | None = None):
+        """Give a raw zmq socket this daemon's server key and a client keypair (admin's by default)."""
+        import zmq
+
+        from csadmin.keyfile import read_key_file
+
+        public, secret = read_key_file(key or self.admin_key)
+        sock.setsockopt(zmq.CURVE_SERVERKEY, self.connection()["server_key"].encode())
+        sock.setsockopt(zmq.CURVE_PUBLICKEY, public.encode())
+        sock.setsockopt(zmq.CURVE_SECRETKEY, secret.encode())
+        return sock
+
+    def connection(self) -> dict:
+        import json
+
+        with open(self.connection_file) as f:
+            return json.load(f)
 
     def log(self) -> str:
         with open(self.log_path, errors="replace") as f:
@@ -111,13 +148,15 @@ class Daemon:
         self.stop()
         shutil.rmtree(self.dir, ignore_errors=True)
 
-    def env(self) -> dict:
-        env = dict(os.environ, CS_ENDPOINT=self.endpoint, PYTHONPATH=ROOT)
+    def env(self, key: str | None = None) -> dict:
+        """The environment of a `cs` using this daemon, as admin unless `key` says otherwise."""
+        env = {k: v for k, v in os.environ.items() if not k.startswith("CS_")}
+        env.update(CS_CONNECT=self.connection_file, CS_KEY=key or self.admin_key, PYTHONPATH=ROOT)
         return env
 
-    def cs(self, *args: str, input: str | None = None, timeout: float = 60.0) -> subprocess.CompletedProcess:
+    def cs(self, *args: str, input: str | None = None, timeout: float = 60.0, key: str | None = None) -> subprocess.CompletedProcess:
         """Run the real `cs` one-shot (stdin not a tty) against this daemon."""
         return subprocess.run(
             [sys.executable, "-m", "csadmin", *args], input=input if input is not None else "",
-            capture_output=True, text=True, env=self.env(), timeout=timeout, cwd=ROOT,
+            capture_output=True, text=True, env=self.env(key), timeout=timeout, cwd=ROOT,
         )

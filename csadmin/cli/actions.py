@@ -159,6 +159,12 @@ def runs_abort(s: Session, p: Parsed) -> int:
     return errors.EXIT_OK
 
 
+def audit_show(s: Session, p: Parsed) -> int:
+    entries = s.client.audit_show(max_count=p.options["max_count"])
+    s.console.out(render.as_json({"entries": entries}) if s.json(p) else render.audit(entries))
+    return errors.EXIT_OK
+
+
 def help(s: Session, p: Parsed) -> int:
     s.console.out(help_text(p.args))
     return errors.EXIT_OK

@@ -115,6 +115,11 @@ COMMANDS: tuple[Command, ...] = (
         changes_state=True, arguments=("ID",),
         details="The run's runtime gets RUN_ABORTED with the reason on its next call.",
     ),
+    Command(
+        ("audit", "show"), "Show the audit log: every change requested and every denial, oldest first.", "audit_show",
+        options=(Option("--max-count", "only the newest N records (default 100)", True, "N", integer=True),),
+        reads=True, details="Admins only.",
+    ),
     Command(("help",), "Show the commands, or one command's options: help [COMMAND].", "help", output=False),
     Command(("exit",), "Leave the shell.", "exit", aliases=(("quit",),), output=False),
 )

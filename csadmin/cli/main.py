@@ -19,14 +19,18 @@ from .actions import Session, help_text
 from .console import PlainConsole
 from .runner import run_script, run_tokens
 
-USAGE = """usage: cs [--endpoint URL] [--timeout S] [--output-format text|json] [--embedded]
-          [-c "CMD; CMD" | COMMAND [OPTIONS]]
+USAGE = """usage: cs [--connect FILE] [--key FILE] [--endpoint URL --server-key KEY] [--timeout S]
+          [--output-format text|json] [--embedded] [-c "CMD; CMD" | COMMAND [OPTIONS]]
 
 The CS-2 admin console. With no command and a terminal, opens the interactive cs> shell;
 with stdin not a terminal, runs the commands it reads, stopping at the first failure.
 
 global options:
-  --endpoint URL         csd request socket (default: $CS_ENDPOINT or the local ipc socket)
+  --connect FILE         csd's connection file (default: $CS_CONNECT, else csd.json in csd's runtime dir)
+  --key FILE             your secret key file from `csd keys add` (default: $CS_KEY, else
+                         ~/.config/cs/client.key_secret)
+  --endpoint URL         csd request socket (default: $CS_ENDPOINT or the connection file's)
+  --server-key KEY       csd's public key, for an --endpoint without a connection file ($CS_SERVER_KEY)
   --timeout S            seconds to wait for an answer, and past a transition's expected end (default 10)
   --output-format F      text (default) or json
   -c CMDS                run these commands (separated by ';' or newlines) and exit
@@ -39,6 +43,9 @@ commands:
 
 class GlobalOptions:
     endpoint: str | None = None
+    connect: str | None = None
+    key: str | None = None
+    server_key: str | None = None
     timeout: float = 10.0
     output_format: str = "text"
     script: str | None = None
@@ -59,7 +66,7 @@ def parse_globals(argv: list[str]) -> tuple[GlobalOptions, list[str]]:
             g.embedded = True
             i += 1
             continue
-        if name not in ("--endpoint", "--timeout", "--output-format", "-c"):
+        if name not in ("--endpoint", "--connect", "--key", "--server-key", "--timeout", "--output-format", "-c"):
             break  # a command's option, e.g. `cs --output-format json system show` keeps working
         if not eq:
             if i + 1 >= len(argv):
@@ -67,8 +74,8 @@ def parse_globals(argv: list[str]) -> tuple[GlobalOptions, list[str]]:
             value = argv[i + 1]
             i += 1
         i += 1
-        if name == "--endpoint":
-            g.endpoint = value
+        if name in ("--endpoint", "--connect", "--key", "--server-key"):
+            setattr(g, name[2:].replace("-", "_"), value)
         elif name == "--timeout":
             try:
                 g.timeout = float(value)
@@ -98,8 +105,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"Error: {exc}", file=sys.stderr)
         return exc.exit_code
     try:
-        with _daemon(g) as endpoint:
-            client = Client(endpoint, timeout=g.timeout)
+        with _daemon(g):
+            client = Client(g.endpoint, timeout=g.timeout, connect=g.connect, key=g.key, server_key=g.server_key)
             try:
                 return _run(g, rest, client)
             finally:
@@ -114,12 +121,13 @@ def main(argv: list[str] | None = None) -> int:
 @contextlib.contextmanager
 def _daemon(g: GlobalOptions):
     if not g.embedded:
-        yield g.endpoint
+        yield
         return
     from .embedded import embedded_daemon
 
-    with embedded_daemon() as endpoint:
-        yield endpoint
+    with embedded_daemon() as (connection_file, key_file):
+        g.endpoint, g.server_key, g.connect, g.key = None, None, connection_file, key_file
+        yield
 
 
 def _run(g: GlobalOptions, rest: list[str], client: Client) -> int:

@@ -129,3 +129,16 @@ def run_show(run: dict) -> str:
     for key, value in (run.get("performance") or {}).items():
         rows.append((key, str(value).lower() if isinstance(value, bool) else f"{value:g}"))
     return _rows(rows)
+
+
+def audit(entries: list[dict]) -> str:
+    """One line per audit record: when, who (key and role), what, and how it ended."""
+    if not entries:
+        return "The audit log is empty."
+    lines = []
+    for e in entries:
+        who = f"{e['name'] or '-'} ({e['role'] or 'no role'})"
+        args = "" if e["args"] in ("{}", None) else f" {e['args']}"
+        outcome = e["outcome"] if e["outcome"] == "ok" else f"{e['outcome']}: {e['message']}"
+        lines.append(f"{fmt_ms(e['time'])}  {who:<22} {e['op'] or '-'}{args}  → {outcome}")
+    return "\n".join(lines)

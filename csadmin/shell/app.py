@@ -60,8 +60,10 @@ def run_shell(client: Client, g, watch: bool = True) -> int:
     )
     watcher = None
     if watch:
-        watcher = Watcher(client.endpoint, live, lambda e: print(announce_line(e), flush=True), client.session,
-                          invalidate=lambda: prompt.app.invalidate(), timeout=min(g.timeout, 2.0))
+        watcher = Watcher(
+            lambda: client.sibling(timeout=min(g.timeout, 2.0), retries=0), live,
+            lambda e: print(announce_line(e), flush=True), client.session, invalidate=lambda: prompt.app.invalidate(),
+        )
         watcher.start()
     console.out(BANNER)
     try:

@@ -1,7 +1,8 @@
 """A background thread that keeps the shell's LiveState current from csd's event stream and
 prints events other clients cause above the prompt.
 
-It has its own Client (ZeroMQ sockets are not thread-safe). It takes a snapshot on connect, on
+It has its own Client, a sibling of the shell's with the same key (ZeroMQ sockets are not
+thread-safe). It takes a snapshot on connect, on
 every event and every half second (so the toolbar counts down and a lost daemon shows within
 about a second); a `seq` gap — events lost to a reconnect — is filled from `events.show`.
 """
@@ -25,20 +26,18 @@ RETRY_SECONDS = 1.0
 class Watcher(threading.Thread):
     def __init__(
         self,
-        endpoint: str,
+        new_client: Callable[[], Client],
         live: LiveState,
         announce: Callable[[dict], None],
         my_session: str,
         invalidate: Callable[[], None] = lambda: None,
-        timeout: float = 2.0,
     ):
         super().__init__(name="cs-watcher", daemon=True)
-        self.endpoint = endpoint
+        self.new_client = new_client
         self.live = live
         self.announce = announce
         self.my_session = my_session
         self.invalidate = invalidate
-        self.timeout = timeout
         #: set while the shell runs a command: its own output tells the story then
         self.busy = False
         #: events up to this seq happened during the shell's own commands
@@ -50,15 +49,17 @@ class Watcher(threading.Thread):
 
     def run(self) -> None:
         while not self._stopped.is_set():
-            client = Client(self.endpoint, timeout=self.timeout, retries=0)
+            client = None
             try:
+                client = self.new_client()
                 self._follow(client)
             except (errors.CsError, zmq.ZMQError):
                 self.live.lost()
                 self.invalidate()
                 self._stopped.wait(RETRY_SECONDS)
             finally:
-                client.close()
+                if client is not None:
+                    client.close()
 
     def _follow(self, client: Client) -> None:
         sub = client.subscribe()

@@ -5,6 +5,7 @@ listing it here, nothing else.
 """
 
 from . import (
+    audit_show,
     config_execmode_setup,
     config_execmode_show,
     events_show,
@@ -44,5 +45,6 @@ COMMANDS = {
         runs_list,
         runs_show,
         runs_abort,
+        audit_show,
     )
 }

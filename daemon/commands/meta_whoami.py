@@ -1,7 +1,7 @@
 """meta.whoami — who the daemon thinks is calling.
 
 args: none.
-result: {name, role, session}: the caller's key name (its socket identity before CURVE), role
+result: {name, role, session}: the caller's key name (from its CURVE key), role
 (admin, operator, viewer) and session (this connection's identity, as in events' `details.by`).
 """
 

@@ -20,7 +20,7 @@ ARGS = {
 
 
 def execute(ctx, args, caller):
-    run, changed = ctx.device.runs.close(args["run_id"], caller.name, args.get("reason"))
+    run, changed = ctx.device.runs.close(args["run_id"], caller.client, args.get("reason"))
     result = ctx.device.runs.show(run)
     result["changed"] = changed
     if not changed:

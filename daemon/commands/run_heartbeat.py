@@ -16,5 +16,5 @@ ARGS = {"run_id": Arg(str, required=True, help="the run's id")}
 
 
 def execute(ctx, args, caller):
-    run = ctx.device.runs.heartbeat(args["run_id"], caller.name)
+    run = ctx.device.runs.heartbeat(args["run_id"], caller.client)
     return {"runId": run.run_id, "status": run.status.value, "fabric": run.fabric.value, "leaseUntil": run.lease_until}

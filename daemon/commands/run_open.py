@@ -26,7 +26,7 @@ ARGS = {
 def execute(ctx, args, caller):
     lease = args.get("lease_seconds")
     run = ctx.device.open_run(
-        args.get("owner") or caller.name, caller.name, args["mode"], None if lease is None else int(lease * 1000)
+        args.get("owner") or caller.name, caller.client, args["mode"], None if lease is None else int(lease * 1000)
     )
     result = ctx.device.runs.show(run)
     result["message"] = f"Run {run.run_id} is open and holds the fabric; program it with run.program."

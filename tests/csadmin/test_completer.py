@@ -9,7 +9,7 @@ from csadmin.shell.completer import CommandCompleter, candidates
 @pytest.mark.parametrize(
     "line, expected",
     [
-        ("", ["config", "events", "exit", "help", "quit", "runs", "system", "whoami"]),
+        ("", ["audit", "config", "events", "exit", "help", "quit", "runs", "system", "whoami"]),
         ("runs ", ["abort", "list", "show"]),
         ("sys", ["system"]),
         ("system ", ["activate", "date", "show", "standby", "status"]),

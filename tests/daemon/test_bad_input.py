@@ -16,6 +16,7 @@ def raw(csd):
     sock = ctx.socket(zmq.DEALER)
     sock.setsockopt(zmq.LINGER, 0)
     sock.setsockopt(zmq.ROUTING_ID, uuid.uuid4().hex.encode())
+    csd.secure(sock)
     sock.connect(csd.endpoint)
 
     def send(frame: bytes, expect_reply: bool = True):
@@ -98,6 +99,7 @@ def test_retry_with_same_id_replays_first_reply(csd):
         sock = ctx.socket(zmq.DEALER)
         sock.setsockopt(zmq.LINGER, 0)
         sock.setsockopt(zmq.ROUTING_ID, identity)
+        csd.secure(sock)
         sock.connect(csd.endpoint)
         sock.send(frame)
         assert sock.poll(10_000, zmq.POLLIN)

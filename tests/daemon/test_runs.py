@@ -202,6 +202,7 @@ def _dealer(csd, identity: bytes) -> zmq.Socket:
     sock = zmq.Context.instance().socket(zmq.DEALER)
     sock.setsockopt(zmq.LINGER, 0)
     sock.setsockopt(zmq.ROUTING_ID, identity)
+    csd.secure(sock)
     sock.connect(csd.endpoint)
     return sock
 

@@ -29,7 +29,8 @@ def test_a_tcp_client_is_served_and_follows_events_over_tcp(make_csd):
     csd = make_csd(extra_args=["--tcp-endpoint", "tcp://127.0.0.1:*", "--tcp-events-endpoint", "tcp://127.0.0.1:*"])
     csd.start()
     ready = next(json.loads(line) for line in csd.log().splitlines() if '"event": "ready"' in line)
-    with Client(ready["tcp_endpoint"], timeout=10) as c:
+    server_key = csd.connection()["server_key"]  # a remote runtime is given it (CURVE on TCP too)
+    with Client(ready["tcp_endpoint"], timeout=10, server_key=server_key, key=csd.admin_key) as c:
         hello = c.hello()
         assert hello["tcpEventsEndpoint"] == ready["tcp_events_endpoint"]
         assert c.events_endpoint() == ready["tcp_events_endpoint"]

@@ -1,0 +1,101 @@
+"""Where a client finds csd and the keys to talk to it (stdlib only: on the one-shot path).
+
+The daemon's endpoint and public key come from, first match wins:
+  1. `--endpoint` / `$CS_ENDPOINT` and `--server-key` / `$CS_SERVER_KEY`, given explicitly;
+  2. a connection file: `--connect FILE` / `$CS_CONNECT`; else `csd.json` next to an explicit ipc
+     endpoint; else, with no endpoint given, the default `<runtime dir>/csd.json`.
+The client's own keypair is the secret key file `--key` / `$CS_KEY`, else
+`$XDG_CONFIG_HOME/cs/client.key_secret` (~/.config/cs/client.key_secret).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+
+from . import errors, protocol
+from .keyfile import KeyFileError, read_key_file, valid_z85_key
+
+CONNECTION_FILE = "csd.json"
+
+
+def default_connection_file() -> str:
+    return os.path.join(protocol.runtime_dir(), CONNECTION_FILE)
+
+
+def default_key_file() -> str:
+    base = os.environ.get("XDG_CONFIG_HOME") or os.path.join(os.path.expanduser("~"), ".config")
+    return os.path.join(base, "cs", "client.key_secret")
+
+
+def read_connection_file(path: str) -> dict:
+    try:
+        with open(path, encoding="utf-8") as f:
+            info = json.load(f)
+    except FileNotFoundError:
+        raise errors.Unreachable(
+            f"No connection file at {path}.",
+            "Is csd running? It writes this file when it starts. Or pass --endpoint and --server-key.",
+        ) from None
+    except (OSError, ValueError) as exc:
+        raise errors.Unreachable(f"Cannot read the connection file {path}: {exc}.") from None
+    if not isinstance(info, dict) or not isinstance(info.get("endpoint"), str) \
+            or not valid_z85_key(info.get("server_key", "")):
+        raise errors.Unreachable(f"{path} is not a csd connection file (it needs endpoint and server_key).")
+    return info
+
+
+class Resolved:
+    """Everything a socket needs: endpoints and the three CURVE keys (Z85 text)."""
+
+    __slots__ = ("endpoint", "events_endpoint", "server_key", "public_key", "secret_key")
+
+    def __init__(self, endpoint, events_endpoint, server_key, public_key, secret_key):
+        self.endpoint = endpoint
+        self.events_endpoint = events_endpoint
+        self.server_key = server_key
+        self.public_key = public_key
+        self.secret_key = secret_key
+
+
+def resolve(endpoint: str | None = None, server_key: str | None = None, connect: str | None = None,
+            key: str | None = None) -> Resolved:
+    env = os.environ
+    endpoint = endpoint or env.get("CS_ENDPOINT") or None
+    server_key = server_key or env.get("CS_SERVER_KEY") or None
+    connect = connect or env.get("CS_CONNECT") or None
+    info = None
+    if connect:
+        info = read_connection_file(connect)
+    elif not (endpoint and server_key):
+        if endpoint is None:
+            candidate = default_connection_file()
+        elif endpoint.startswith("ipc://"):
+            candidate = os.path.join(os.path.dirname(endpoint[len("ipc://"):]), CONNECTION_FILE)
+        else:
+            candidate = None
+        if candidate and os.path.exists(candidate):
+            info = read_connection_file(candidate)
+    events_endpoint = None
+    if info is not None:
+        if endpoint is None or endpoint == info["endpoint"]:
+            endpoint = info["endpoint"]
+            events_endpoint = info.get("events_endpoint")
+        server_key = server_key or info["server_key"]
+    endpoint = endpoint or protocol.default_endpoint()
+    if not server_key:
+        raise errors.NoCredentials(
+            f"No server key for {endpoint}: cs needs csd's public key to talk to it securely.",
+            "Pass --connect FILE (csd writes csd.json when it starts) or --server-key KEY (`csd keys init` prints it).",
+        )
+    if not valid_z85_key(server_key):
+        raise errors.NoCredentials(f"{server_key!r} is not a server key (40 Z85 characters).",
+                                   "Copy it from csd.json or from `csd keys init`.")
+    key_path = key or env.get("CS_KEY") or default_key_file()
+    try:
+        public, secret = read_key_file(key_path)
+    except KeyFileError as exc:
+        raise errors.NoCredentials(
+            str(exc), "Pass your secret key file with --key FILE or CS_KEY (an admin makes one: `csd keys add NAME --role ROLE`)."
+        ) from None
+    return Resolved(endpoint, events_endpoint, server_key, public, secret)

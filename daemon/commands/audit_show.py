@@ -1,0 +1,18 @@
+"""audit.show — the audit log: every mutating request and every denial, oldest first.
+
+args: max_count (int, default 100): only the newest N records.
+result: {entries: [{time (ms), name (key), role, op, args (JSON text), outcome ("ok" or the
+         error code), message}]}
+Admins only. Read from the state store (audit reads are rare; the log can be long).
+"""
+
+from ..args import Arg, non_negative
+
+NAME = "audit.show"
+MUTATING = False
+ROLE = "admin"  # the least role allowed (admin > operator > viewer)
+ARGS = {"max_count": Arg(int, parse=non_negative, help="only the newest N records (default 100)")}
+
+
+def execute(ctx, args, caller):
+    return {"entries": ctx.audit_entries(args.get("max_count", 100))}
