@@ -127,6 +127,10 @@ def _daemon(g: GlobalOptions):
 
     with embedded_daemon() as (connection_file, key_file):
         g.endpoint, g.server_key, g.connect, g.key = None, None, connection_file, key_file
+        # So a runtime (examples/train_loop.py) or a second shell can use the same private csd.
+        print(f"Private csd for this session; to reach it from elsewhere:\n"
+              f"  export CS_CONNECT={connection_file} CS_KEY={key_file}\n"
+              "It stops when you leave.", file=sys.stderr)
         yield
 
 
