@@ -16,6 +16,7 @@ from transitions import Machine
 from .errors import InvalidState
 from .events import EventLog
 from .programs import RunMode
+from .rules import GO, Already, Go
 from .run_rules import OPEN_RULES, Refuse as RunRefuse
 from .runs import Run, Runs
 from .states import PENDING_STATES, ExecMode, Health, Lifecycle
@@ -32,24 +33,11 @@ LIFECYCLE_TRANSITIONS = [
 
 
 @dataclass(frozen=True)
-class Go:
-    """The request is allowed: carry it out."""
-
-
-@dataclass(frozen=True)
-class Already:
-    """The system is already where the request would take it: succeed, change nothing."""
-
-    message: str
-
-
-@dataclass(frozen=True)
 class Refuse:
     message: str
     hint: str
 
 
-GO = Go()
 _WAIT = "Wait for it to finish (`system show` reports the progress), then try again."
 
 REQUEST_RULES: dict[tuple[str, Lifecycle], Go | Already | Refuse] = {

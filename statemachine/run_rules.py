@@ -7,6 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .errors import InvalidState, Refused, ReprogramForbidden, RunAborted
+from .rules import GO, Already, Go
 from .states import Lifecycle
 
 # A run is in one phase: open with its fabric in one of three states, or ended.
@@ -20,18 +21,6 @@ OPEN_PHASES = (OPEN_UNPROGRAMMED, OPEN_PROGRAMMING, OPEN_PROGRAMMED)
 
 
 @dataclass(frozen=True)
-class Go:
-    """Carry the request out."""
-
-
-@dataclass(frozen=True)
-class Already:
-    """The run is already where the request would take it: succeed, change nothing."""
-
-    message: str
-
-
-@dataclass(frozen=True)
 class Refuse:
     """Refuse with `error`; `message`/`hint` are formatted with run_id, reason, until."""
 
@@ -40,7 +29,6 @@ class Refuse:
     hint: str
 
 
-GO = Go()
 _NEW_RUN = "Open a new run (run.open) and program it."
 _CLOSED = Refuse(InvalidState, "Run {run_id} is closed; its fabric was released.", _NEW_RUN)
 _ABORTED = Refuse(RunAborted, "Run {run_id} was aborted: {reason}.", _NEW_RUN)

@@ -79,12 +79,15 @@ def test_the_wheel_installs_and_serves(tmp_path):
         assert done.stdout.strip() == f"{expected} {csadmin.__version__}", done
 
     endpoint = f"ipc://{tmp_path}/csd.sock"
+    key = tmp_path / "admin.key_secret"  # every socket is CURVE: the installed csd makes the keys
+    keys = run(str(bindir / "csd"), "keys", "init", "--state-dir", str(tmp_path / "state"), "--out", str(key), cwd=out)
+    assert keys.returncode == 0, keys
     csd = subprocess.Popen([str(bindir / "csd"), "--config", os.devnull, "--state-dir", str(tmp_path / "state"),
                             "--endpoint", endpoint, "--events-endpoint", f"ipc://{tmp_path}/ev.sock"],
                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=out)
     try:
-        env = dict(os.environ, CS_ENDPOINT=endpoint)
-        env.pop("PYTHONPATH", None)
+        env = {k: v for k, v in os.environ.items() if not k.startswith("CS_") and k != "PYTHONPATH"}
+        env.update(CS_ENDPOINT=endpoint, CS_KEY=str(key))  # csd.json beside the socket gives the server key
         shown = wait_until(
             lambda: (r := run(str(bindir / "cs"), "--output-format", "json", "system", "show", env=env, cwd=out)).returncode == 0 and r,
             timeout=30, what="the installed cs to reach the installed csd",

@@ -15,6 +15,7 @@ from statemachine.device import Device, Timings
 from statemachine.errors import Refused
 from statemachine.events import CATALOG
 from statemachine.states import PENDING_STATES, SETTLES_TO, ExecMode, Health, Lifecycle
+from tests.statemachine.fakeclock import FakeClock
 
 ACTIVATE_MS = 4_000
 STANDBY_MS = 2_500
@@ -31,14 +32,6 @@ EXPECTED_HEALTH = {
     PA: Health.PENDING_ACTIVE,
     PS: Health.PENDING_STANDBY,
 }
-
-
-class FakeClock:
-    def __init__(self, now: int = 1_700_000_000_000):
-        self.now = now
-
-    def __call__(self) -> int:
-        return self.now
 
 
 class DeviceMachine(RuleBasedStateMachine):

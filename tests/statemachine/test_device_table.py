@@ -18,12 +18,15 @@ from statemachine.device import Device, Timings
 from statemachine.errors import Refused
 from statemachine.events import CATALOG, EventLog
 from statemachine.states import PENDING_STATES, ExecMode, Health, Lifecycle
+from tests.statemachine.fakeclock import FakeClock
 
 ACTIVATE_MS = 5_000
 STANDBY_MS = 3_000
-START_MS = 1_700_000_000_000
 
-EVENTS_TSV = Path("/work/shared/reference/cs2-events.tsv")
+# A copy of shared/reference/cs2-events.tsv, kept in the repo so the suite runs from any clone;
+# test_reference_copy_is_current checks it against shared/ when that sits beside the clone.
+EVENTS_TSV = Path(__file__).resolve().parents[1] / "reference" / "cs2-events.tsv"
+SHARED_TSV = Path(__file__).resolve().parents[3] / "shared" / "reference" / "cs2-events.tsv"
 
 S = Lifecycle.STANDBY
 PA = Lifecycle.PENDING_ACTIVE
@@ -31,19 +34,6 @@ A = Lifecycle.ACTIVE
 PS = Lifecycle.PENDING_STANDBY
 WS = ExecMode.WEIGHT_STREAMING
 PIP = ExecMode.PIPELINED
-
-
-class FakeClock:
-    """Milliseconds, advanced by hand."""
-
-    def __init__(self, now: int = START_MS):
-        self.now = now
-
-    def __call__(self) -> int:
-        return self.now
-
-    def tick(self, ms: int) -> None:
-        self.now += ms
 
 
 def make_device(clock: FakeClock | None = None, **kwargs) -> tuple[Device, FakeClock]:
@@ -733,3 +723,10 @@ def test_restore_continues_seq():
     assert fresh.last_seq == 8
     assert [e.seq for e in fresh.query()] == list(range(1, 9))
     assert fresh.emit("EventStandbyIssued", 1000).seq == 9
+
+
+def test_reference_copy_is_current():
+    """The repo's copy of the real event catalog matches shared/reference when that is present."""
+    if SHARED_TSV.exists():
+        assert EVENTS_TSV.read_text() == SHARED_TSV.read_text()
+    assert "EventActivateCompleted\tINFO" in EVENTS_TSV.read_text()

@@ -21,19 +21,12 @@ from statemachine.events import EventLog
 from statemachine.programs import RunMode, parse_program
 from statemachine.runs import Fabric, RunStatus
 from statemachine.states import Lifecycle
+from tests.statemachine.fakeclock import FakeClock
 
 SERIAL = "CS2-0003"
 LEASE_MS = 3_000
 RATE = 1_000  # bytes per second
 CLIENTS = ("client-a", "client-b")
-
-
-class FakeClock:
-    def __init__(self, now: int = 1_700_000_000_000):
-        self.now = now
-
-    def __call__(self) -> int:
-        return self.now
 
 
 def descriptor(compatible: str, size: int) -> dict:

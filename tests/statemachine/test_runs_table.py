@@ -38,23 +38,12 @@ from statemachine.run_rules import (
 )
 from statemachine.runs import Fabric, RunStatus
 from statemachine.states import ExecMode, Lifecycle
+from tests.statemachine.fakeclock import START_MS, FakeClock
 
-START_MS = 1_700_000_000_000
 LEASE_MS = 10_000
 RATE = 1_000_000  # bytes per second: 1 MB programs in 1 s
 SIZE = 2_000_000  # 2 s of programming
 CLIENT = "client-a"
-
-
-class FakeClock:
-    def __init__(self, now: int = START_MS):
-        self.now = now
-
-    def __call__(self) -> int:
-        return self.now
-
-    def tick(self, ms: int) -> None:
-        self.now += ms
 
 
 def make_device() -> tuple[Device, FakeClock]:
