@@ -4,7 +4,6 @@ import os
 import sys
 
 import pexpect
-import pytest
 
 from tests.harness import ROOT
 

@@ -3,7 +3,6 @@ through one-shot `cs`, plus what must survive restarts and crashes."""
 
 import json
 
-import pytest
 
 from csadmin import errors
 
