@@ -15,9 +15,11 @@ from tests.harness import ROOT
 COLS, ROWS = 140, 30
 
 
-class _AnsweringScreen(pyte.Screen):
+class _AnsweringScreen(pyte.HistoryScreen):
     """Answers the program's cursor-position requests (CSI 6n) as a real terminal does;
-    prompt_toolkit only draws the bottom toolbar once it knows where the cursor is."""
+    prompt_toolkit only draws the bottom toolbar once it knows where the cursor is. Keeps the
+    lines that scroll off the top, as a terminal's scrollback does: where the prompt sits
+    depends on when the cursor-position answer arrives, so output may scroll."""
 
     answer = None
 
@@ -35,7 +37,7 @@ class Terminal:
             sys.executable, ["-m", "csadmin"], env=env, cwd=ROOT, encoding="utf-8", timeout=20,
             dimensions=(ROWS, COLS),
         )
-        self.screen = _AnsweringScreen(COLS, ROWS)
+        self.screen = _AnsweringScreen(COLS, ROWS, history=2000)
         self.screen.answer = self.child.send
         self.stream = pyte.Stream(self.screen)
         self.raw = ""
@@ -51,7 +53,10 @@ class Terminal:
             pass
 
     def lines(self) -> list[str]:
-        return [line.rstrip() for line in self.screen.display]
+        """Scrollback, then the visible screen (its last line is the toolbar)."""
+        cols = self.screen.columns
+        scrolled = ["".join(line[x].data for x in range(cols)).rstrip() for line in self.screen.history.top]
+        return scrolled + [line.rstrip() for line in self.screen.display]
 
     def text(self) -> str:
         return "\n".join(self.lines())
