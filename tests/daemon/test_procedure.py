@@ -159,14 +159,15 @@ def test_second_daemon_on_same_state_dir_is_refused(csd):
         assert c.system_show()["state"] == "ACTIVE"
 
 
-def test_events_are_published_in_seq_order(csd):
+def test_events_are_published_in_seq_order(make_csd):
     import zmq
 
+    # A 1 s standby: the SUB connection joins asynchronously and must land before the
+    # transition's last event; what it receives is then the tail of the sequence, in order.
+    csd = make_csd(standby_seconds=1.0).start()
     with csd.client() as c:
         sub = c.subscribe()
         try:
-            # The SUB connection is asynchronous: publish nothing until it is surely joined,
-            # which we learn by seeing an event from a change made after subscribing.
             c.system_standby()
             seen = []
             while not seen or seen[-1]["type"] != "EventStandbyCompleted":
@@ -177,6 +178,8 @@ def test_events_are_published_in_seq_order(csd):
                 seen.append(event)
         finally:
             sub.close(0)
+    sequence = ["EventStandbyIssued", "EventPendingStandby", "EventEnteredStandby", "EventStandbyCompleted"]
+    assert [e["type"] for e in seen] == sequence[-len(seen):]
     seqs = [e["seq"] for e in seen]
-    assert seqs == sorted(seqs) and len(set(seqs)) == len(seqs)
+    assert seqs == list(range(seqs[0], seqs[0] + len(seqs))), "consecutive, no gap"
     assert {"seq", "type", "severity", "triggerTime", "details"} <= set(seen[-1])

@@ -291,7 +291,9 @@ def test_old_libzmq_is_refused(monkeypatch):
 def test_tcp_endpoint_with_curve_end_to_end(make_csd, monkeypatch):
     """A remote-style runtime: TCP on 127.0.0.1 (ephemeral ports), explicit endpoint and server
     key, no connection file; requests and the event stream are both CURVE."""
-    d = make_csd(endpoint="tcp://127.0.0.1:0", events_endpoint="tcp://127.0.0.1:0").start()
+    # A 1 s standby leaves the subscription (a CURVE handshake on TCP) ample time to land
+    # before the transition's last event.
+    d = make_csd(endpoint="tcp://127.0.0.1:0", events_endpoint="tcp://127.0.0.1:0", standby_seconds=1.0).start()
     info = d.connection()
     assert info["endpoint"].startswith("tcp://127.0.0.1:") and not info["endpoint"].endswith(":0")
     for var in ("CS_CONNECT", "CS_ENDPOINT", "CS_SERVER_KEY", "CS_KEY"):
@@ -306,8 +308,15 @@ def test_tcp_endpoint_with_curve_end_to_end(make_csd, monkeypatch):
         try:
             with d.client() as admin:
                 admin.system_standby()
-            assert sub.poll(10_000, zmq.POLLIN), "no event over CURVE"
-            assert sub.recv_multipart()[0] == b"EventStandbyIssued"
+            # PUB/SUB joins asynchronously (more so with a CURVE handshake on TCP), so the first
+            # events may be published before the subscription lands: what arrives is the tail
+            # of the standby sequence, in order, ending with its completion.
+            sequence = [b"EventStandbyIssued", b"EventPendingStandby", b"EventEnteredStandby", b"EventStandbyCompleted"]
+            seen = []
+            while not seen or seen[-1] != b"EventStandbyCompleted":
+                assert sub.poll(10_000, zmq.POLLIN), f"no event over CURVE; saw {seen}"
+                seen.append(sub.recv_multipart()[0])
+            assert seen == sequence[-len(seen):]
         finally:
             sub.close(0)
         assert c.wait_for(state="STANDBY", timeout=10)["state"] == "STANDBY"
