@@ -67,28 +67,31 @@ def run_shell(client: Client, g, watch: bool = True) -> int:
         watcher.start()
     console.out(BANNER)
     try:
-        with patch_stdout(raw=True):
-            while True:
+        while True:
+            # stdout is patched only while the prompt is up: the watcher's lines then go above
+            # it. A command's own output is written directly, in order: through the patch it
+            # would travel via a flush thread and could be lost when the next prompt ends.
+            with patch_stdout(raw=True):
                 try:
                     line = prompt.prompt()
                 except KeyboardInterrupt:
                     continue
                 except EOFError:
                     return errors.EXIT_OK
+            if watcher is not None:
+                watcher.busy = True
+            try:
+                run_line(session, line)
+            except ExitShell:
+                return errors.EXIT_OK
+            finally:
                 if watcher is not None:
-                    watcher.busy = True
-                try:
-                    run_line(session, line)
-                except ExitShell:
-                    return errors.EXIT_OK
-                finally:
-                    if watcher is not None:
-                        if _changes_state(line):
-                            try:
-                                watcher.quiet_seq = client.system_show()["seq"]
-                            except errors.CsError:
-                                pass
-                        watcher.busy = False
+                    if _changes_state(line):
+                        try:
+                            watcher.quiet_seq = client.system_show()["seq"]
+                        except errors.CsError:
+                            pass
+                    watcher.busy = False
     finally:
         if watcher is not None:
             watcher.stop()
