@@ -135,5 +135,21 @@ def all_names() -> dict[tuple[str, ...], Command]:
     return table
 
 
+def next_words(prefix: tuple[str, ...]) -> list[str]:
+    """The words that may follow `prefix` in some command's name (or alias), sorted."""
+    n = len(prefix)
+    return sorted({words[n] for words in all_names() if len(words) > n and words[:n] == prefix})
+
+
+def command_at(tokens: list[str]) -> tuple[Command | None, int]:
+    """The command named by the longest run of leading `tokens`, and how many tokens name it."""
+    table = all_names()
+    for n in range(len(tokens), 0, -1):
+        command = table.get(tuple(tokens[:n]))
+        if command is not None:
+            return command, n
+    return None, 0
+
+
 def options_of(command: Command) -> tuple[Option, ...]:
     return command.options + ((OUTPUT_FORMAT,) if command.output else ())

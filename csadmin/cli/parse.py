@@ -6,7 +6,7 @@ import shlex
 from typing import NamedTuple
 
 from ..errors import UsageError
-from .commands import Command, all_names, options_of
+from .commands import Command, all_names, command_at, next_words, options_of
 
 
 class Parsed(NamedTuple):
@@ -22,30 +22,23 @@ def split(line: str) -> list[str]:
         raise UsageError(f"Cannot parse the line: {exc}.", "Check the quoting.") from None
 
 
-def _next_words(prefix: tuple[str, ...]) -> list[str]:
-    n = len(prefix)
-    return sorted({words[n] for words in all_names() if len(words) > n and words[:n] == prefix})
-
-
 def parse(tokens: list[str]) -> Parsed:
+    command, n = command_at(tokens)
+    if command is not None:
+        return Parsed(command, *_parse_options(command, tokens[n:]))
     table = all_names()
-    # The longest run of leading words that names a command.
-    for n in range(len(tokens), 0, -1):
-        command = table.get(tuple(tokens[:n]))
-        if command is not None:
-            return Parsed(command, *_parse_options(command, tokens[n:]))
     prefix: tuple[str, ...] = ()
     for token in tokens:
-        if not _next_words(prefix + (token,)) and tuple(prefix + (token,)) not in table:
+        if not next_words(prefix + (token,)) and tuple(prefix + (token,)) not in table:
             break
         prefix += (token,)
     if prefix:
-        choices = ", ".join(_next_words(prefix))
+        choices = ", ".join(next_words(prefix))
         raise UsageError(f"Incomplete command `{' '.join(prefix)}`: follow it with one of {choices}.", "Try `help`.")
     word = tokens[0] if tokens else ""
     import difflib  # error path only
 
-    close = difflib.get_close_matches(word, _next_words(()), n=1)
+    close = difflib.get_close_matches(word, next_words(()), n=1)
     hint = f"Did you mean `{close[0]}`? " if close else ""
     raise UsageError(f"Unknown command `{word}`.", f"{hint}Type `help` for the list of commands.")
 

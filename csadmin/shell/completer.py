@@ -7,22 +7,9 @@ from typing import Callable, Iterable
 
 from prompt_toolkit.completion import Completer, Completion
 
-from ..cli.commands import ARGUMENT_SOURCES, COMMANDS, all_names, options_of
+from ..cli.commands import ARGUMENT_SOURCES, command_at, next_words, options_of
 
 Providers = dict[str, Callable[[], Iterable[str]]]
-
-
-def _next_words(prefix: tuple[str, ...]) -> list[str]:
-    n = len(prefix)
-    return sorted({words[n] for words in all_names() if len(words) > n and words[:n] == prefix})
-
-
-def _command_at(done: list[str]):
-    table = all_names()
-    for n in range(len(done), 0, -1):
-        if tuple(done[:n]) in table:
-            return table[tuple(done[:n])], n
-    return None, 0
 
 
 def candidates(text: str, providers: Providers | None = None) -> tuple[str, list[str]]:
@@ -31,12 +18,12 @@ def candidates(text: str, providers: Providers | None = None) -> tuple[str, list
     words = text.split()
     current = "" if not words or text[-1:].isspace() else words[-1]
     done = words if not current else words[:-1]
-    command, used = _command_at(done)
+    command, used = command_at(done)
 
     if command is None:
-        return current, [w for w in _next_words(tuple(done)) if w.startswith(current)]
+        return current, [w for w in next_words(tuple(done)) if w.startswith(current)]
     if command.action == "help":  # help takes a command name
-        return current, [w for w in _next_words(tuple(done[used:])) if w.startswith(current)]
+        return current, [w for w in next_words(tuple(done[used:])) if w.startswith(current)]
 
     options = {o.name: o for o in options_of(command)}
     rest = done[used:]
@@ -86,7 +73,3 @@ class CommandCompleter(Completer):
         for match in matches:
             # A trailing space after a complete word lets the next TAB go straight on.
             yield Completion(match + " ", start_position=-len(current), display=match)
-
-
-def command_names() -> list[str]:
-    return [c.name for c in COMMANDS]

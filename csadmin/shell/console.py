@@ -7,7 +7,6 @@ from __future__ import annotations
 import sys
 
 from prompt_toolkit import PromptSession
-from prompt_toolkit.shortcuts import choice
 
 from ..cli.console import PlainConsole
 
@@ -23,6 +22,3 @@ class ShellConsole(PlainConsole):
         except (EOFError, KeyboardInterrupt):
             return False
         return answer.strip().lower() in ("y", "yes")
-
-    def choose(self, message: str, options: list[tuple[str, str]], default: str | None = None) -> str:
-        return choice(message=message, options=options, default=default)
