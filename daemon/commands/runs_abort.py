@@ -6,13 +6,13 @@ Already aborted: success with changed=false. A closed run: INVALID_STATE. NOT_FO
 result: the run (runs.show's keys), `changed`, `message`.
 """
 
-from ..args import Arg, label
+from ..args import Arg, label, run_id
 
 NAME = "runs.abort"
 MUTATING = True
 ROLE = "admin"  # the least role allowed (admin > operator > viewer)
 ARGS = {
-    "run_id": Arg(str, required=True, help="the run's id"),
+    "run_id": Arg(str, required=True, parse=run_id, help="the run's id"),
     "reason": Arg(str, parse=label, help="why, shown to the runtime"),
 }
 
