@@ -135,28 +135,3 @@ def test_client_finds_endpoint_and_keys(tmp_path, monkeypatch):
     os.makedirs(tmp_path / "config" / "cs")
     os.rename(key, tmp_path / "config" / "cs" / "client.key_secret")
     assert resolve().server_key == server_key
-
-
-def test_refused_handshakes_are_audited_at_a_bounded_rate(monkeypatch):
-    """Strangers can attempt handshakes at will; their audit records (each an fsync on the
-    serving loop) are capped per second and the rest counted in the next record."""
-    from daemon import server as server_module
-    from daemon.config import Config
-
-    class Store:
-        def __init__(self):
-            self.records = []
-
-        def audit(self, record):
-            self.records.append(record)
-
-    srv = server_module.Server(Config(state_dir="/nonexistent"), RecordingLog())
-    srv.store = Store()
-    now = [1000.2]
-    monkeypatch.setattr(server_module.time, "monotonic", lambda: now[0])
-    for _ in range(25):
-        srv._audit_refused_connection("k" * 40, "127.0.0.1", "unknown or revoked key")
-    assert len(srv.store.records) == server_module.REFUSED_AUDITED_PER_SECOND
-    now[0] = 1001.1
-    srv._audit_refused_connection("k" * 40, "127.0.0.1", "unknown or revoked key")
-    assert "15 earlier refusals were not recorded" in srv.store.records[-1][-1]
