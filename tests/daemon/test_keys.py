@@ -94,6 +94,22 @@ def test_registry_follows_the_file_and_fails_closed(tmp_path):
     assert registry.role_of("bob") is None
 
 
+def test_a_passing_read_failure_is_retried_not_remembered(tmp_path, monkeypatch):
+    """Out of descriptors, reading the registry fails with OSError; that must not shut every
+    key out until the file happens to change."""
+    from daemon import keys as keys_module
+
+    store = KeyStore(str(tmp_path / "state"))
+    store.add("alice", "admin")
+    real = keys_module.read_registry
+    monkeypatch.setattr(keys_module, "read_registry", lambda path: (_ for _ in ()).throw(OSError(24, "Too many open files")))
+    registry = Registry(store.registry_path, RecordingLog())
+    assert registry.role_of("alice") is None  # fails closed meanwhile
+    monkeypatch.setattr(keys_module, "read_registry", real)
+    registry.refresh()
+    assert registry.role_of("alice") == "admin"
+
+
 def test_server_keypair_is_made_once_and_kept_secret(tmp_path):
     store = KeyStore(str(tmp_path / "state"))
     first = store.ensure_server_keypair()
