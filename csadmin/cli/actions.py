@@ -234,5 +234,6 @@ def events_follow(s: Session, p: Parsed) -> int:
                 catch_up()  # idle tick or a gap: the log has whatever we did not receive
             show([event] if event is not None else [])
     except KeyboardInterrupt:
+        s.console.err("Stopped following events.")  # on its own line, after the terminal's ^C
         return errors.EXIT_OK
     return errors.EXIT_OK
