@@ -99,6 +99,11 @@ def describe(schema: dict[str, Arg]) -> str:
     return "; ".join(parts)
 
 
+# Taken by every op a console confirms: check the request against the rules (role, arguments,
+# state) and say whether it would change anything, changing nothing (daemon/dispatch.py).
+DRY_RUN = Arg(bool, help="check only: the refusal, or whether it would change anything; changes nothing")
+
+
 def non_negative(value: int) -> int:
     if value < 0:
         raise ValueError(f"must be 0 or more, not {value}")
@@ -127,6 +132,17 @@ def label(value: str) -> str:
     text = value.strip()
     if not text or len(text) > 200 or not text.isprintable():
         raise ValueError("must be 1 to 200 printable characters")
+    return text
+
+
+REASON_MAX = 1000  # a reason is a sentence or two (a runtime's exception message), not a label
+
+
+def reason(value: str) -> str:
+    """Why a run ended: printable text, whitespace runs folded to one space."""
+    text = " ".join(value.split())
+    if not text or len(text) > REASON_MAX or not text.isprintable():
+        raise ValueError(f"must be 1 to {REASON_MAX} printable characters")
     return text
 
 

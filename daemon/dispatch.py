@@ -102,7 +102,8 @@ class Dispatcher:
                     f"Permission denied: {op} needs the {command.ROLE} role; key {caller.name!r} has {caller.role}.",
                     f"Ask an admin to run it, or to give you a key with the {command.ROLE} role.",
                 )
-            mutating = command.MUTATING
+            # A dry run changes nothing: it is answered like a read (no replay, no commit, no audit).
+            mutating = command.MUTATING and args.get("dry_run") is not True
             loud = mutating and getattr(command, "DURABLE", True)  # hot ops log at DEBUG
             fp = fingerprint(op, args) if mutating else ""
             if mutating:
@@ -111,7 +112,7 @@ class Dispatcher:
                     reply, outcome = replayed
                     self._log(loud, request_id, op, caller, outcome, started)
                     return reply
-            reply, outcome = self._execute(command, request_id, args, client, fp, caller)
+            reply, outcome = self._execute(command, mutating, request_id, args, client, fp, caller)
         except protocol.ProtocolError as exc:
             request_id = exc.request_id if request_id is None else request_id
             reply = protocol.error(request_id, exc.code, exc.message, exc.hint)
@@ -155,17 +156,17 @@ class Dispatcher:
         """Record a request that changed nothing (rate-limited, written in a batch)."""
         self.audit.add(caller.name, audit.record(caller.name, caller.role, op, args, outcome, message))
 
-    def _execute(self, command, request_id, args, client, fp, caller) -> tuple[bytes, str]:
+    def _execute(self, command, mutating, request_id, args, client, fp, caller) -> tuple[bytes, str]:
         """Return the reply and its outcome ("ok" or the error code)."""
         events = self.ctx.device.events
         try:
             parsed = validate(command.ARGS, args)
         except ArgError as exc:
             hint = f"{command.NAME} takes {describe(command.ARGS)}."
-            if command.MUTATING:
+            if mutating:
                 self._audit(caller, command.NAME, args, "INVALID_ARGUMENT", str(exc))
             return protocol.error(request_id, "INVALID_ARGUMENT", str(exc), hint), "INVALID_ARGUMENT"
-        if not command.MUTATING:
+        if not mutating:
             return self._run(command, request_id, parsed, caller)[:2]
         device = self.ctx.device
         before, seq_before, runs_before = device.snapshot(), events.last_seq, device.runs.mark()

@@ -21,9 +21,7 @@ class RunMode(str, Enum):
 # A program compiled for train_and_eval cannot run: the fabric cannot be reprogrammed for eval
 # after train within one run.
 TRAIN_AND_EVAL = "train_and_eval"
-TRAIN_AND_EVAL_WHY = (
-    "train_and_eval is not supported: the fabric cannot be reprogrammed for eval after train in one run"
-)
+TRAIN_AND_EVAL_WHY = "the fabric cannot be reprogrammed for eval after train in one run"
 TRAIN_AND_EVAL_NEXT = "Open a train run, close it, then open an eval run."
 
 PROGRAM_FIELDS = {
@@ -93,7 +91,8 @@ def parse_mode(text: str) -> RunMode:
     """A run's mode: `train` or `eval`. Raises ValueError (train_and_eval says why not)."""
     key = text.strip().lower()
     if key == TRAIN_AND_EVAL:
-        raise ValueError(f"{TRAIN_AND_EVAL_WHY}; {TRAIN_AND_EVAL_NEXT[0].lower()}{TRAIN_AND_EVAL_NEXT[1:-1]}")
+        raise ValueError(f"{TRAIN_AND_EVAL} is not supported: {TRAIN_AND_EVAL_WHY}; "
+                         f"{TRAIN_AND_EVAL_NEXT[0].lower()}{TRAIN_AND_EVAL_NEXT[1:-1]}")
     try:
         return RunMode(key)
     except ValueError:
