@@ -40,6 +40,7 @@ from .config import LIVE_KEYS, Config, ConfigError
 from .context import Caller, Context
 from .dispatch import Dispatcher
 from .keys import KeyStore, Registry
+from .memory import release_large_blocks
 from .notify import Notifier
 from .store import Store
 
@@ -90,6 +91,7 @@ class Server:
         transition, then bind. Only after this returns does the daemon answer anyone."""
         cfg = self.config
         check_libzmq()
+        release_large_blocks()
         self.store = Store(cfg.state_dir, keep_events=cfg.keep_events)
         self.audit = AuditTrail(self.store, self.log)
         snapshot, events, replies = self.store.load()
@@ -302,11 +304,10 @@ class Server:
                             self.gate.handle_ready(monitor)
                     if router in ready:
                         for _ in range(BATCH):
-                            try:
-                                frames = router.recv_multipart(zmq.NOBLOCK, copy=False)  # Frames carry the User-Id
+                            try:  # Frames (not bytes): no copy, and they carry the User-Id
+                                self._answer(router.recv_multipart(zmq.NOBLOCK, copy=False))
                             except zmq.Again:
                                 break
-                            self._answer(frames)
                     if wake_r in ready:
                         try:
                             os.read(wake_r, 512)
