@@ -1,13 +1,15 @@
 """Admin latency while a viewer floods csd with denied requests (issue 10: "a denial flood
 leaves admin p99 latency within 2x of idle").
 
-Run by hand: `python bench/denial_flood.py [--csd-source DIR] [--seconds S]`. Starts csd from this
-checkout (or from DIR, e.g. an older commit unpacked with `git archive`), with an admin and a
-viewer key, then measures the admin's round trips, one at a time, for S seconds each:
+Run by hand: `python bench/denial_flood.py [--csd-source DIR] [--seconds S] [--rounds R]
+[--sockets N --in-flight K]`. Starts csd from this checkout (or from DIR, e.g. an older commit
+unpacked with `git archive`), with an admin and a viewer key, then measures the admin's round
+trips, one at a time:
   - reads (`system.show`) and durable changes (`config.execmode.setup`, toggled in STANDBY,
     each an fsync'd commit),
-  - first idle, then while a separate process floods csd with `system.standby` from the viewer
-    key (8 requests in flight on each of 4 sockets, as fast as csd answers: all denied).
+  - idle, and while a separate process floods csd with `system.standby` from the viewer key
+    (K requests in flight on each of N sockets, as fast as csd answers: all denied), alternately,
+    R rounds of S seconds each (the machine is shared: alternating evens out its load).
 Prints p50/p99/max per phase, the flood's rate, and the audit rows the flood left.
 """
 
@@ -60,13 +62,13 @@ def start_csd(source: str, tmp: str):
             time.sleep(0.05)
 
 
-def flood(connection_file: str, key: str, stop, counter) -> None:
+def flood(connection_file: str, key: str, stop, counter, sockets: int, in_flight: int) -> None:
     with open(connection_file) as f:
         info = json.load(f)
     public, secret = read_key_file(key)
     ctx = zmq.Context()
     socks = []
-    for _ in range(4):
+    for _ in range(sockets):
         s = ctx.socket(zmq.DEALER)
         s.setsockopt(zmq.LINGER, 0)
         s.setsockopt(zmq.CURVE_SERVERKEY, info["server_key"].encode())
@@ -78,7 +80,7 @@ def flood(connection_file: str, key: str, stop, counter) -> None:
     n = 0
     for s in socks:
         poller.register(s, zmq.POLLIN)
-        for _ in range(8):
+        for _ in range(in_flight):
             n += 1
             s.send(protocol.request(f"f{n}", "system.standby"))
     done = 0
@@ -89,7 +91,7 @@ def flood(connection_file: str, key: str, stop, counter) -> None:
                 done += 1
                 n += 1
                 s.send(protocol.request(f"f{n}", "system.standby"))
-    counter.value = done
+    counter.value += done
     for s in socks:
         s.close(0)
     ctx.term()
@@ -120,29 +122,39 @@ def stats(samples: list[float]) -> str:
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--csd-source", default=ROOT, help="the checkout csd runs from (default: this one)")
-    p.add_argument("--seconds", type=float, default=15.0)
+    p.add_argument("--seconds", type=float, default=5.0, help="per phase and round")
+    p.add_argument("--rounds", type=int, default=3)
+    p.add_argument("--sockets", type=int, default=1, help="flooding sockets")
+    p.add_argument("--in-flight", type=int, default=1, help="requests in flight per flooding socket")
     a = p.parse_args()
     tmp = tempfile.mkdtemp(prefix="csd-flood-")
     proc, admin, viewer = start_csd(os.path.abspath(a.csd_source), tmp)
+    idle, flooded = {"read": [], "write": []}, {"read": [], "write": []}
+    counter = multiprocessing.Value("q", 0)
     try:
         with Client(connect=f"{tmp}/csd.json", key=admin, timeout=30) as c:
             c.system_standby()
             c.wait_for(state="STANDBY", timeout=10)
-            idle = measure(c, a.seconds)
-            audit_before = len(c.audit_show(max_count=10**9))
-            stop, counter = multiprocessing.Event(), multiprocessing.Value("q", 0)
-            flooder = multiprocessing.Process(target=flood, args=(f"{tmp}/csd.json", viewer, stop, counter))
-            flooder.start()
-            time.sleep(1.0)  # the flood at full speed before measuring
-            flooded = measure(c, a.seconds)
-            stop.set()
-            flooder.join()
-            denied_rows = len(c.audit_show(max_count=10**9)) - audit_before - len(flooded["write"])
+            audit_before, writes = len(c.audit_show(max_count=10**9)), 0
+            for _ in range(a.rounds):
+                for name, samples in measure(c, a.seconds).items():
+                    idle[name] += samples
+                stop = multiprocessing.Event()
+                flooder = multiprocessing.Process(
+                    target=flood, args=(f"{tmp}/csd.json", viewer, stop, counter, a.sockets, a.in_flight))
+                flooder.start()
+                time.sleep(0.5)  # the flood at full speed before measuring
+                for name, samples in measure(c, a.seconds).items():
+                    flooded[name] += samples
+                stop.set()
+                flooder.join()
+            writes = len(idle["write"]) + len(flooded["write"])
+            denied_rows = len(c.audit_show(max_count=10**9)) - audit_before - writes
     finally:
         proc.terminate()
         proc.wait()
-    rate = counter.value / (a.seconds + 1.0)
-    print(f"csd from {a.csd_source}")
+    rate = counter.value / ((a.seconds + 0.5) * a.rounds)
+    print(f"csd from {a.csd_source}; flood: {a.sockets} socket(s) x {a.in_flight} in flight")
     for name in ("read", "write"):
         print(f"  admin {name:5s} idle   {stats(idle[name])}")
         print(f"  admin {name:5s} flood  {stats(flooded[name])}")

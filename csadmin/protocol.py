@@ -124,6 +124,9 @@ def _no_constants(name: str):
     raise ValueError(f"{name} is not a JSON number")
 
 
+_DECODER = json.JSONDecoder(parse_constant=_no_constants)  # one, not one per call (as json.loads(...) makes)
+
+
 def _usable_id(request_id) -> bool:
     if isinstance(request_id, bool):
         return False
@@ -144,7 +147,7 @@ def decode_request(frame: bytes) -> tuple[str | int, str, dict]:
         raise _bad("The request is not valid UTF-8.") from None
     _check_nesting(text)
     try:
-        msg = json.loads(text, parse_constant=_no_constants)
+        msg = _DECODER.decode(text)
     except (ValueError, RecursionError):
         raise _bad("The request is not valid JSON.") from None
     if not isinstance(msg, dict):

@@ -49,12 +49,21 @@ class AuditTrail:
     def add(self, source: Hashable, row: tuple, log_event: str | None = None, **log_fields) -> bool:
         """Keep `row` (and log `log_event` at WARNING) unless `source` is over its rate, in which
         case it is only counted. Returns whether it was kept."""
-        if not self.coalescer.admit(source, f"{row[3] or '-'} {row[5]}"):
+        if not self.admits(source, row[3], row[5]):
             return False
+        self.keep(row, log_event, **log_fields)
+        return True
+
+    def admits(self, source: Hashable, op, outcome: str) -> bool:
+        """Whether a record of `source` is kept one by one (else it is counted): ask first, and
+        build the record only if so (a flood's records are never formatted)."""
+        return self.coalescer.admit(source, f"{op if isinstance(op, str) and len(op) <= OP_MAX else '-'} {outcome}")
+
+    def keep(self, row: tuple, log_event: str | None = None, **log_fields) -> None:
+        """Write `row` with the next batch (after `admits` said yes), and log `log_event`."""
         self._pending.append(row)
         if log_event is not None:
             self.log.warning(log_event, **log_fields)
-        return True
 
     def take(self) -> list[tuple]:
         """The waiting rows, for a transaction that is being committed anyway (they ride along)."""

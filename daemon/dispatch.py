@@ -98,7 +98,7 @@ class Dispatcher:
                 )
             if not role_allows(caller.role, command.ROLE):
                 return self._deny(
-                    frame, caller, "PERMISSION_DENIED", started,
+                    (request_id, op, args), caller, "PERMISSION_DENIED", started,
                     f"Permission denied: {op} needs the {command.ROLE} role; key {caller.name!r} has {caller.role}.",
                     f"Ask an admin to run it, or to give you a key with the {command.ROLE} role.",
                 )
@@ -138,18 +138,22 @@ class Dispatcher:
             return hot, "replayed"
         return None
 
-    def _deny(self, frame: bytes, caller: Caller, code: str, started: float, message: str, hint: str) -> bytes:
+    def _deny(self, request, caller: Caller, code: str, started: float, message: str, hint: str) -> bytes:
         """Refuse a request before anything else looks at it; audit and log the refusal (both
-        rate-limited per key: a flood of denials stays visible as a counted summary)."""
-        try:
-            request_id, op, args = protocol.decode_request(frame)
-        except protocol.ProtocolError as exc:
-            request_id, op, args = exc.request_id, None, None
-        row = audit.record(caller.name, caller.role, op, args, code, message)
-        self.audit.add(
-            caller.name, row, "request_denied", id=request_id, op=row[3], client=caller.name, role=caller.role,
-            outcome=code, reason=message, latency_ms=round((time.perf_counter() - started) * 1000, 3),
-        )
+        rate-limited per key: a flood of denials stays visible as a counted summary, and costs
+        little: what is only counted is not formatted). `request`: the frame, or its decoding."""
+        if isinstance(request, bytes):
+            try:
+                request = protocol.decode_request(request)
+            except protocol.ProtocolError as exc:
+                request = (exc.request_id, None, None)
+        request_id, op, args = request
+        if self.audit.admits(caller.name, op, code):
+            row = audit.record(caller.name, caller.role, op, args, code, message)
+            self.audit.keep(
+                row, "request_denied", id=request_id, op=row[3], client=caller.name, role=caller.role,
+                outcome=code, reason=message, latency_ms=round((time.perf_counter() - started) * 1000, 3),
+            )
         return protocol.error(request_id, code, message, hint)
 
     def _audit(self, caller: Caller, op, args, outcome: str, message: str) -> None:
