@@ -58,12 +58,13 @@ _SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
 class ProtocolError(ValueError):
     """A frame that is not a valid envelope; carries the code to answer with."""
 
-    def __init__(self, code: str, message: str, hint: str = "", request_id=None):
+    def __init__(self, code: str, message: str, hint: str = "", request_id=None, op: str | None = None):
         super().__init__(message)
         self.code = code
         self.message = message
         self.hint = hint
         self.request_id = request_id
+        self.op = op  # the op it asked for, when that much was readable (for the audit log)
 
 
 def encode(obj: dict) -> bytes:
@@ -154,10 +155,13 @@ def decode_request(frame: bytes) -> tuple[str | int, str, dict]:
         raise _bad("The request must be a JSON object.")
     request_id = msg.get("id")
     if _SURROGATE_ESCAPE.search(text) and _has_lone_surrogate(msg):
-        raise _bad(
+        exc = _bad(
             "The request holds a lone UTF-16 surrogate (a \\ud800-\\udfff escape without its pair), which is not text.",
             request_id if _usable_id(request_id) else None, "Send valid Unicode text only.",
         )
+        op = msg.get("op")
+        exc.op = op if isinstance(op, str) and len(op) <= 100 and not _has_lone_surrogate(op) else None
+        raise exc
     if not _usable_id(request_id):
         raise _bad(
             f"The request has no usable 'id' (a string of 1 to {MAX_ID_CHARS} characters, or an integer "

@@ -117,6 +117,9 @@ class Dispatcher:
             request_id = exc.request_id if request_id is None else request_id
             reply = protocol.error(request_id, exc.code, exc.message, exc.hint)
             outcome = exc.code
+            asked = COMMANDS.get(exc.op) if exc.op else None
+            if asked is not None and asked.MUTATING:  # an attempt at a change, refused unread: audited
+                self._audit(caller, exc.op, None, exc.code, exc.message)
         self._log(loud, request_id, op, caller, outcome, started)
         return reply
 

@@ -105,6 +105,17 @@ def test_lone_surrogate_from_a_revoked_keys_open_connection_is_denied_and_audite
     assert [e["outcome"] for e in denied] == ["PERMISSION_DENIED", "PERMISSION_DENIED"]
 
 
+def test_a_change_with_a_lone_surrogate_is_refused_and_audited(csd, keys, send):
+    """A denial whose args held a lone surrogate was not audited (audit_write_failed)."""
+    frame = b'{"v":1,"id":"u","op":"system.standby","args":{"force":"\\udc00"}}'
+    assert _error(send(frame, keys["viewer"]))["error"]["code"] == "BAD_REQUEST"
+    _still_serving(csd)
+    assert "audit_write_failed" not in csd.log()
+    with csd.client() as admin:
+        (entry,) = [e for e in admin.audit_show() if e["name"] == "viewer"]
+    assert (entry["op"], entry["outcome"]) == ("system.standby", "BAD_REQUEST") and "surrogate" in entry["message"]
+
+
 def test_numbers_beyond_64_bits_are_invalid_arguments(csd, keys, send):
     """audit.show with max_count >= 2**63 answered INTERNAL; a program's compile_time of 10**400
     killed csd."""
