@@ -285,6 +285,16 @@ def test_reload_applies_a_good_config_and_fails_visibly_on_a_bad_one(box):
     box.run("systemctl reload csd")
 
 
+def test_the_documented_log_queries_read_the_journal(box):
+    # The journal of csd's unit also holds systemd's plain lines and, after the refused reload
+    # above, csd's plain-text reason: the documented queries must read past them.
+    (block,) = doc_blocks(OPERATIONS, "## Logs")
+    queries = [q for q in block.replace("\\\n", " ").splitlines() if q.strip() and " -f " not in q]
+    assert len(queries) == 3, queries
+    outputs = [box.run(f"set -o pipefail; {q}").stdout for q in queries]
+    assert '"event": "ready"' in outputs[0] and '"event": "stopping"' in outputs[0], outputs[0]
+
+
 def test_kill_9_restarts_csd_with_its_state_and_rolls_an_interrupted_activation_forward(box):
     box.cs("system standby --no-confirm")
     box.cs("config execmode setup --mode weight-streaming --no-confirm")
