@@ -29,7 +29,7 @@ from typing import Callable, Iterator
 import zmq
 
 from . import errors, protocol
-from .connection import resolve
+from .connection import check_listening, resolve
 
 
 _HANDSHAKE_FAILURES = zmq.EVENT_HANDSHAKE_FAILED_AUTH | zmq.EVENT_HANDSHAKE_FAILED_NO_DETAIL
@@ -88,20 +88,12 @@ class Client:
         sock.setsockopt(zmq.CURVE_PUBLICKEY, creds.public_key.encode())
         sock.setsockopt(zmq.CURVE_SECRETKEY, creds.secret_key.encode())
 
-    @staticmethod
-    def _check_listening(endpoint: str | None) -> None:
-        if endpoint and endpoint.startswith("ipc://") and not os.path.exists(endpoint[len("ipc://"):]):
-            raise errors.Unreachable(
-                f"csd is not listening at {endpoint}.",
-                "Is csd running (`systemctl status csd`)? Or pass --endpoint / set CS_ENDPOINT.",
-            )
-
     def _socket(self) -> zmq.Socket:
         if self._sock is None:
             # A named ipc endpoint with nothing behind it says more than a missing key would.
-            self._check_listening(self._given[0] or os.environ.get("CS_ENDPOINT"))
+            check_listening(self._given[0] or os.environ.get("CS_ENDPOINT"))
             self._credentials()
-            self._check_listening(self.endpoint)
+            check_listening(self.endpoint)
             sock = self._ctx.socket(zmq.DEALER)
             sock.setsockopt(zmq.LINGER, 0)
             # A stable identity lets the daemon recognise our retries as ours.

@@ -45,6 +45,30 @@ def read_connection_file(path: str) -> dict:
     return info
 
 
+def check_listening(endpoint: str | None) -> None:
+    """Raise Unreachable if `endpoint` is an ipc socket that does not exist (csd is not running)."""
+    if endpoint and endpoint.startswith("ipc://") and not _visible(endpoint[len("ipc://"):]):
+        raise errors.Unreachable(
+            f"csd is not listening at {endpoint}.",
+            "Is csd running (`systemctl status csd`)? Or pass --endpoint / set CS_ENDPOINT.",
+        )
+
+
+def _visible(path: str) -> bool:
+    """Whether the file exists; a directory we may not enter (csd's /run/csd is for user and
+    group csd only) is said plainly rather than taken for "csd is not running"."""
+    try:
+        os.stat(path)
+        return True
+    except FileNotFoundError:
+        return False
+    except PermissionError:
+        raise errors.NoCredentials(
+            f"Permission denied on {os.path.dirname(path)}: only user csd and members of group csd may reach csd there.",
+            "Ask an admin to add you to group csd (`usermod -aG csd USER`), then log in again.",
+        ) from None
+
+
 class Resolved:
     """Everything a socket needs: endpoints and the three CURVE keys (Z85 text)."""
 
@@ -74,7 +98,7 @@ def resolve(endpoint: str | None = None, server_key: str | None = None, connect:
             candidate = os.path.join(os.path.dirname(endpoint[len("ipc://"):]), CONNECTION_FILE)
         else:
             candidate = None
-        if candidate and os.path.exists(candidate):
+        if candidate and _visible(candidate):
             info = read_connection_file(candidate)
     events_endpoint = None
     if info is not None:
@@ -84,6 +108,7 @@ def resolve(endpoint: str | None = None, server_key: str | None = None, connect:
         server_key = server_key or info["server_key"]
     endpoint = endpoint or protocol.default_endpoint()
     if not server_key:
+        check_listening(endpoint)  # no csd there says more than a missing key would (a stopped csd took its csd.json)
         raise errors.NoCredentials(
             f"No server key for {endpoint}: cs needs csd's public key to talk to it securely.",
             "Pass --connect FILE (csd writes csd.json when it starts) or --server-key KEY (`csd keys init` prints it).",

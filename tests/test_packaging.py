@@ -2,7 +2,7 @@
 and a wheel built by `pip` that installs and works outside the source tree."""
 
 import os
-import shutil
+import pathlib
 import subprocess
 import sys
 import sysconfig
@@ -12,7 +12,7 @@ import zipfile
 import pytest
 
 import csadmin
-from tests.harness import ROOT, wait_until
+from tests.harness import ROOT, build_wheel, wait_until
 
 
 def run(*cmd, **kwargs):
@@ -38,17 +38,7 @@ def test_python_dash_m_runs_each_program(module, name):
            "or locally with CI=1",
 )
 def test_the_wheel_installs_and_serves(tmp_path):
-    # Build from a copy of the sources, so a stale build/ in the work tree cannot leak into it.
-    src = tmp_path / "src"
-    src.mkdir()
-    for name in ("pyproject.toml", "README.md"):
-        shutil.copy(os.path.join(ROOT, name), src)
-    for package in ("csadmin", "daemon", "statemachine", "systemd"):
-        shutil.copytree(os.path.join(ROOT, package), src / package,
-                        ignore=shutil.ignore_patterns("__pycache__"))
-    built = run(sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(tmp_path / "dist"), str(src))
-    assert built.returncode == 0, built.stderr
-    (wheel,) = (tmp_path / "dist").iterdir()
+    wheel = pathlib.Path(build_wheel(tmp_path))
     assert wheel.name == f"csadmin-{csadmin.__version__}-py3-none-any.whl"
     with zipfile.ZipFile(wheel) as z:
         names = z.namelist()
