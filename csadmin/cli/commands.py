@@ -141,7 +141,7 @@ COMMANDS: tuple[Command, ...] = (
             output=False, details="cs2_pipelined or cs2_weight_streaming, on stdout."),
     Command(
         ("slurm", "set-feature"), "node_features/helpers: put the system in STANDBY configured for FEATURE's mode.",
-        "slurm", options=(_slurm_wait("STANDBY", 50, "ExecTime in helpers.conf"),), arguments=("FEATURE",),
+        "slurm", options=(_slurm_wait("STANDBY", 40, "ExecTime in helpers.conf"),), arguments=("FEATURE",),
         output=False,
         details="Refused (exit 4) while a run holds the fabric. `slurm reboot` (RebootProgram) then activates it.",
     ),

@@ -94,7 +94,7 @@ def features_set(client, options: dict, say: Reporter, feature: str) -> int:
     """Put the system in STANDBY configured for the feature's mode; the reboot program activates
     it. Refused while a run holds the fabric: Slurm must not take the wafer from a runtime."""
     mode = features.mode_of(feature)
-    deadline = _deadline(options, 50.0)
+    deadline = _deadline(options, 40.0)
     snap = client.system_show()
     if snap["state"] == "ACTIVE" and snap["activeExecmode"] == mode:
         say(f"{snap['serial']} is already ACTIVE in {mode}; nothing to switch")

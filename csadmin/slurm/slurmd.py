@@ -50,9 +50,9 @@ def alive(pid: int) -> bool:
     return stat is not None and stat[1] not in ("Z", "X")  # a zombie has exited
 
 
-def ancestors(pid: int | None = None) -> list[int]:
-    """The parent, grandparent, … of `pid` (default: this process), nearest first."""
-    chain, pid = [], os.getppid() if pid is None else _stat(pid)[2]
+def ancestors() -> list[int]:
+    """This process's parent, grandparent, …, nearest first (up to, not including, pid 1)."""
+    chain, pid = [], os.getppid()
     while pid > 1 and (stat := _stat(pid)) is not None:
         chain.append(pid)
         pid = stat[2]

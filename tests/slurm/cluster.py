@@ -125,7 +125,7 @@ PartitionName=cs Nodes={NODE} Default=YES MaxTime=INFINITE State=UP
             self._write(script, self._sample(script), 0o755)
         bindir = os.path.dirname(sys.executable)  # the venv's: its `cs` is this source tree's
         self._write("cs-slurm.env", (
-            f"CS_CONNECT={csd_connection}\nCS_KEY={slurm_key}\nSLURM_CONF={self.conf}\n"
+            f"CS_CONNECT={csd_connection}\nCS_KEY={slurm_key}\n"  # SLURM_CONF: the scripts find it beside them
             f"PATH={bindir}:$PATH\nPYTHONPATH={ROOT}\nCS_SLURM_LOG={self.hook_log}\n"
         ))
 
