@@ -165,7 +165,16 @@ PartitionName=cs Nodes={NODE} Default=YES MaxTime=INFINITE State=UP
             return None
 
     def stop(self) -> None:
-        """Stop slurmd, slurmctld and munged by the PIDs they wrote, then remove the temp dir."""
+        """Cancel what is left in the queue (so no job's processes outlive the test), then stop
+        slurmd, slurmctld and munged by the PIDs they wrote."""
+        if self.pid("slurmctld") is not None:
+            cancelled = self._run("scancel", "--partition=cs", check=False)
+            if cancelled.returncode == 0:
+                try:
+                    wait_until(lambda: not self._run("squeue", "-h", "-p", "cs", check=False).stdout.strip(), 30,
+                               interval=0.2, what="the queue to empty")
+                except AssertionError:
+                    pass  # stopping slurmd below ends what is left
         for daemon in DAEMONS:
             pid = self.pid(daemon)
             if pid is None:

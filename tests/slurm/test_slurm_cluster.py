@@ -134,7 +134,7 @@ def test_wafer_jobs_serialise_and_a_killed_jobs_run_is_aborted_by_the_epilog(s):
 
 def _switch_events(s, since_seq: int) -> list[dict]:
     with s.csd.client() as c:
-        return [e for e in c.call("events.show", after_seq=since_seq)["events"]]
+        return c.call("events.show", after_seq=since_seq)["events"]
 
 
 def test_a_job_asking_for_weight_streaming_runs_after_csd_switched_and_the_next_switches_back(s):
@@ -213,14 +213,15 @@ def test_an_admins_standby_drains_the_node_and_activate_resumes_it(s):
     node = cluster.wait_node(lambda n: n.drained, timeout=4 * HEALTH_INTERVAL, what="drained by the health check")
     drained_after = time.monotonic() - started
     assert node.reason == "CS2-0001 STANDBY (cs health check)"
-    assert drained_after <= 2 * HEALTH_INTERVAL + 2, f"drained {drained_after:.1f} s after the standby"
+    # Within two health-check intervals (plus the check's own run time, generously, for a loaded machine).
+    assert drained_after <= 2 * HEALTH_INTERVAL + 3, f"drained {drained_after:.1f} s after the standby"
     # A job submitted meanwhile waits; it runs once the system is back.
     job = s.submit()
     cluster.wait_job(job, lambda j: j["JobState"] == "PENDING", what="pending while drained")
     started = time.monotonic()
     assert s.csd.cs("system", "activate", "--no-confirm").returncode == 0
     cluster.wait_node(lambda n: not n.drained, timeout=4 * HEALTH_INTERVAL, what="resumed by the health check")
-    assert time.monotonic() - started <= 2 * HEALTH_INTERVAL + 2
+    assert time.monotonic() - started <= 2 * HEALTH_INTERVAL + 3
     assert s.runtime_saw(job)["slurmJob"] == job
     cluster.wait_job(job, lambda j: j["JobState"] == "COMPLETED", what="completed")
 
