@@ -30,7 +30,7 @@ def build_wheel(workdir) -> str:
     src.mkdir()
     for name in ("pyproject.toml", "README.md"):
         shutil.copy(os.path.join(ROOT, name), src)
-    for package in ("csadmin", "daemon", "statemachine", "systemd"):
+    for package in ("csadmin", "daemon", "statemachine", "systemd", "slurm"):
         shutil.copytree(os.path.join(ROOT, package), src / package, ignore=shutil.ignore_patterns("__pycache__"))
     dist = pathlib.Path(workdir) / "dist"
     built = subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(dist), str(src)],

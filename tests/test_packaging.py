@@ -46,6 +46,10 @@ def test_the_wheel_installs_and_serves(tmp_path):
     assert {n.split("/")[0] for n in names if not n.startswith("csadmin-")} == {"csadmin", "daemon", "statemachine"}
     data = f"csadmin-{csadmin.__version__}.data/data/share/csadmin/systemd/"
     assert {data + f for f in ("csd.service", "csd.sysusers", "csd.toml")} <= set(names)
+    slurm = f"csadmin-{csadmin.__version__}.data/data/share/csadmin/slurm/"
+    scripts = ("cs-healthcheck", "cs-features", "cs-reboot", "cs-prolog", "cs-epilog")
+    samples = ("cs-slurm.env", "slurm.conf", "gres.conf", "helpers.conf", "slurmd-cs2.conf")
+    assert {slurm + f for f in scripts + samples} <= set(names)
     assert "cs = csadmin.cli.main:main" in entry_points and "csd = daemon.main:main" in entry_points
 
     venv = tmp_path / "venv"
@@ -61,6 +65,8 @@ def test_the_wheel_installs_and_serves(tmp_path):
 
     out = str(tmp_path)  # cwd outside the source tree
     assert (venv / "share" / "csadmin" / "systemd" / "csd.service").exists()
+    for script in scripts:  # Slurm runs them as they are installed: they must stay executable
+        assert os.access(venv / "share" / "csadmin" / "slurm" / script, os.X_OK), script
     where = run(py, "-c", "import csadmin, daemon, statemachine; print(csadmin.__file__)", cwd=out)
     assert where.stdout.startswith(site), where
     for cmd, expected in (([bindir / "cs", "--version"], "cs"), ([bindir / "csd", "--version"], "csd"),
