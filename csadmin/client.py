@@ -33,7 +33,7 @@ from typing import Callable, Iterator
 import zmq
 
 from . import errors, protocol
-from .connection import resolve
+from .connection import check_listening, resolve
 
 
 _HANDSHAKE_FAILURES = zmq.EVENT_HANDSHAKE_FAILED_AUTH | zmq.EVENT_HANDSHAKE_FAILED_NO_DETAIL
@@ -119,40 +119,12 @@ class Client:
             raise
         return sock
 
-    @staticmethod
-    def _check_listening(endpoint: str | None) -> None:
-        """For an ipc endpoint: is anything accepting connections on its socket file? A csd that
-        was killed leaves the file behind, so its mere existence says nothing."""
-        if not endpoint or not endpoint.startswith("ipc://") or endpoint.startswith("ipc://@"):
-            return
-        import _socket  # the C module: `socket` would cost the one-shot ~4 ms to import
-
-        path = endpoint[len("ipc://"):]
-        probe = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
-        probe.settimeout(2.0)
-        try:
-            probe.connect(path)
-        except (FileNotFoundError, ConnectionRefusedError, NotADirectoryError):
-            raise errors.Unreachable(
-                f"csd is not listening at {endpoint}.",
-                "Is csd running (`systemctl status csd`)? Or pass --endpoint / set CS_ENDPOINT.",
-            ) from None
-        except PermissionError:
-            raise errors.NoCredentials(
-                f"You may not connect to csd's socket {path} (permission denied).",
-                "Its socket is for the csd group: ask an admin to add you (`usermod -aG csd USER`), then log in again.",
-            ) from None
-        except OSError:
-            pass  # busy or odd: let ZeroMQ try, with its timeout
-        finally:
-            probe.close()
-
     def _socket(self) -> zmq.Socket:
         if self._sock is None:
             # A named ipc endpoint with nothing behind it says more than a missing key would.
-            self._check_listening(self._given[0] or os.environ.get("CS_ENDPOINT"))
+            check_listening(self._given[0] or os.environ.get("CS_ENDPOINT"))
             self._credentials()
-            self._check_listening(self.endpoint)
+            check_listening(self.endpoint)
             # A stable identity lets the daemon recognise our retries as ours.
             self._sock = self._new_socket(zmq.DEALER, self.endpoint, ROUTING_ID=self._identity)
         return self._sock

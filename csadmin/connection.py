@@ -45,6 +45,54 @@ def read_connection_file(path: str) -> dict:
     return info
 
 
+def check_listening(endpoint: str | None) -> None:
+    """Raise Unreachable unless something accepts connections on `endpoint`'s ipc socket file
+    (a killed csd leaves the file behind, so its mere existence says nothing); say plainly when
+    we may not reach it at all."""
+    if not endpoint or not endpoint.startswith("ipc://") or endpoint.startswith("ipc://@"):
+        return
+    path = endpoint[len("ipc://"):]
+    not_listening = errors.Unreachable(
+        f"csd is not listening at {endpoint}.",
+        "Is csd running (`systemctl status csd`)? Or pass --endpoint / set CS_ENDPOINT.",
+    )
+    if not _visible(path):
+        raise not_listening
+    import _socket  # the C module: `socket` would cost the one-shot ~4 ms to import
+
+    probe = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
+    probe.settimeout(2.0)
+    try:
+        probe.connect(path)
+    except (FileNotFoundError, ConnectionRefusedError, NotADirectoryError):
+        raise not_listening from None
+    except PermissionError:
+        raise _no_access(path) from None
+    except OSError:
+        pass  # busy or odd: let ZeroMQ try, with its timeout
+    finally:
+        probe.close()
+
+
+def _no_access(path: str) -> errors.NoCredentials:
+    return errors.NoCredentials(
+        f"Permission denied on {path}: only user csd and members of group csd may reach csd there.",
+        "Ask an admin to add you to group csd (`usermod -aG csd USER`), then log in again.",
+    )
+
+
+def _visible(path: str) -> bool:
+    """Whether the file exists; a directory we may not enter (csd's /run/csd is for user and
+    group csd only) is said plainly rather than taken for "csd is not running"."""
+    try:
+        os.stat(path)
+        return True
+    except FileNotFoundError:
+        return False
+    except PermissionError:
+        raise _no_access(os.path.dirname(path)) from None
+
+
 class Resolved:
     """Everything a socket needs: endpoints and the three CURVE keys (Z85 text)."""
 
@@ -74,7 +122,7 @@ def resolve(endpoint: str | None = None, server_key: str | None = None, connect:
             candidate = os.path.join(os.path.dirname(endpoint[len("ipc://"):]), CONNECTION_FILE)
         else:
             candidate = None
-        if candidate and os.path.exists(candidate):
+        if candidate and _visible(candidate):
             info = read_connection_file(candidate)
     events_endpoint = None
     if info is not None:
@@ -84,6 +132,7 @@ def resolve(endpoint: str | None = None, server_key: str | None = None, connect:
         server_key = server_key or info["server_key"]
     endpoint = endpoint or protocol.default_endpoint()
     if not server_key:
+        check_listening(endpoint)  # no csd there says more than a missing key would (a stopped csd took its csd.json)
         raise errors.NoCredentials(
             f"No server key for {endpoint}: cs needs csd's public key to talk to it securely.",
             "Pass --connect FILE (csd writes csd.json when it starts) or --server-key KEY (`csd keys init` prints it).",

@@ -1,7 +1,7 @@
 """CURVE key files: read and write the ZeroMQ certificate format (as `zmq.auth` writes it).
 
 Secret files are created 0600 from the first byte (os.open with the mode, then an atomic rename),
-never chmod-ed after the fact, and refused on read when group or others may read them (like ssh).
+never widened after the fact, and refused on read when group or others may read them (like ssh).
 This module loads only the stdlib: `zmq.auth` would add ~7 ms to every one-shot `cs`.
 """
 
@@ -87,11 +87,14 @@ def write_key_file(path: str, name: str, public: str, secret: str | None = None)
 
 
 def write_atomically(path: str, data: bytes, mode: int) -> None:
-    """Write `data` to `path` via a temp file created with `mode` (so never wider), fsync, rename."""
+    """Write `data` to `path` via a temp file created with `mode` (so never wider), fsync, rename.
+    The file gets exactly `mode` whatever the umask (csd runs with UMask=0007, `csd keys` with
+    0077): a public file is 0644 as documented, a secret 0600 from its first byte."""
     tmp = f"{path}.tmp-{os.getpid()}"
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode)
     try:
         with os.fdopen(fd, "wb") as f:
+            os.fchmod(fd, mode)  # still empty, and the umask only ever narrowed it
             f.write(data)
             f.flush()
             os.fsync(f.fileno())

@@ -26,15 +26,27 @@ class ConfigError(ValueError):
     """The configuration cannot be used; the message names the key and where it came from."""
 
 
+SERVICE_STATE_DIR = "/var/lib/csd"  # the unit's StateDirectory=csd
+
+
 def default_state_dir() -> str:
-    # systemd's StateDirectory= sets $STATE_DIRECTORY; root without systemd uses /var/lib/csd.
+    """systemd's `$STATE_DIRECTORY` (StateDirectory=); else the service's /var/lib/csd for root
+    and for the user that owns it (`runuser -u csd -- csd keys …` must edit the service's keys, not
+    a private copy in ~csd/.local/state); else `$XDG_STATE_HOME/csd` for a private csd."""
     explicit = os.environ.get("STATE_DIRECTORY")
     if explicit:
         return explicit.split(":")[0]
-    if os.geteuid() == 0:
-        return "/var/lib/csd"
+    if os.geteuid() == 0 or _owned_by_me(SERVICE_STATE_DIR):
+        return SERVICE_STATE_DIR
     base = os.environ.get("XDG_STATE_HOME") or os.path.expanduser("~/.local/state")
     return os.path.join(base, "csd")
+
+
+def _owned_by_me(path: str) -> bool:
+    try:
+        return os.stat(path).st_uid == os.geteuid()
+    except OSError:
+        return False
 
 
 @dataclass

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import json
 import os
-import stat
 
 import zmq
 
@@ -55,15 +54,6 @@ def write(path: str, endpoint: str, events_endpoint: str, server_key: str, seria
         "server_key": server_key, "serial": serial, "pid": os.getpid(),
     }
     write_atomically(path, (json.dumps(body, indent=2) + "\n").encode(), 0o644)
-
-
-def remove_socket_file(path: str) -> None:
-    """Remove the socket file of an ipc endpoint csd bound (if it is still a socket)."""
-    try:
-        if stat.S_ISSOCK(os.lstat(path).st_mode):
-            os.unlink(path)
-    except OSError:
-        pass
 
 
 def remove(path: str) -> None:

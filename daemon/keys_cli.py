@@ -122,7 +122,7 @@ ACTIONS = {"init": init, "add": add, "list": list_, "revoke": revoke}
 
 
 def _give_to_state_dir_owner(store: KeyStore) -> None:
-    """Run as root (e.g. `sudo csd keys add`), hand what we made under the state dir to csd's user."""
+    """Run as root (e.g. `csd keys add` in a root shell), hand what we made under the state dir to its owner (csd)."""
     if os.geteuid() != 0 or not os.path.isdir(store.state_dir):
         return
     st = os.stat(store.state_dir)

@@ -45,6 +45,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help=f"config file (default: $CSD_CONFIG or {DEFAULT_CONFIG_PATH}, if it exists)")
     p.add_argument("--check-config", action="store_true",
                    help="validate the settings, print the effective config and exit (0 valid, 2 not)")
+    p.add_argument("--quiet", action="store_true",
+                   help="with --check-config: print nothing when valid, only the exit code (the unit's ExecReload=)")
     for name, (kind, metavar, text) in SETTING_FLAGS.items():
         default = getattr(d, name)
         p.add_argument("--" + name.replace("_", "-"), dest=name, type=kind, metavar=metavar,
@@ -68,7 +70,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"csd: {exc}", file=sys.stderr)
         return 2
     if args.check_config:
-        sys.stdout.write(config.as_toml())
+        if not args.quiet:  # quiet under ExecReload=: the journal stays JSON lines for jq
+            sys.stdout.write(config.as_toml())
         return 0
     return run(config, lambda: load(flags, args.config))
 

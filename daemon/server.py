@@ -70,6 +70,27 @@ def _ensure_ipc_dir(endpoint: str) -> None:
         os.makedirs(os.path.dirname(os.path.abspath(endpoint[len("ipc://"):])), mode=0o755, exist_ok=True)
 
 
+def _ipc_file(endpoint: str) -> tuple[str, int] | None:
+    """(path, inode) of the socket file a bound ipc endpoint made, to remove it at a clean stop."""
+    if not endpoint.startswith("ipc://"):
+        return None
+    path = endpoint[len("ipc://"):]
+    try:
+        return path, os.stat(path).st_ino
+    except OSError:  # an abstract socket (ipc://@name) has no file
+        return None
+
+
+def _remove_ipc_file(path: str, inode: int) -> None:
+    # libzmq leaves the file behind; with it gone, `cs` says "csd is not listening" at once.
+    # Only if it is still ours: a csd started since may have bound the same path.
+    try:
+        if os.stat(path).st_ino == inode:
+            os.unlink(path)
+    except OSError:
+        pass
+
+
 class Server:
     def __init__(self, config: Config, log, notifier: Notifier | None = None, load_config=None, configure_log=None):
         """`load_config()` re-reads the config for a reload (None: nothing to re-read);
@@ -137,10 +158,12 @@ class Server:
         self.pub = self.ctx.socket(zmq.PUB)
         self.pub.setsockopt(zmq.LINGER, LINGER_MS)
         enforced = True
+        self._ipc_files: list[tuple[str, int] | None] = []
         for sock, endpoint in ((self.router, cfg.endpoint), (self.pub, cfg.events_endpoint)):
             enforced = secure_server_socket(sock, server_secret) and enforced
             _ensure_ipc_dir(endpoint)
             sock.bind(endpoint)
+            self._ipc_files.append(_ipc_file(endpoint))
         if not enforced:
             self.log.warning("zap_not_enforced_by_libzmq", effect="csd's own checks still refuse unauthenticated requests")
         endpoint, events_endpoint = (connection.bound(s) for s in (self.router, self.pub))
@@ -363,18 +386,14 @@ class Server:
 
     def close(self) -> None:
         connection.remove(self.connection_file)
-        # A stopped csd leaves no socket file behind (libzmq does not remove them), so a client
-        # is told "not listening" rather than left to guess from a dead file. Removed while
-        # still bound, so it is ours (a csd started next on the same path makes its own).
-        for endpoint in (self.config.endpoint, self.config.events_endpoint):
-            if endpoint.startswith("ipc://"):
-                connection.remove_socket_file(endpoint[len("ipc://"):])
         self.audit.flush()
         self.gate.close()
         self.router.close()
         self.pub.close()
         self.auth.close()  # last: nothing it guards is open any more
         self.ctx.term()
+        for ipc_file in filter(None, self._ipc_files):
+            _remove_ipc_file(*ipc_file)
         try:
             self.store.record_progress(force=True)
         except OSError as exc:

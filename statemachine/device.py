@@ -19,6 +19,7 @@ from .programs import RunMode
 from .rules import GO, Already, Go
 from .run_rules import OPEN_RULES, Refuse as RunRefuse
 from .runs import Run, Runs
+from .slurm_jobs import SlurmJob, ended_reason
 from .states import PENDING_STATES, ExecMode, Health, Lifecycle
 
 A, S = Lifecycle.ACTIVE, Lifecycle.STANDBY
@@ -96,6 +97,7 @@ class Device:
         self.configured_mode = ExecMode.PIPELINED
         self.active_mode = ExecMode.PIPELINED
         self.pending_until: int | None = None
+        self.slurm_job: SlurmJob | None = None  # the Slurm job the wafer is allocated to (slurm_jobs.py)
         self.machine = Machine(
             model=self,
             states=[s.value for s in Lifecycle],
@@ -128,6 +130,7 @@ class Device:
             "configuredExecmode": self.configured_mode.value,
             "pendingUntil": self.pending_until,
             "runHolder": self.runs.holder_summary(),
+            "slurmJob": self.slurm_job.to_dict() if self.slurm_job else None,
             "seq": self.events.last_seq,
             "time": self._clock(),
         }
@@ -246,11 +249,52 @@ class Device:
         rule = OPEN_RULES[self.lifecycle]
         if isinstance(rule, RunRefuse):
             raise rule.error(rule.message, rule.hint)
-        return self.runs.open(owner, client, mode, lease_ms)
+        return self.runs.open(owner, client, mode, lease_ms, self.slurm_job.job_id if self.slurm_job else None)
 
     def program_run(self, run_id: str, client: str, program: dict) -> Run:
         """Program the fabric of a run with a descriptor checked by runs.parse_program."""
         return self.runs.program(run_id, client, program, self.serial, self.active_mode)
+
+    # -- the Slurm job holding the wafer (statemachine/slurm_jobs.py) ---------------------------
+
+    def begin_slurm_job(self, job_id: str, user: str) -> dict:
+        """Slurm gave the wafer to `job_id` (its prolog says so): runs opened from now on carry it.
+        A run that belongs to no Slurm job keeps the fabric (BUSY: Slurm cannot give away what
+        someone outside it holds); a run an earlier job left behind (its epilog never came) is
+        aborted, since Slurm gives the wafer to one job at a time. Repeating it changes nothing."""
+        current, holder = self.slurm_job, self.runs.holder
+        if current is not None and current.job_id == job_id:
+            return {"message": f"Slurm job {job_id} already holds the wafer.", "changed": False,
+                    "slurmJob": current.to_dict(), "abortedRun": None}
+        if holder is not None and holder.slurm_job is None:
+            raise self.runs.busy_error(f"Slurm job {job_id} cannot be given the wafer while a run outside Slurm holds it")
+        aborted = None
+        if holder is not None and holder.slurm_job != job_id:
+            aborted = self.runs.abort_holder(ended_reason(holder.slurm_job)).run_id
+        self.slurm_job = SlurmJob(job_id, user, self._clock())
+        message = f"Slurm job {job_id} ({user}) holds the wafer; runs opened from now on carry its id."
+        if aborted:
+            message += f" Run {aborted}, left by Slurm job {holder.slurm_job}, was aborted."
+        return {"message": message, "changed": True, "slurmJob": self.slurm_job.to_dict(), "abortedRun": aborted}
+
+    def end_slurm_job(self, job_id: str) -> dict:
+        """Slurm job `job_id` ended (its epilog says so): abort the run it left holding the
+        fabric (reason "slurm job J ended"), so the next job gets the wafer at once, and forget
+        the job. Repeating it, or ending a job csd never heard of, changes nothing."""
+        holder = self.runs.holder
+        aborted = None
+        if holder is not None and holder.slurm_job == job_id:
+            aborted = self.runs.abort_holder(ended_reason(job_id)).run_id
+        forgot = self.slurm_job is not None and self.slurm_job.job_id == job_id
+        if forgot:
+            self.slurm_job = None
+        if aborted:
+            message = f"Slurm job {job_id} ended; its run {aborted} was aborted and the fabric is free."
+        elif forgot:
+            message = f"Slurm job {job_id} ended; it left no run holding the fabric."
+        else:
+            message = f"Slurm job {job_id} does not hold the wafer; nothing to do."
+        return {"message": message, "changed": bool(aborted or forgot), "abortedRun": aborted}
 
     def _settle(self, recovered: bool) -> None:
         now = self._clock()
@@ -287,6 +331,7 @@ class Device:
             "configuredExecmode": self.configured_mode.value,
             "activeExecmode": self.active_mode.value,
             "pendingUntil": self.pending_until,
+            "slurmJob": self.slurm_job.to_dict() if self.slurm_job else None,
         }
 
     def restore(self, snap: dict) -> None:
@@ -294,4 +339,6 @@ class Device:
         self.configured_mode = ExecMode(snap["configuredExecmode"])
         self.active_mode = ExecMode(snap["activeExecmode"])
         self.pending_until = snap.get("pendingUntil")
+        job = snap.get("slurmJob")  # absent in stores written before the Slurm integration
+        self.slurm_job = SlurmJob.from_dict(job) if job else None
         self.machine.set_state(Lifecycle(snap["state"]).value)

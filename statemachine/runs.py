@@ -80,6 +80,7 @@ class Run:
     ended_at: int | None = None
     abort_reason: str | None = None
     performance: dict | None = field(default=None)
+    slurm_job: str | None = None  # the Slurm job holding the wafer when the run was opened
 
     @property
     def phase(self) -> str:
@@ -137,6 +138,7 @@ class Run:
             "endedAt": self.ended_at,
             "abortReason": self.abort_reason,
             "performance": dict(self.performance) if self.performance else None,
+            "slurmJob": self.slurm_job,
         }
 
     @classmethod
@@ -147,7 +149,7 @@ class Run:
             status=RunStatus(d["status"]), fabric=Fabric(d["fabric"]), program=d.get("program"),
             programming_started_at=d.get("programmingStartedAt"), programming_until=d.get("programmingUntil"),
             total_samples=int(d.get("totalSamples", 0)), ended_at=d.get("endedAt"),
-            abort_reason=d.get("abortReason"), performance=d.get("performance"),
+            abort_reason=d.get("abortReason"), performance=d.get("performance"), slurm_job=d.get("slurmJob"),
         )
 
     def copy(self) -> "Run":
@@ -213,7 +215,7 @@ class Runs:
         if run is None:
             return None
         return {"runId": run.run_id, "owner": run.owner, "since": run.opened_at, "mode": run.mode,
-                "fabric": run.fabric.value}
+                "fabric": run.fabric.value, "slurmJob": run.slurm_job}
 
     def fabric(self) -> Fabric:
         """The wafer's fabric: the holder's, or UNPROGRAMMED when no run holds it."""
@@ -247,8 +249,9 @@ class Runs:
 
     def busy_error(self, doing: str, hint: str | None = None) -> Busy:
         run = self.holder
+        job = f", slurm job {run.slurm_job}" if run.slurm_job else ""
         return Busy(
-            f"The fabric is held by run {run.run_id} (owner {run.owner}, {run.mode}, open since "
+            f"The fabric is held by run {run.run_id} (owner {run.owner}{job}, {run.mode}, open since "
             f"{utc(run.opened_at)}, fabric {run.fabric.value}); {doing}.",
             hint or f"Wait for it to close (`cs runs show {run.run_id}`), or an admin can abort it "
                     f"(`cs runs abort {run.run_id}`).",
@@ -256,18 +259,22 @@ class Runs:
 
     # -- requests ------------------------------------------------------------------------------
 
-    def open(self, owner: str, client: str, mode: RunMode, lease_ms: int | None = None) -> Run:
-        """Open a run holding the fabric. The caller (Device) has checked the lifecycle."""
+    def open(
+        self, owner: str, client: str, mode: RunMode, lease_ms: int | None = None, slurm_job: str | None = None
+    ) -> Run:
+        """Open a run holding the fabric. The caller (Device) has checked the lifecycle and says
+        which Slurm job, if any, holds the wafer."""
         if self.holder is not None:
             raise self.busy_error("a second run cannot be opened")
         now = self._clock()
         lease = self.default_lease_ms if lease_ms is None else lease_ms
         number = self.next_number
-        run = Run(run_id_of(number), number, owner, client, mode.value, lease, now, now + lease)
+        run = Run(run_id_of(number), number, owner, client, mode.value, lease, now, now + lease, slurm_job=slurm_job)
         self.next_number += 1
         self._add(run)
         self.holder = run
-        self.events.emit("EventTrainingStarted", now, runId=run.run_id, owner=owner, mode=run.mode)
+        job = {"slurmJob": slurm_job} if slurm_job else {}
+        self.events.emit("EventTrainingStarted", now, runId=run.run_id, owner=owner, mode=run.mode, **job)
         return run
 
     def program(self, run_id: str, client: str, program: dict, serial: str, execmode: ExecMode) -> Run:

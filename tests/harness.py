@@ -21,6 +21,25 @@ from daemon.keys import KeyStore
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
+def build_wheel(workdir) -> str:
+    """Build csadmin's wheel with pip from a copy of the sources (so a stale build/ in the work
+    tree cannot leak into it), into `workdir`/dist; return its path."""
+    import pathlib
+
+    src = pathlib.Path(workdir) / "src"
+    src.mkdir()
+    for name in ("pyproject.toml", "README.md"):
+        shutil.copy(os.path.join(ROOT, name), src)
+    for package in ("csadmin", "daemon", "statemachine", "systemd", "slurm"):
+        shutil.copytree(os.path.join(ROOT, package), src / package, ignore=shutil.ignore_patterns("__pycache__"))
+    dist = pathlib.Path(workdir) / "dist"
+    built = subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(dist), str(src)],
+                           capture_output=True, text=True, timeout=300)
+    assert built.returncode == 0, built.stderr
+    (wheel,) = dist.iterdir()
+    return str(wheel)
+
+
 def wait_until(predicate, timeout: float = 15.0, interval: float = 0.01, what: str = "condition"):
     """Poll `predicate` until it returns a truthy value; fail with `what` after `timeout` s."""
     deadline = time.monotonic() + timeout

@@ -2,7 +2,7 @@
 and a wheel built by `pip` that installs and works outside the source tree."""
 
 import os
-import shutil
+import pathlib
 import subprocess
 import sys
 import sysconfig
@@ -12,7 +12,7 @@ import zipfile
 import pytest
 
 import csadmin
-from tests.harness import ROOT, wait_until
+from tests.harness import ROOT, build_wheel, wait_until
 
 
 def run(*cmd, **kwargs):
@@ -38,17 +38,7 @@ def test_python_dash_m_runs_each_program(module, name):
            "or locally with CI=1",
 )
 def test_the_wheel_installs_and_serves(tmp_path):
-    # Build from a copy of the sources, so a stale build/ in the work tree cannot leak into it.
-    src = tmp_path / "src"
-    src.mkdir()
-    for name in ("pyproject.toml", "README.md"):
-        shutil.copy(os.path.join(ROOT, name), src)
-    for package in ("csadmin", "daemon", "statemachine", "systemd"):
-        shutil.copytree(os.path.join(ROOT, package), src / package,
-                        ignore=shutil.ignore_patterns("__pycache__"))
-    built = run(sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(tmp_path / "dist"), str(src))
-    assert built.returncode == 0, built.stderr
-    (wheel,) = (tmp_path / "dist").iterdir()
+    wheel = pathlib.Path(build_wheel(tmp_path))
     assert wheel.name == f"csadmin-{csadmin.__version__}-py3-none-any.whl"
     with zipfile.ZipFile(wheel) as z:
         names = z.namelist()
@@ -56,6 +46,10 @@ def test_the_wheel_installs_and_serves(tmp_path):
     assert {n.split("/")[0] for n in names if not n.startswith("csadmin-")} == {"csadmin", "daemon", "statemachine"}
     data = f"csadmin-{csadmin.__version__}.data/data/share/csadmin/systemd/"
     assert {data + f for f in ("csd.service", "csd.sysusers", "csd.toml")} <= set(names)
+    slurm = f"csadmin-{csadmin.__version__}.data/data/share/csadmin/slurm/"
+    scripts = ("cs-healthcheck", "cs-features", "cs-reboot", "cs-prolog", "cs-epilog")
+    samples = ("cs-slurm.env", "slurm.conf", "gres.conf", "helpers.conf", "slurmd-cs2.conf")
+    assert {slurm + f for f in scripts + samples} <= set(names)
     assert "cs = csadmin.cli.main:main" in entry_points and "csd = daemon.main:main" in entry_points
 
     venv = tmp_path / "venv"
@@ -71,6 +65,8 @@ def test_the_wheel_installs_and_serves(tmp_path):
 
     out = str(tmp_path)  # cwd outside the source tree
     assert (venv / "share" / "csadmin" / "systemd" / "csd.service").exists()
+    for script in scripts:  # Slurm runs them as they are installed: they must stay executable
+        assert os.access(venv / "share" / "csadmin" / "slurm" / script, os.X_OK), script
     where = run(py, "-c", "import csadmin, daemon, statemachine; print(csadmin.__file__)", cwd=out)
     assert where.stdout.startswith(site), where
     for cmd, expected in (([bindir / "cs", "--version"], "cs"), ([bindir / "csd", "--version"], "csd"),

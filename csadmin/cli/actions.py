@@ -231,6 +231,13 @@ def whoami(s: Session, p: Parsed) -> int:
     return errors.EXIT_OK
 
 
+def slurm(s: Session, p: Parsed) -> int:
+    """`slurm …`: the hooks Slurm's scripts run (csadmin/slurm/hooks.py, loaded only here)."""
+    from ..slurm.hooks import run_hook
+
+    return run_hook(s.client, p.command.words[1:], p.options, p.args)
+
+
 def events_follow(s: Session, p: Parsed) -> int:
     """Print live events until Ctrl-C (which ends it with success). Events published before the
     subscription took hold, or lost on a reconnect, are fetched from the kept log (by `seq`),

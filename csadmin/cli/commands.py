@@ -59,6 +59,15 @@ EVENT_TYPE = Option(
     "--event-type", "glob on the event type, e.g. 'EventActivate*'", True, "GLOB", complete_from="event_types"
 )
 
+SLURM_JOB_ID = Option("--job-id", "Slurm's job id (default $SLURM_JOB_ID)", True, "ID")
+SLURM_NODE = Option("--node", "this node's Slurm name (default $SLURMD_NODENAME)", True, "NAME")
+
+
+def _slurm_wait(waits_for: str, default: int, bound: str) -> Option:
+    return Option("--wait", f"seconds to wait for {waits_for} (default {default}; keep it below {bound})", True, "S",
+                  integer=True)
+
+
 COMMANDS: tuple[Command, ...] = (
     Command(
         ("system", "show"), "Show the system's state, health and execution mode.", "system_show",
@@ -120,6 +129,39 @@ COMMANDS: tuple[Command, ...] = (
         options=(Option("--max-count", "only the newest N records (default 100)", True, "N", integer=True),),
         reads=True, details="Admins only.",
     ),
+    # Slurm's scripts on a node with a CS-2 attached run these (docs/slurm.md, slurm/): no prompts,
+    # a bounded runtime, exit codes Slurm understands; csadmin/slurm/hooks.py carries them out.
+    Command(
+        ("slurm", "health-check"), "HealthCheckProgram: drain the node while the CS-2 cannot take jobs.", "slurm",
+        options=(SLURM_NODE,), output=False,
+        details="Drains with a reason ending in '(cs health check)' unless the system is ACTIVE with systemHealth "
+                "OK/DEGRADED in the mode Slurm has; resumes only nodes it drained itself.",
+    ),
+    Command(("slurm", "features"), "node_features/helpers: print the active mode's Slurm feature.", "slurm",
+            output=False, details="cs2_pipelined or cs2_weight_streaming, on stdout."),
+    Command(
+        ("slurm", "set-feature"), "node_features/helpers: put the system in STANDBY configured for FEATURE's mode.",
+        "slurm", options=(_slurm_wait("STANDBY", 40, "ExecTime in helpers.conf"),), arguments=("FEATURE",),
+        output=False,
+        details="Refused (exit 4) while a run holds the fabric. `slurm reboot` (RebootProgram) then activates it.",
+    ),
+    Command(
+        ("slurm", "reboot"), "RebootProgram: activate the system, then have slurmd report the reboot.", "slurm",
+        options=(_slurm_wait("ACTIVE", 300, "ResumeTimeout in slurm.conf"),), output=False,
+        details="The host does not reboot: slurmd is restarted with -b once the CS-2 is ACTIVE.",
+    ),
+    Command(
+        ("slurm", "prolog"), "Prolog: wait for ACTIVE in the job's mode; give the wafer to the job.", "slurm",
+        options=(
+            SLURM_JOB_ID, Option("--user", "the job's user (default $SLURM_JOB_USER)", True, "USER"),
+            Option("--constraint", "the job's constraint (default $SLURM_JOB_CONSTRAINTS)", True, "EXPR"),
+            _slurm_wait("ACTIVE in the job's mode", 120, "PrologEpilogTimeout in slurm.conf, if set"), SLURM_NODE,
+        ),
+        output=False,
+        details="Runs opened while the job holds the wafer carry its id. On failure drains the node with the reason.",
+    ),
+    Command(("slurm", "epilog"), "Epilog: abort the run the job left holding the fabric.", "slurm",
+            options=(SLURM_JOB_ID,), output=False, details="Its reason: 'slurm job J ended'."),
     Command(("help",), "Show the commands, or one command's options: help [COMMAND].", "help", output=False),
     Command(("exit",), "Leave the shell.", "exit", aliases=(("quit",),), output=False),
 )

@@ -50,6 +50,9 @@ def system_show(snap: dict) -> str:
     if "runHolder" in snap:
         holder = snap["runHolder"]
         rows.append(("Fabric", run_holder(holder) if holder else "free (no run holds it)"))
+    job = snap.get("slurmJob")
+    if job:
+        rows.append(("Slurm job", f"{job['jobId']} ({job['user']}), holds the wafer since {fmt_ms(job['since'])}"))
     left = seconds_left(snap)
     if left is not None:
         target = "ACTIVE" if snap["state"] == "PENDING_ACTIVE" else "STANDBY"
@@ -96,7 +99,8 @@ def events(events: list[dict]) -> str:
 
 
 def run_holder(holder: dict) -> str:
-    return (f"held by {holder['runId']} (owner {holder['owner']}, {holder['mode']}, {holder['fabric']}, "
+    job = f"slurm job {holder['slurmJob']}, " if holder.get("slurmJob") else ""
+    return (f"held by {holder['runId']} (owner {holder['owner']}, {job}{holder['mode']}, {holder['fabric']}, "
             f"since {fmt_ms(holder['since'])})")
 
 
@@ -108,9 +112,11 @@ def runs_list(result: dict) -> str:
     runs = result["runs"]
     if not runs:
         return "No runs."
-    header = ("RUN", "OWNER", "MODE", "STATE", "OPENED", "SAMPLES")
+    header = ("RUN", "OWNER", "SLURM JOB", "MODE", "STATE", "OPENED", "SAMPLES")
     table = [header] + [
-        (r["runId"], r["owner"], r["mode"], _run_state(r), fmt_ms(r["openedAt"]), str(r["totalSamples"])) for r in runs
+        (r["runId"], r["owner"], r.get("slurmJob") or "-", r["mode"], _run_state(r), fmt_ms(r["openedAt"]),
+         str(r["totalSamples"]))
+        for r in runs
     ]
     widths = [max(len(row[i]) for row in table) for i in range(len(header))]
     return "\n".join("  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip() for row in table)
@@ -120,6 +126,7 @@ def run_show(run: dict) -> str:
     rows = [
         ("Run", run["runId"]),
         ("Owner", f"{run['owner']} (client {run['client']})"),
+        ("Slurm job", run.get("slurmJob") or "-"),
         ("Mode", run["mode"]),
         ("State", _run_state(run)),
         ("Opened", fmt_ms(run["openedAt"])),

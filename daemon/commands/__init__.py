@@ -19,6 +19,8 @@ from . import (
     runs_abort,
     runs_list,
     runs_show,
+    slurm_job_begin,
+    slurm_job_end,
     system_activate,
     system_date,
     system_show,
@@ -46,5 +48,7 @@ COMMANDS = {
         runs_show,
         runs_abort,
         audit_show,
+        slurm_job_begin,
+        slurm_job_end,
     )
 }

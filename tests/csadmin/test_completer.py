@@ -9,7 +9,7 @@ from csadmin.shell.completer import CommandCompleter, candidates
 @pytest.mark.parametrize(
     "line, expected",
     [
-        ("", ["audit", "config", "events", "exit", "help", "quit", "runs", "system", "whoami"]),
+        ("", ["audit", "config", "events", "exit", "help", "quit", "runs", "slurm", "system", "whoami"]),
         ("runs ", ["abort", "list", "show"]),
         ("sys", ["system"]),
         ("system ", ["activate", "date", "show", "standby", "status"]),
@@ -19,6 +19,7 @@ from csadmin.shell.completer import CommandCompleter, candidates
         ("events ", ["follow", "show"]),
         ("help sys", ["system"]),
         ("help system ", ["activate", "date", "show", "standby", "status"]),
+        ("slurm ", ["epilog", "features", "health-check", "prolog", "reboot", "set-feature"]),
         ("nonsense ", []),
     ],
 )

@@ -128,7 +128,39 @@ def test_check_config_exits_2_naming_the_unknown_key(tmp_path):
     assert "Traceback" not in done.stderr
 
 
+def test_check_config_quiet_says_only_its_exit_code(tmp_path):
+    # The unit's ExecReload= runs it before the SIGHUP: silent when valid (the journal stays JSON
+    # lines), the reason on stderr and exit 2 when not, so `systemctl reload` fails visibly.
+    good = csd("--config", write(tmp_path, "activate_seconds = 7\n"), "--check-config", "--quiet")
+    assert (good.returncode, good.stdout, good.stderr) == (0, "", "")
+    bad = csd("--config", write(tmp_path, "log_levle = 'debug'\n"), "--check-config", "--quiet")
+    assert bad.returncode == 2 and bad.stdout == ""
+    assert "unknown key `log_levle`" in bad.stderr
+
+
 def test_csd_refuses_to_start_with_a_bad_config(tmp_path):
     done = csd("--config", write(tmp_path, "serial = 1\n"), "--state-dir", str(tmp_path / "state"))
     assert done.returncode == 2
     assert "`serial` must be a string" in done.stderr
+
+
+def test_default_state_dir_is_systemds_then_the_services_then_private(monkeypatch, tmp_path):
+    monkeypatch.delenv("XDG_STATE_HOME", raising=False)
+    monkeypatch.setenv("STATE_DIRECTORY", "/var/lib/csd-a:/var/lib/csd-b")
+    assert config.default_state_dir() == "/var/lib/csd-a"  # under the unit: StateDirectory=
+    monkeypatch.delenv("STATE_DIRECTORY")
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    service = tmp_path / "var-lib-csd"
+    service.mkdir()
+    monkeypatch.setattr(config, "SERVICE_STATE_DIR", str(service))
+    # The service's state dir is owned by its user (csd), as systemd leaves it on a host.
+    owner = os.getuid()
+    if owner == 0:
+        owner = 4242
+        os.chown(service, owner, owner)
+    monkeypatch.setattr(os, "geteuid", lambda: owner + 1)  # neither root nor csd: a private csd
+    assert config.default_state_dir() == str(tmp_path / "home" / ".local" / "state" / "csd")
+    monkeypatch.setattr(os, "geteuid", lambda: owner)  # `runuser -u csd -- csd keys …` finds it
+    assert config.default_state_dir() == str(service)
+    monkeypatch.setattr(os, "geteuid", lambda: 0)
+    assert config.default_state_dir() == str(service)

@@ -2,6 +2,7 @@
 
 import json
 import os
+import socket
 import stat
 
 import pytest
@@ -44,6 +45,21 @@ def test_key_files_round_trip_and_match_pyzmq_certificates(tmp_path):
         read_key_file(public_only)
     with pytest.raises(KeyFileError, match="No key file"):
         read_key_file(str(tmp_path / "missing"))
+
+
+@pytest.mark.parametrize("umask", [0o077, 0o007, 0o022, 0o000])
+def test_key_file_modes_are_exact_whatever_the_umask(tmp_path, umask):
+    # `csd keys` runs with umask 0077 and csd under the unit's UMask=0007; docs/security.md
+    # promises 0644 for public files (server.key, csd.json) and 0600 for secrets in every case.
+    public, secret = (k.decode() for k in zmq.curve_keypair())
+    old = os.umask(umask)
+    try:
+        write_key_file(str(tmp_path / "k.key"), "k", public)
+        write_key_file(str(tmp_path / "k.key_secret"), "k", public, secret)
+    finally:
+        os.umask(old)
+    assert stat.S_IMODE(os.stat(tmp_path / "k.key").st_mode) == 0o644
+    assert stat.S_IMODE(os.stat(tmp_path / "k.key_secret").st_mode) == 0o600
 
 
 def test_add_validates_names_roles_and_duplicates(tmp_path):
@@ -129,9 +145,21 @@ def test_client_finds_endpoint_and_keys(tmp_path, monkeypatch):
     server_key = zmq.curve_keypair()[0].decode()
     key = str(tmp_path / "me.key_secret")
     write_key_file(key, "me", *(k.decode() for k in zmq.curve_keypair()))
-    # Nothing at all: a clear error, not a hang.
+    # Nothing at all: a clear error, not a hang. No socket, or a dead one (a killed csd leaves
+    # its file): csd is not running; a listening socket but no connection file: say the server
+    # key is missing.
+    with pytest.raises(errors.Unreachable, match=f"csd is not listening at ipc://{tmp_path}/csd.sock"):
+        resolve(key=key)
+    (tmp_path / "csd.sock").touch()
+    with pytest.raises(errors.Unreachable, match="csd is not listening"):
+        resolve(key=key)
+    (tmp_path / "csd.sock").unlink()
+    listening = socket.socket(socket.AF_UNIX)
+    listening.bind(str(tmp_path / "csd.sock"))
+    listening.listen()
     with pytest.raises(errors.NoCredentials, match="No server key"):
         resolve(key=key)
+    listening.close()
     # The default connection file in the runtime dir.
     conn = {"endpoint": "ipc:///x/csd.sock", "events_endpoint": "ipc:///x/e.sock", "server_key": server_key}
     (tmp_path / "csd.json").write_text(json.dumps(conn))

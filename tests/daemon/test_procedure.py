@@ -2,7 +2,7 @@
 through one-shot `cs`, plus what must survive restarts and crashes."""
 
 import json
-
+import os
 
 from csadmin import errors
 
@@ -83,6 +83,17 @@ def test_unreachable_daemon_exit_code(tmp_path):
     assert r.returncode == errors.EXIT_UNREACHABLE
     assert "not listening" in r.stderr
     d.cleanup()
+
+
+def test_a_clean_stop_takes_its_sockets_and_connection_file_along(csd):
+    # libzmq leaves ipc socket files behind; csd removes them, so `cs` says at once that csd
+    # is not running instead of trying a dead socket (the unit keeps /run/csd across a stop).
+    files = [csd.endpoint[len("ipc://"):], csd.events_endpoint[len("ipc://"):], csd.connection_file]
+    assert all(os.path.exists(f) for f in files)
+    assert csd.stop() == 0
+    assert [f for f in files if os.path.exists(f)] == []
+    r = csd.cs("--endpoint", csd.endpoint, "system", "show")
+    assert r.returncode == errors.EXIT_UNREACHABLE and f"csd is not listening at {csd.endpoint}" in r.stderr
 
 
 def test_restart_keeps_configured_mode_and_events(csd):

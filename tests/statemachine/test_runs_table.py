@@ -306,6 +306,7 @@ def test_the_open_run_shows_in_system_show():
     device, clock, run = in_phase(OPEN_PROGRAMMING)
     assert device.show()["runHolder"] == {
         "runId": run.run_id, "owner": "job-42", "since": START_MS, "mode": "train", "fabric": "PROGRAMMING",
+        "slurmJob": None,
     }
     device.runs.abort(run.run_id, "x")
     assert device.show()["runHolder"] is None

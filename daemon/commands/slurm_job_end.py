@@ -1,0 +1,22 @@
+"""slurm.job.end — a Slurm job ended (the Slurm epilog's call): free the fabric it held.
+
+args: job_id (str, required): Slurm's job id.
+The run the job left holding the fabric, if any, is aborted with reason "slurm job J ended"
+(its runtime gets RUN_ABORTED), so the next job gets the wafer at once; csd forgets the job.
+A job that holds nothing (ended already, or never began): success with changed=false.
+Admins only.
+result: {message, changed, abortedRun (run id or null)}
+"""
+
+from statemachine.slurm_jobs import parse_job_id
+
+from ..args import Arg
+
+NAME = "slurm.job.end"
+MUTATING = True
+ROLE = "admin"  # the least role allowed (admin > operator > viewer)
+ARGS = {"job_id": Arg(str, required=True, parse=parse_job_id, help="Slurm's job id")}
+
+
+def execute(ctx, args, caller):
+    return ctx.device.end_slurm_job(args["job_id"])

@@ -1,0 +1,151 @@
+"""The Slurm job the wafer is allocated to (statemachine/slurm_jobs.py, Device.begin_slurm_job and
+end_slurm_job), on a fake clock: runs carry the job, the epilog's end frees the fabric the job
+left held, a stale job's run gives way to the next job, and a run outside Slurm is never taken."""
+
+from __future__ import annotations
+
+import pytest
+
+from statemachine.device import Device, Timings
+from statemachine.errors import Busy
+from statemachine.programs import RunMode
+from statemachine.runs import RunStatus
+from statemachine.slurm_jobs import SlurmJob, parse_job_id
+from tests.statemachine.fakeclock import START_MS, FakeClock
+
+TRAIN = RunMode.TRAIN
+
+
+def make_device() -> tuple[Device, FakeClock]:
+    clock = FakeClock()
+    return Device(clock, Timings(activate_ms=5_000, standby_ms=3_000, lease_ms=60_000)), clock
+
+
+def test_runs_opened_while_a_job_holds_the_wafer_carry_its_id():
+    device, clock = make_device()
+    result = device.begin_slurm_job("42", "alice")
+    assert result["changed"] is True and result["abortedRun"] is None
+    assert device.show()["slurmJob"] == {"jobId": "42", "user": "alice", "since": START_MS}
+    run = device.open_run("trainer", "c1", TRAIN)
+    assert run.slurm_job == "42" and run.to_dict()["slurmJob"] == "42"
+    assert device.show()["runHolder"]["slurmJob"] == "42"
+    started = device.events.newest(1)[0]
+    assert started.type == "EventTrainingStarted" and started.details["slurmJob"] == "42"
+
+
+def test_runs_outside_any_job_carry_none():
+    device, _ = make_device()
+    run = device.open_run("trainer", "c1", TRAIN)
+    assert run.slurm_job is None and device.show()["slurmJob"] is None
+    assert "slurmJob" not in device.events.newest(1)[0].details
+
+
+def test_ending_the_job_aborts_the_run_it_left_and_frees_the_fabric():
+    device, clock = make_device()
+    device.begin_slurm_job("42", "alice")
+    run = device.open_run("trainer", "c1", TRAIN)
+    clock.tick(1_000)
+    result = device.end_slurm_job("42")
+    assert result == {"message": f"Slurm job 42 ended; its run {run.run_id} was aborted and the fabric is free.",
+                      "changed": True, "abortedRun": run.run_id}
+    assert run.status is RunStatus.ABORTED and run.abort_reason == "slurm job 42 ended"
+    assert device.runs.holder is None and device.slurm_job is None
+    aborted = device.events.newest(1)[0]
+    assert aborted.type == "EventTrainingAborted" and aborted.details["reason"] == "slurm job 42 ended"
+    # The next job gets the wafer at once.
+    device.begin_slurm_job("43", "bob")
+    assert device.open_run("trainer", "c2", TRAIN).slurm_job == "43"
+
+
+def test_ending_a_job_whose_run_closed_forgets_it_and_leaves_closed_runs_alone():
+    device, _ = make_device()
+    device.begin_slurm_job("42", "alice")
+    run = device.open_run("trainer", "c1", TRAIN)
+    device.runs.close(run.run_id, "c1")
+    result = device.end_slurm_job("42")
+    assert result["changed"] is True and result["abortedRun"] is None
+    assert run.status is RunStatus.CLOSED and device.slurm_job is None
+
+
+def test_ending_is_idempotent_and_never_touches_another_jobs_run():
+    device, _ = make_device()
+    device.begin_slurm_job("43", "bob")
+    run = device.open_run("trainer", "c1", TRAIN)
+    seq = device.events.last_seq
+    for _ in range(2):  # an epilog of a job that never held the wafer, and a retry
+        result = device.end_slurm_job("42")
+        assert result["changed"] is False and result["abortedRun"] is None
+    assert run.is_open and device.slurm_job.job_id == "43" and device.events.last_seq == seq
+
+
+def test_beginning_the_same_job_again_changes_nothing():
+    device, clock = make_device()
+    device.begin_slurm_job("42", "alice")
+    clock.tick(5)
+    result = device.begin_slurm_job("42", "alice")
+    assert result["changed"] is False and result["slurmJob"]["since"] == START_MS
+
+
+def test_a_run_left_by_an_earlier_job_gives_way_to_the_next_job():
+    """The epilog of job 42 never came (slurmd crashed): Slurm gave the wafer to job 43, so 42's
+    run cannot still hold it."""
+    device, _ = make_device()
+    device.begin_slurm_job("42", "alice")
+    stale = device.open_run("trainer", "c1", TRAIN)
+    result = device.begin_slurm_job("43", "bob")
+    assert result["changed"] is True and result["abortedRun"] == stale.run_id
+    assert stale.abort_reason == "slurm job 42 ended" and device.runs.holder is None
+    assert device.slurm_job == SlurmJob("43", "bob", START_MS)
+
+
+def test_a_run_outside_slurm_keeps_the_fabric_and_the_job_is_told_why():
+    device, _ = make_device()
+    run = device.open_run("someone-by-hand", "c1", TRAIN)
+    with pytest.raises(Busy) as refused:
+        device.begin_slurm_job("42", "alice")
+    assert run.run_id in refused.value.message and "outside Slurm" in refused.value.message
+    assert run.is_open and device.slurm_job is None
+
+
+def test_the_job_survives_a_snapshot_and_old_snapshots_have_none():
+    device, _ = make_device()
+    device.begin_slurm_job("42_7", "alice")
+    copy, _ = make_device()
+    copy.restore(device.snapshot())
+    assert copy.slurm_job == device.slurm_job
+    old = {k: v for k, v in device.snapshot().items() if k != "slurmJob"}
+    copy.restore(old)
+    assert copy.slurm_job is None
+
+
+def test_a_run_record_keeps_its_job_across_the_store():
+    device, _ = make_device()
+    device.begin_slurm_job("42", "alice")
+    record = device.open_run("trainer", "c1", TRAIN).to_dict()
+    restored, _ = make_device()
+    restored.runs.restore([record])
+    assert restored.runs.holder.slurm_job == "42"
+    del record["slurmJob"]  # a record written before the Slurm integration
+    older, _ = make_device()
+    older.runs.restore([record])
+    assert older.runs.holder.slurm_job is None
+
+
+def test_busy_names_the_job_holding_the_wafer():
+    device, _ = make_device()
+    device.begin_slurm_job("42", "alice")
+    device.open_run("trainer", "c1", TRAIN)
+    with pytest.raises(Busy) as refused:
+        device.open_run("other", "c2", TRAIN)
+    assert "slurm job 42" in refused.value.message
+
+
+@pytest.mark.parametrize("good", ["42", "42_7", "42+1", " 42 "])
+def test_job_ids_slurm_uses_are_accepted(good):
+    assert parse_job_id(good) == good.strip()
+
+
+@pytest.mark.parametrize("bad", ["", "  ", "42;rm -rf /", "4" * 65, "42 43"])
+def test_anything_else_is_not_a_job_id(bad):
+    with pytest.raises(ValueError):
+        parse_job_id(bad)
