@@ -17,6 +17,10 @@ their code from `csadmin.errors`. Importing this module loads only pyzmq and the
 Every connection is CURVE-encrypted and authenticated: the client needs csd's public key (from
 its connection file `csd.json`, or `server_key`) and its own secret key file (`key`, made by
 `csd keys add`); see csadmin/connection.py for where each is looked for.
+
+Every socket is made with LINGER 0, after the keys are read (so an unusable key raises before
+any socket exists) and closed again on every error path; `close()` closes whatever is still open
+on a context it made, so it never blocks.
 """
 
 from __future__ import annotations
@@ -67,6 +71,11 @@ class Client:
         self._monitor: zmq.Socket | None = None
         self._events_endpoint: str | None = None
 
+    def target(self) -> str:
+        """The endpoint this client talks to, resolved from the connection file if need be
+        (raises NoCredentials or Unreachable if it cannot be)."""
+        return self._credentials().endpoint
+
     @property
     def session(self) -> str:
         """This client's connection identity, as events it causes name it (`details.by.session`)."""
@@ -82,11 +91,33 @@ class Client:
             self._events_endpoint = self._events_endpoint or self._resolved.events_endpoint
         return self._resolved
 
-    def _secure(self, sock: zmq.Socket) -> None:
+    def _new_socket(self, kind: int, endpoint: str, **options) -> zmq.Socket:
+        """A CURVE socket of `kind` with this client's keys, connected to `endpoint`. The keys
+        are read before the socket exists; if anything fails after, the socket is closed again
+        (an open socket would make Context.term() block forever)."""
         creds = self._credentials()
-        sock.setsockopt(zmq.CURVE_SERVERKEY, creds.server_key.encode())
-        sock.setsockopt(zmq.CURVE_PUBLICKEY, creds.public_key.encode())
-        sock.setsockopt(zmq.CURVE_SECRETKEY, creds.secret_key.encode())
+        sock = self._ctx.socket(kind)
+        try:
+            sock.setsockopt(zmq.LINGER, 0)
+            sock.setsockopt(zmq.CURVE_SERVERKEY, creds.server_key.encode())
+            sock.setsockopt(zmq.CURVE_PUBLICKEY, creds.public_key.encode())
+            sock.setsockopt(zmq.CURVE_SECRETKEY, creds.secret_key.encode())
+            for option, value in options.items():
+                sock.setsockopt(getattr(zmq, option), value)
+            if kind == zmq.DEALER:
+                # Watch the first handshake, so a refused key fails at once and says so instead
+                # of timing out; dropped after the first reply (later refusals arrive as replies).
+                self._monitor = sock.get_monitor_socket(_HANDSHAKE_FAILURES)
+            sock.connect(endpoint)
+        except BaseException as exc:
+            if kind == zmq.DEALER:
+                self._stop_monitor(sock)
+            sock.close(0)
+            if isinstance(exc, zmq.ZMQError):
+                raise errors.Unreachable(f"Cannot connect to {endpoint}: {exc}.",
+                                         "Check the endpoint (--endpoint, CS_ENDPOINT or the connection file).") from None
+            raise
+        return sock
 
     def _socket(self) -> zmq.Socket:
         if self._sock is None:
@@ -94,16 +125,8 @@ class Client:
             check_listening(self._given[0] or os.environ.get("CS_ENDPOINT"))
             self._credentials()
             check_listening(self.endpoint)
-            sock = self._ctx.socket(zmq.DEALER)
-            sock.setsockopt(zmq.LINGER, 0)
             # A stable identity lets the daemon recognise our retries as ours.
-            sock.setsockopt(zmq.ROUTING_ID, self._identity)
-            self._secure(sock)
-            # Watch the first handshake, so a refused key fails at once and says so instead of
-            # timing out; dropped after the first reply (later refusals arrive as replies).
-            self._monitor = sock.get_monitor_socket(_HANDSHAKE_FAILURES)
-            sock.connect(self.endpoint)
-            self._sock = sock
+            self._sock = self._new_socket(zmq.DEALER, self.endpoint, ROUTING_ID=self._identity)
         return self._sock
 
     def _wait(self, sock: zmq.Socket, timeout_ms: int) -> bool:
@@ -137,9 +160,12 @@ class Client:
                 "(or csd cannot authenticate anyone right now: see its log).",
             )
 
-    def _stop_monitor(self) -> None:
+    def _stop_monitor(self, sock: zmq.Socket | None = None) -> None:
         if self._monitor is not None:
-            self._sock.disable_monitor()
+            try:
+                (sock or self._sock).disable_monitor()
+            except zmq.ZMQError:
+                pass
             self._monitor.close(0)
             self._monitor = None
 
@@ -182,6 +208,9 @@ class Client:
         return other
 
     def close(self) -> None:
+        """Stop the runs' heartbeats and close this client's sockets. On a context the client
+        made, every socket still open on it is closed too (a subscription its caller forgot),
+        so this never blocks; a `context` passed in is its owner's to terminate."""
         for run in self._runs:
             run._stop_heartbeats()
         self._runs = []
@@ -190,7 +219,7 @@ class Client:
             self._sock.close(0)
             self._sock = None
         if self._own_context:
-            self._ctx.term()
+            self._ctx.destroy(linger=0)
 
     def __enter__(self) -> "Client":
         return self
@@ -275,12 +304,7 @@ class Client:
 
     def subscribe(self, prefix: str = "") -> zmq.Socket:
         """A SUB socket on the daemon's events; frames are [type, json]. Caller closes it."""
-        sub = self._ctx.socket(zmq.SUB)
-        sub.setsockopt(zmq.LINGER, 0)
-        sub.setsockopt(zmq.SUBSCRIBE, prefix.encode())
-        self._secure(sub)
-        sub.connect(self.events_endpoint())
-        return sub
+        return self._new_socket(zmq.SUB, self.events_endpoint(), SUBSCRIBE=prefix.encode())
 
     def events(self, poll_seconds: float = 0.5) -> Iterator[dict | None]:
         """Yield live events as dicts; yields None every `poll_seconds` without one."""

@@ -46,12 +46,39 @@ def read_connection_file(path: str) -> dict:
 
 
 def check_listening(endpoint: str | None) -> None:
-    """Raise Unreachable if `endpoint` is an ipc socket that does not exist (csd is not running)."""
-    if endpoint and endpoint.startswith("ipc://") and not _visible(endpoint[len("ipc://"):]):
-        raise errors.Unreachable(
-            f"csd is not listening at {endpoint}.",
-            "Is csd running (`systemctl status csd`)? Or pass --endpoint / set CS_ENDPOINT.",
-        )
+    """Raise Unreachable unless something accepts connections on `endpoint`'s ipc socket file
+    (a killed csd leaves the file behind, so its mere existence says nothing); say plainly when
+    we may not reach it at all."""
+    if not endpoint or not endpoint.startswith("ipc://") or endpoint.startswith("ipc://@"):
+        return
+    path = endpoint[len("ipc://"):]
+    not_listening = errors.Unreachable(
+        f"csd is not listening at {endpoint}.",
+        "Is csd running (`systemctl status csd`)? Or pass --endpoint / set CS_ENDPOINT.",
+    )
+    if not _visible(path):
+        raise not_listening
+    import _socket  # the C module: `socket` would cost the one-shot ~4 ms to import
+
+    probe = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
+    probe.settimeout(2.0)
+    try:
+        probe.connect(path)
+    except (FileNotFoundError, ConnectionRefusedError, NotADirectoryError):
+        raise not_listening from None
+    except PermissionError:
+        raise _no_access(path) from None
+    except OSError:
+        pass  # busy or odd: let ZeroMQ try, with its timeout
+    finally:
+        probe.close()
+
+
+def _no_access(path: str) -> errors.NoCredentials:
+    return errors.NoCredentials(
+        f"Permission denied on {path}: only user csd and members of group csd may reach csd there.",
+        "Ask an admin to add you to group csd (`usermod -aG csd USER`), then log in again.",
+    )
 
 
 def _visible(path: str) -> bool:
@@ -63,10 +90,7 @@ def _visible(path: str) -> bool:
     except FileNotFoundError:
         return False
     except PermissionError:
-        raise errors.NoCredentials(
-            f"Permission denied on {os.path.dirname(path)}: only user csd and members of group csd may reach csd there.",
-            "Ask an admin to add you to group csd (`usermod -aG csd USER`), then log in again.",
-        ) from None
+        raise _no_access(os.path.dirname(path)) from None
 
 
 class Resolved:

@@ -8,6 +8,7 @@ This module loads only the stdlib: `zmq.auth` would add ~7 ms to every one-shot 
 from __future__ import annotations
 
 import os
+import stat
 
 Z85_KEY_LENGTH = 40  # a 32-byte CURVE key in Z85 text
 
@@ -38,9 +39,18 @@ def read_key_file(path: str, need_secret: bool = True) -> tuple[str, str | None]
         raise KeyFileError(f"No key file at {path}.") from None
     except PermissionError:
         raise KeyFileError(f"Cannot read the key file {path} (permission denied).") from None
+    except OSError as exc:
+        raise KeyFileError(f"Cannot read the key file {path} ({exc.strerror}).") from None
+    mode = os.fstat(fd).st_mode
+    if not stat.S_ISREG(mode):
+        os.close(fd)
+        what = "a directory" if stat.S_ISDIR(mode) else "not a regular file"
+        raise KeyFileError(f"{path} is {what}, not a key file; pass the .key_secret file itself.")
     with os.fdopen(fd, encoding="utf-8", errors="replace") as f:
-        mode = os.fstat(f.fileno()).st_mode
-        text = f.read()
+        try:
+            text = f.read(64 * 1024)  # a key file is a few hundred bytes
+        except OSError as exc:
+            raise KeyFileError(f"Cannot read the key file {path} ({exc.strerror}).") from None
     values = {}
     for line in text.splitlines():
         name, eq, value = line.strip().partition("=")

@@ -13,12 +13,19 @@ from __future__ import annotations
 
 import json
 import os
+import re
 
 VERSION = 1
 
 # Frames larger than this are dropped by libzmq (ZMQ_MAXMSGSIZE) and the peer is disconnected;
-# no reply is sent, and the client sees a timeout. Nothing legitimate comes close.
+# no reply is sent, and the client sees a timeout. Nothing legitimate comes close. A request is
+# exactly one frame, so this also bounds the whole message (csd refuses multipart requests).
 MAX_FRAME_BYTES = 64 * 1024
+# How deep arrays and objects may nest in a request (a real one nests 3 deep: envelope, args,
+# run.program's descriptor). Checked before parsing: the parser recurses once per level.
+MAX_NESTING = 16
+MAX_ID_CHARS = 128  # a request id: a non-empty string of at most this many characters ...
+ID_MIN, ID_MAX = -(2**63), 2**63 - 1  # ... or an integer in this (SQLite's) range
 
 # The closed set of error codes that may appear on the wire.
 ERROR_CODES = frozenset(
@@ -41,16 +48,23 @@ ERROR_CODES = frozenset(
 # Client-side only: the daemon could not be reached or did not answer in time.
 UNREACHABLE = "UNREACHABLE"
 
+_ENVELOPE_HINT = 'Send one UTF-8 JSON object per frame: {"v":1,"id":...,"op":...,"args":{}}.'
+_STRINGS = re.compile(r'"(?:[^"\\]|\\.)*"', re.DOTALL)
+_BRACKETS = re.compile(r"[\[\]{}]")
+# A \uD800-\uDFFF escape: the only way a lone surrogate gets past strict UTF-8 decoding.
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
+
 
 class ProtocolError(ValueError):
     """A frame that is not a valid envelope; carries the code to answer with."""
 
-    def __init__(self, code: str, message: str, hint: str = "", request_id=None):
+    def __init__(self, code: str, message: str, hint: str = "", request_id=None, op: str | None = None):
         super().__init__(message)
         self.code = code
         self.message = message
         self.hint = hint
         self.request_id = request_id
+        self.op = op  # the op it asked for, when that much was readable (for the audit log)
 
 
 def encode(obj: dict) -> bytes:
@@ -72,17 +86,87 @@ def error(request_id, code: str, message: str, hint: str = "") -> bytes:
     )
 
 
-def decode_request(frame: bytes) -> tuple[str, str, dict]:
-    """Return (id, op, args) or raise ProtocolError."""
+def id_key(request_id) -> str:
+    """A request id as a key that keeps its type: 7 and "7" are different requests."""
+    return json.dumps(request_id)
+
+
+def _bad(message: str, request_id=None, hint: str = _ENVELOPE_HINT) -> ProtocolError:
+    return ProtocolError("BAD_REQUEST", message, hint, request_id)
+
+
+def _check_nesting(text: str) -> None:
+    """Refuse arrays/objects nested deeper than MAX_NESTING, without recursing (cheap when few
+    brackets: a request has a handful)."""
+    if text.count("[") + text.count("{") <= MAX_NESTING:
+        return
+    depth = 0
+    for bracket in _BRACKETS.findall(_STRINGS.sub("", text)):
+        depth += 1 if bracket in "[{" else -1
+        if depth > MAX_NESTING:
+            raise _bad(f"The request is nested more than {MAX_NESTING} levels deep.")
+
+
+def _has_lone_surrogate(value) -> bool:
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            return True
+        return False
+    if isinstance(value, dict):
+        return any(_has_lone_surrogate(k) or _has_lone_surrogate(v) for k, v in value.items())
+    if isinstance(value, list):
+        return any(_has_lone_surrogate(v) for v in value)
+    return False
+
+
+def _no_constants(name: str):
+    raise ValueError(f"{name} is not a JSON number")
+
+
+_DECODER = json.JSONDecoder(parse_constant=_no_constants)  # one, not one per call (as json.loads(...) makes)
+
+
+def _usable_id(request_id) -> bool:
+    if isinstance(request_id, bool):
+        return False
+    if isinstance(request_id, int):
+        return ID_MIN <= request_id <= ID_MAX
+    return isinstance(request_id, str) and 0 < len(request_id) <= MAX_ID_CHARS and not _has_lone_surrogate(request_id)
+
+
+def decode_request(frame: bytes) -> tuple[str | int, str, dict]:
+    """Return (id, op, args) or raise ProtocolError. Never raises anything else, whatever the
+    frame: strict UTF-8 (no surrogates, as bytes or as \\u escapes), bounded size and nesting,
+    standard JSON numbers only, a bounded id. The id is echoed in the error only when usable."""
+    if len(frame) > MAX_FRAME_BYTES:
+        raise _bad(f"The request is larger than {MAX_FRAME_BYTES} bytes.")
     try:
-        msg = json.loads(frame)
-    except (UnicodeDecodeError, ValueError):
-        raise ProtocolError("BAD_REQUEST", "The request is not valid JSON.", "Send one UTF-8 JSON object per frame.")
+        text = frame.decode("utf-8")  # strict: json.loads(bytes) would let ED A0 80 through
+    except UnicodeDecodeError:
+        raise _bad("The request is not valid UTF-8.") from None
+    _check_nesting(text)
+    try:
+        msg = _DECODER.decode(text)
+    except (ValueError, RecursionError):
+        raise _bad("The request is not valid JSON.") from None
     if not isinstance(msg, dict):
-        raise ProtocolError("BAD_REQUEST", "The request must be a JSON object.", 'Send {"v":1,"id":...,"op":...,"args":{}}.')
+        raise _bad("The request must be a JSON object.")
     request_id = msg.get("id")
-    if not isinstance(request_id, (str, int)) or isinstance(request_id, bool) or request_id == "":
-        raise ProtocolError("BAD_REQUEST", "The request has no usable 'id' (a non-empty string or an integer).")
+    if _SURROGATE_ESCAPE.search(text) and _has_lone_surrogate(msg):
+        exc = _bad(
+            "The request holds a lone UTF-16 surrogate (a \\ud800-\\udfff escape without its pair), which is not text.",
+            request_id if _usable_id(request_id) else None, "Send valid Unicode text only.",
+        )
+        op = msg.get("op")
+        exc.op = op if isinstance(op, str) and len(op) <= 100 and not _has_lone_surrogate(op) else None
+        raise exc
+    if not _usable_id(request_id):
+        raise _bad(
+            f"The request has no usable 'id' (a string of 1 to {MAX_ID_CHARS} characters, or an integer "
+            "that fits in 64 bits)."
+        )
     if msg.get("v") != VERSION:
         raise ProtocolError(
             "UNSUPPORTED_VERSION", f"Protocol version {msg.get('v')!r} is not supported.",
@@ -90,13 +174,13 @@ def decode_request(frame: bytes) -> tuple[str, str, dict]:
         )
     extra = set(msg) - {"v", "id", "op", "args"}
     if extra:
-        raise ProtocolError("BAD_REQUEST", f"Unknown envelope keys: {', '.join(sorted(extra))}.", request_id=request_id)
+        raise _bad(f"Unknown envelope keys: {', '.join(sorted(extra))}.", request_id)
     op = msg.get("op")
     if not isinstance(op, str) or not op:
-        raise ProtocolError("BAD_REQUEST", "The request has no 'op' string.", request_id=request_id)
+        raise _bad("The request has no 'op' string.", request_id)
     args = msg.get("args", {})
     if not isinstance(args, dict):
-        raise ProtocolError("BAD_REQUEST", "'args' must be a JSON object.", request_id=request_id)
+        raise _bad("'args' must be a JSON object.", request_id)
     return request_id, op, args
 
 

@@ -76,7 +76,7 @@ class Run:
         self._stop_heartbeats()
         args = {"run_id": self.id}
         if reason is not None:
-            args["reason"] = reason[:200]
+            args["reason"] = shorten_reason(reason)
         self.record = self.client.call("run.close", **args)
         performance = self.record["performance"]
         if performance_dir is not None:
@@ -98,8 +98,7 @@ class Run:
         if isinstance(exc, errors.RunAborted):
             return  # csd ended it already
         try:
-            reason = f"runtime failed: {exc_type.__name__}: {exc}"
-            self.close(reason="".join(ch if ch.isprintable() else " " for ch in reason).strip())
+            self.close(reason=f"runtime failed: {exc_type.__name__}: {exc}")
         except errors.CsError:
             pass  # the original exception matters more; the lease frees the fabric anyway
 
@@ -152,6 +151,19 @@ class Run:
         if self._thread is not None and self._thread is not threading.current_thread():
             self._thread.join(timeout=max(1.0, self.client.timeout))
             self._thread = None
+
+
+REASON_MAX = 1000  # what csd keeps of a reason (daemon/args.py)
+
+
+def shorten_reason(text: str) -> str:
+    """A reason csd accepts: printable, one line, at most REASON_MAX characters, cut at a word
+    (with an ellipsis) rather than mid-word when it must be cut."""
+    text = " ".join("".join(ch if ch.isprintable() else " " for ch in text).split()) or "no reason given"
+    if len(text) <= REASON_MAX:
+        return text
+    cut = text[: REASON_MAX - 1].rsplit(" ", 1)[0]
+    return cut + "…"
 
 
 def write_performance(directory: str, performance: dict) -> str:

@@ -1,9 +1,19 @@
-"""Validation of request arguments against each command's declared schema (plain data)."""
+"""Validation of request arguments against each command's declared schema (plain data).
+
+Every value is range-checked before a command sees it: integers fit in 64 bits (SQLite's range,
+and what a JSON number from another language can hold), numbers are finite, strings are
+bounded; each argument's `parse` narrows that further (a count, a label, a glob).
+"""
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any, Callable
+
+INT_MIN, INT_MAX = -(2**63), 2**63 - 1
+MAX_STRING_CHARS = 1000  # any string argument; `parse` functions bound most far lower
+ECHO_CHARS = 60  # how much of a bad value an error message repeats
 
 
 @dataclass(frozen=True)
@@ -24,6 +34,11 @@ class ArgError(ValueError):
     pass
 
 
+def shorten(text: str, limit: int = ECHO_CHARS) -> str:
+    """`text` cut to `limit` characters (with an ellipsis): a bad value is quoted, never echoed whole."""
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
 def _type_ok(value, expected: type) -> bool:
     if expected is int:  # JSON true/false are not integers here
         return isinstance(value, int) and not isinstance(value, bool)
@@ -32,12 +47,24 @@ def _type_ok(value, expected: type) -> bool:
     return isinstance(value, expected)
 
 
+def _range_error(value, expected: type) -> str | None:
+    """Why a value of the right JSON type is still out of any sane range, or None."""
+    if isinstance(value, int) and not INT_MIN <= value <= INT_MAX:
+        return "is out of range (it must fit in 64 bits)"
+    if isinstance(value, float) and not math.isfinite(value):
+        return "must be a finite number"
+    if isinstance(value, str) and len(value) > MAX_STRING_CHARS:
+        return f"is longer than {MAX_STRING_CHARS} characters"
+    return None
+
+
 def validate(schema: dict[str, Arg], args: dict) -> dict:
     """Return the parsed arguments or raise ArgError saying exactly what is wrong."""
     extra = sorted(set(args) - set(schema))
     if extra:
         known = ", ".join(sorted(schema)) or "none"
-        raise ArgError(f"Unknown argument(s): {', '.join(extra)} (this operation takes: {known}).")
+        names = shorten(", ".join(extra))
+        raise ArgError(f"Unknown argument(s): {names} (this operation takes: {known}).")
     parsed = {}
     for name, spec in schema.items():
         if name not in args:
@@ -46,14 +73,35 @@ def validate(schema: dict[str, Arg], args: dict) -> dict:
             continue
         value = args[name]
         if not _type_ok(value, spec.type):
-            raise ArgError(f"Argument '{name}' must be {_TYPE_NAMES[spec.type]}, not {type(value).__name__} {value!r}.")
+            raise ArgError(
+                f"Argument '{name}' must be {_TYPE_NAMES[spec.type]}, not {type(value).__name__} {shorten(repr(value))}."
+            )
+        why = _range_error(value, spec.type)
+        if why:
+            raise ArgError(f"Argument '{name}' {why}.")
         if spec.parse is not None:
             try:
                 value = spec.parse(value)
-            except ValueError as exc:
+            except (ValueError, ArithmeticError) as exc:
                 raise ArgError(f"Argument '{name}': {exc}.") from None
         parsed[name] = value
     return parsed
+
+
+def describe(schema: dict[str, Arg]) -> str:
+    """The arguments an operation takes, for a hint a runtime developer can act on."""
+    if not schema:
+        return "no arguments"
+    parts = []
+    for name, spec in schema.items():
+        what = spec.help or _TYPE_NAMES[spec.type]
+        parts.append(f"{name} ({what}{', required' if spec.required else ''})")
+    return "; ".join(parts)
+
+
+# Taken by every op a console confirms: check the request against the rules (role, arguments,
+# state) and say whether it would change anything, changing nothing (daemon/dispatch.py).
+DRY_RUN = Arg(bool, help="check only: the refusal, or whether it would change anything; changes nothing")
 
 
 def non_negative(value: int) -> int:
@@ -62,9 +110,20 @@ def non_negative(value: int) -> int:
     return value
 
 
+def at_most(limit: int) -> Callable[[int], int]:
+    """A parse for a count between 0 and `limit`."""
+
+    def count(value: int) -> int:
+        if not 0 <= value <= limit:
+            raise ValueError(f"must be between 0 and {limit:,}, not {shorten(str(value))}")
+        return value
+
+    return count
+
+
 def lease_seconds(value: float) -> float:
     if not 0 < value <= 3600:
-        raise ValueError(f"must be more than 0 and at most 3600 seconds, not {value}")
+        raise ValueError(f"must be more than 0 and at most 3600 seconds, not {shorten(str(value))}")
     return float(value)
 
 
@@ -74,3 +133,28 @@ def label(value: str) -> str:
     if not text or len(text) > 200 or not text.isprintable():
         raise ValueError("must be 1 to 200 printable characters")
     return text
+
+
+REASON_MAX = 1000  # a reason is a sentence or two (a runtime's exception message), not a label
+
+
+def reason(value: str) -> str:
+    """Why a run ended: printable text, whitespace runs folded to one space."""
+    text = " ".join(value.split())
+    if not text or len(text) > REASON_MAX or not text.isprintable():
+        raise ValueError(f"must be 1 to {REASON_MAX} printable characters")
+    return text
+
+
+def run_id(value: str) -> str:
+    """A run id as csd makes them (run-000042); anything longer cannot name a run."""
+    if not value or len(value) > 64:
+        raise ValueError("must be a run id of 1 to 64 characters, e.g. run-000042")
+    return value
+
+
+def glob(value: str) -> str:
+    """A shell-style pattern on event types, e.g. EventActivate*."""
+    if not value or len(value) > 200 or not value.isprintable():
+        raise ValueError("must be a pattern of 1 to 200 printable characters, e.g. 'EventActivate*'")
+    return value

@@ -66,7 +66,7 @@ class Authenticator:
         self.ctx = ctx
         self.registry = registry
         self.log = log
-        self.on_denied = on_denied  # called with (public key, address, reason) for the audit log
+        self.on_denied = on_denied  # called with (public key, address, reason) to log and audit it
         self.socket: zmq.Socket | None = None
         self.failure: str | None = None
 
@@ -140,7 +140,8 @@ class Authenticator:
 
     def _deny(self, public: str | None, address: bytes, reason: str) -> tuple[bytes, bytes, bytes]:
         peer = address.decode(errors="replace")
-        self.log.warning("connection_refused", public_key=public, address=peer, reason=reason)
-        if self.on_denied is not None:
+        if self.on_denied is not None:  # it logs and audits (rate-limited: anyone can knock)
             self.on_denied(public, peer, reason)
+        else:
+            self.log.warning("connection_refused", public_key=public, address=peer, reason=reason)
         return b"400", reason.encode(), b""

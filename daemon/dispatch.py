@@ -4,12 +4,14 @@ Admission and authorization come first and fail closed: while the authenticator 
 request is refused; a connection without a User-Id from our authenticator, or whose key is not
 (or no longer) in the registry, is refused; an op above the caller's role is refused with
 PERMISSION_DENIED naming the role it needs. Every denial and every mutating request is written
-to the audit log (a change and its audit record in one transaction).
+to the audit log (a change and its audit record in one transaction; refusals and denials through
+daemon/audit.py, rate-limited per key and written in batches).
 
 Mutating requests are made durable (device snapshot, new events and the reply, in one
-transaction) before their reply leaves, and are idempotent on (client, request id): a retry gets
-the first reply, never a second side effect. Nothing here raises to the loop and no traceback
-ever goes on the wire.
+transaction) before their reply leaves, and are idempotent on (client, request id): a retry
+(same op, same args) gets the first reply, never a second side effect; an id reused for another
+request is refused (daemon/replies.py). Nothing here raises to the loop (the loop guards anyway)
+and no traceback ever goes on the wire.
 
 Hot ops (a command module with `DURABLE = False`: run.stream, run.heartbeat) change only
 counters and deadlines in memory. They are not fsynced per call: their reply is cached in memory
@@ -21,22 +23,22 @@ the open run anyway. If a hot op does emit events, it is committed like any othe
 
 from __future__ import annotations
 
-import json
 import time
-from collections import OrderedDict
 from typing import Callable
 
 from csadmin import protocol
 from statemachine.errors import Refused
 
-from .args import ArgError, validate
+from . import audit
+from .args import ArgError, describe, shorten, validate
+from .audit import AuditTrail
 from .commands import COMMANDS
 from .context import Caller, Context
 from .keys import role_allows
+from .replies import ReplyCache, Reused, fingerprint
 from .store import Store
 
 FLUSH_SECONDS = 1.0  # how stale the stored counters of hot ops may get
-AUDIT_ARGS_MAX = 1000  # characters of a request's args kept in its audit record
 
 
 class Dispatcher:
@@ -47,24 +49,25 @@ class Dispatcher:
         publish: Callable[[dict], None],
         log,
         authenticator,
-        replies: list[tuple[bytes, str, bytes]] = (),
+        replies=(),
         keep_replies: int = 10_000,
+        audit_trail: AuditTrail | None = None,
     ):
+        """`replies`: the store's (client, id key, fingerprint, reply) rows, oldest first."""
         self.ctx = ctx
         self.auth = authenticator  # anything with `healthy` (bool) and `failure` (why not)
         self.store = store
         self.publish = publish
         self.log = log
-        self.keep_replies = keep_replies
+        self.audit = audit_trail or AuditTrail(store, log)
         self._last_flush = time.monotonic()
-        self._replies: OrderedDict[tuple[bytes, str], bytes] = OrderedDict(
-            ((client, rid), reply) for client, rid, reply in replies
-        )
+        self._replies = ReplyCache(keep_replies, replies)
         # Hot ops' replies apart, so a streaming runtime cannot push out the durable ones.
-        self._hot_replies: OrderedDict[tuple[bytes, str], bytes] = OrderedDict()
+        self._hot_replies = ReplyCache(keep_replies)
 
-    def handle(self, client: bytes, frame: bytes, caller: Caller) -> bytes:
-        """Answer one request. `client` is the socket identity (retry key), `caller` who sent it."""
+    def handle(self, client: bytes, frame: bytes, caller: Caller, parts: int = 1) -> bytes:
+        """Answer one request. `client` is the socket identity (retry key), `caller` who sent it,
+        `parts` how many frames the message had (a request is exactly one)."""
         started = time.perf_counter()
         if not self.auth.healthy:
             return self._deny(
@@ -81,81 +84,96 @@ class Dispatcher:
         request_id = op = None
         mutating = loud = False
         try:
+            if parts != 1:
+                raise protocol.ProtocolError(
+                    "BAD_REQUEST", f"A request is one frame; this message had {parts}.",
+                    "Send each request as a single frame from a DEALER socket.",
+                )
             request_id, op, args = protocol.decode_request(frame)
             command = COMMANDS.get(op)
             if command is None:
                 raise protocol.ProtocolError(
-                    "UNKNOWN_OP", f"Unknown operation {op!r}.",
+                    "UNKNOWN_OP", f"Unknown operation {shorten(repr(op))}.",
                     f"Known operations: {', '.join(sorted(COMMANDS))}.", request_id,
                 )
             if not role_allows(caller.role, command.ROLE):
                 return self._deny(
-                    frame, caller, "PERMISSION_DENIED", started,
+                    (request_id, op, args), caller, "PERMISSION_DENIED", started,
                     f"Permission denied: {op} needs the {command.ROLE} role; key {caller.name!r} has {caller.role}.",
                     f"Ask an admin to run it, or to give you a key with the {command.ROLE} role.",
                 )
-            mutating = command.MUTATING
+            # A dry run changes nothing: it is answered like a read (no replay, no commit, no audit).
+            mutating = command.MUTATING and args.get("dry_run") is not True
             loud = mutating and getattr(command, "DURABLE", True)  # hot ops log at DEBUG
-            key = (client, str(request_id))
+            fp = fingerprint(op, args) if mutating else ""
             if mutating:
-                cached = self._replies.get(key)
-                if cached is not None:
-                    self._audit(caller, op, args, "replayed", "a retry, answered with the first reply")
-                    self._log(loud, request_id, op, caller, "replayed", started)
-                    return cached
-                cached = self._hot_replies.get(key)  # hot ops are not audited (one fsync each)
-                if cached is not None:
-                    self._log(loud, request_id, op, caller, "replayed", started)
-                    return cached
-            reply, outcome = self._execute(command, request_id, args, key, caller)
+                replayed = self._replayed(client, request_id, fp, command, args, caller)
+                if replayed is not None:
+                    reply, outcome = replayed
+                    self._log(loud, request_id, op, caller, outcome, started)
+                    return reply
+            reply, outcome = self._execute(command, mutating, request_id, args, client, fp, caller)
         except protocol.ProtocolError as exc:
             request_id = exc.request_id if request_id is None else request_id
             reply = protocol.error(request_id, exc.code, exc.message, exc.hint)
             outcome = exc.code
+            asked = COMMANDS.get(exc.op) if exc.op else None
+            if asked is not None and asked.MUTATING:  # an attempt at a change, refused unread: audited
+                self._audit(caller, exc.op, None, exc.code, exc.message)
         self._log(loud, request_id, op, caller, outcome, started)
         return reply
 
-    def _deny(self, frame: bytes, caller: Caller, code: str, started: float, message: str, hint: str) -> bytes:
-        """Refuse a request before anything else looks at it; audit and log the refusal."""
+    def _replayed(self, client, request_id, fp, command, args, caller) -> tuple[bytes, str] | None:
+        """(reply, outcome) for a retry or a reused id; None for a new request."""
         try:
-            request_id, op, args = protocol.decode_request(frame)
-        except protocol.ProtocolError as exc:
-            request_id, op, args = exc.request_id, None, None
-        self._audit(caller, op, args, code, message)
-        self.log.warning(
-            "request_denied", id=request_id, op=op, client=caller.name, role=caller.role, outcome=code,
-            reason=message, latency_ms=round((time.perf_counter() - started) * 1000, 3),
-        )
+            cached = self._replies.lookup(client, request_id, fp)
+            hot = self._hot_replies.lookup(client, request_id, fp) if cached is None else None
+        except Reused:
+            message = (f"Request id {shorten(protocol.id_key(request_id))} was already used by this client for "
+                       "another request; csd will not answer it with that request's reply.")
+            self._audit(caller, command.NAME, args, "INVALID_ARGUMENT", message)
+            hint = "A retry repeats its request exactly (same op, same args); give every new request a new id."
+            return protocol.error(request_id, "INVALID_ARGUMENT", message, hint), "INVALID_ARGUMENT"
+        if cached is not None:
+            self._audit(caller, command.NAME, args, "replayed", "a retry, answered with the first reply")
+            return cached, "replayed"
+        if hot is not None:  # hot ops are not audited (one fsync each)
+            return hot, "replayed"
+        return None
+
+    def _deny(self, request, caller: Caller, code: str, started: float, message: str, hint: str) -> bytes:
+        """Refuse a request before anything else looks at it; audit and log the refusal (both
+        rate-limited per key: a flood of denials stays visible as a counted summary, and costs
+        little: what is only counted is not formatted). `request`: the frame, or its decoding."""
+        if isinstance(request, bytes):
+            try:
+                request = protocol.decode_request(request)
+            except protocol.ProtocolError as exc:
+                request = (exc.request_id, None, None)
+        request_id, op, args = request
+        if self.audit.admits(caller.name, op, code):
+            row = audit.record(caller.name, caller.role, op, args, code, message)
+            self.audit.keep(
+                row, "request_denied", id=request_id, op=row[3], client=caller.name, role=caller.role,
+                outcome=code, reason=message, latency_ms=round((time.perf_counter() - started) * 1000, 3),
+            )
         return protocol.error(request_id, code, message, hint)
 
-    def _audit_record(self, caller: Caller, op, args, outcome: str, message: str) -> tuple:
-        text = json.dumps(args, separators=(",", ":"), ensure_ascii=False) if args is not None else "{}"
-        if len(text) > AUDIT_ARGS_MAX:
-            text = text[:AUDIT_ARGS_MAX] + "…"
-        if isinstance(op, str) and len(op) > 100:  # a denied stranger's op is not ours to store whole
-            op = op[:100] + "…"
-        elif op is not None and not isinstance(op, str):
-            op = None
-        return (int(time.time() * 1000), caller.name, caller.role, op, text, outcome, message)
-
     def _audit(self, caller: Caller, op, args, outcome: str, message: str) -> None:
-        """Write an audit record on its own (a request that changed nothing)."""
-        try:
-            self.store.audit(self._audit_record(caller, op, args, outcome, message))
-        except Exception:
-            self.log.exception("audit_write_failed", op=op, client=caller.name, outcome=outcome)
+        """Record a request that changed nothing (rate-limited, written in a batch)."""
+        self.audit.add(caller.name, audit.record(caller.name, caller.role, op, args, outcome, message))
 
-    def _execute(self, command, request_id, args, key, caller) -> tuple[bytes, str]:
+    def _execute(self, command, mutating, request_id, args, client, fp, caller) -> tuple[bytes, str]:
         """Return the reply and its outcome ("ok" or the error code)."""
         events = self.ctx.device.events
         try:
             parsed = validate(command.ARGS, args)
         except ArgError as exc:
-            hint = f"Run `cs help` for the command's options (op {command.NAME})."
-            if command.MUTATING:
+            hint = f"{command.NAME} takes {describe(command.ARGS)}."
+            if mutating:
                 self._audit(caller, command.NAME, args, "INVALID_ARGUMENT", str(exc))
             return protocol.error(request_id, "INVALID_ARGUMENT", str(exc), hint), "INVALID_ARGUMENT"
-        if not command.MUTATING:
+        if not mutating:
             return self._run(command, request_id, parsed, caller)[:2]
         device = self.ctx.device
         before, seq_before, runs_before = device.snapshot(), events.last_seq, device.runs.mark()
@@ -168,11 +186,14 @@ class Dispatcher:
             if durable:
                 self._audit(caller, command.NAME, args, outcome, message)
         elif durable:
-            audit = self._audit_record(caller, command.NAME, args, outcome, message)
+            row = audit.record(caller.name, caller.role, command.NAME, args, outcome, message)
+            waiting = self.audit.take()  # refusals waiting to be written ride along
             try:
-                self.store.commit(device.snapshot(), emitted, (key[0], key[1], reply), device.runs.take_dirty(), audit)
+                self.store.commit(device.snapshot(), emitted, (client, protocol.id_key(request_id), fp, reply),
+                                  device.runs.take_dirty(), [*waiting, row])
             except Exception:
                 # Not durable, so not done: put the model back and say so.
+                self.audit.give_back(waiting)
                 device.restore(before)
                 device.runs.rollback(runs_before)
                 events.discard_newest(len(emitted))
@@ -184,7 +205,7 @@ class Dispatcher:
                 )
                 self._audit(caller, command.NAME, args, "INTERNAL", message)
                 return reply, "INTERNAL"  # not remembered: a retry may succeed
-        self._remember(self._replies if durable else self._hot_replies, key, reply)
+        (self._replies if durable else self._hot_replies).remember(client, request_id, fp, reply)
         for event in emitted:
             self.publish(event.to_dict())
         return reply, outcome
@@ -205,13 +226,14 @@ class Dispatcher:
             )
             return reply, "INTERNAL", message
 
-    def _remember(self, cache: OrderedDict, key, reply: bytes) -> None:
-        cache[key] = reply
-        if len(cache) > self.keep_replies:
-            cache.popitem(last=False)
-
     def tick(self) -> None:
-        """Complete a timed transition whose time has come; persist, then publish."""
+        """Complete a timed transition whose time has come; persist, then publish. Write the
+        audit records that are due."""
+        self.audit.tick()
+        try:
+            self.store.record_progress()
+        except OSError as exc:  # not fatal: the record is a safety check, retried next time
+            self.log.error("identity_write_failed", path=self.store.identity.path, reason=str(exc))
         device = self.ctx.device
         seq_before = device.events.last_seq
         if not device.advance():
@@ -234,10 +256,12 @@ class Dispatcher:
         self._last_flush = time.monotonic()
         # A failed commit here leaves the model ahead of the disk; the next commit or a restart
         # (which rolls the transition forward again) reconciles it, so serving carries on.
+        waiting = self.audit.take()
         try:
-            self.store.commit(device.snapshot(), emitted, runs=runs)
+            self.store.commit(device.snapshot(), emitted, runs=runs, audit=waiting)
         except Exception:
             device.runs.redirty(runs)
+            self.audit.give_back(waiting)
             self.log.exception("persist_failed", op="timer")
 
     def _log(self, mutating, request_id, op, caller, outcome, started) -> None:

@@ -175,12 +175,15 @@ class Registry:
             signature = None
         if signature == self._signature and not force:
             return
-        self._signature = signature
         try:
             entries = read_registry(self.path) if signature is not None else []
         except (OSError, ValueError) as exc:
             entries = []
+            # Not remembered as read: a passing failure (out of descriptors) is retried on the
+            # next message instead of shutting everyone out until the file changes.
+            signature = None if isinstance(exc, OSError) else signature
             self.log.error("key_registry_unreadable", path=self.path, reason=str(exc), effect="nobody is admitted")
+        self._signature = signature
         active = [e for e in entries if not e.get("revoked") and e.get("role") in RANK]
         self._roles = {e["name"]: e["role"] for e in active}
         self._names = {e["public_key"]: e["name"] for e in active}

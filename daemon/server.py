@@ -10,6 +10,12 @@ the key registry. systemd hears READY=1 only after recovery, authenticator and b
 each change, WATCHDOG=1 from this loop while it is healthy (so a hung loop, or one whose
 authenticator is down, is restarted), RELOADING=1 … READY=1 around a reload and STOPPING=1 on
 the way out.
+
+Nothing a client sends can stop the loop: the decoder refuses what it cannot use (csadmin/
+protocol.py), and any exception while handling one request is answered INTERNAL, logged with its
+traceback (once per kind; repeats are counted) and the loop carries on. Each client's queues are
+bounded (RCVHWM/SNDHWM: a client that does not read its replies loses them, not csd's memory), and
+so are connections (daemon/capacity.py).
 """
 
 from __future__ import annotations
@@ -17,6 +23,7 @@ from __future__ import annotations
 import os
 import signal
 import time
+import traceback
 
 import zmq
 
@@ -24,19 +31,30 @@ from csadmin import __version__, protocol
 from statemachine.device import Device, Timings
 from statemachine.events import EventLog
 
-from . import connection
+from . import audit, connection
+from .audit import HANDSHAKES, AuditTrail
 from .auth import Authenticator, check_libzmq, secure_server_socket
+from .capacity import ConnectionGate
+from .coalesce import Coalescer
 from .config import LIVE_KEYS, Config, ConfigError
 from .context import Caller, Context
 from .dispatch import Dispatcher
 from .keys import KeyStore, Registry
+from .memory import release_large_blocks
 from .notify import Notifier
 from .store import Store
 
 IDLE_POLL_MS = 1000  # wake at least this often even with nothing to do
 BATCH = 256  # requests served per wake-up before timers get a turn
 LINGER_MS = 500
-REFUSED_AUDITED_PER_SECOND = 10  # refused handshakes recorded one by one; the rest are counted
+# Messages queued per client, each way (libzmq counts messages, not bytes). A client sends one
+# request at a time (a few with its sibling sockets, each its own queue), so these only bite on
+# a client that floods or never reads: its requests wait in its socket, its replies are dropped.
+# Not much lower: the sender's view of a queue lags (libzmq acknowledges reads in batches of half
+# the limit, and csd takes the acknowledgements at most every millisecond or so), and a fast
+# client doing thousands of calls a second must never lose a reply to that lag.
+RCVHWM = 100
+SNDHWM = 100
 
 
 def wall_ms() -> int:
@@ -86,14 +104,17 @@ class Server:
         self._reload_requested = False
         self._watchdog_due: int | None = None
         self._status_shown = None
-        self._refused_second, self._refused_in_second, self._refused_unrecorded = 0, 0, 0
+        self._failures_seen: set[str] = set()  # kinds of failure already logged with a traceback
+        self._failures = Coalescer(per_second=1)
 
     def start(self) -> None:
         """Open and check the store, restore the device, roll forward an interrupted
         transition, then bind. Only after this returns does the daemon answer anyone."""
         cfg = self.config
         check_libzmq()
+        release_large_blocks()
         self.store = Store(cfg.state_dir, keep_events=cfg.keep_events)
+        self.audit = AuditTrail(self.store, self.log)
         snapshot, events, replies = self.store.load()
         log = EventLog(capacity=cfg.keep_events)
         log.restore(events)
@@ -117,6 +138,7 @@ class Server:
             self.store.commit(
                 self.device.snapshot(), log.newest(log.last_seq - seq_before), runs=self.device.runs.take_dirty()
             )
+        self.store.record_progress(force=True)
 
         keys = KeyStore(cfg.state_dir)
         server_public, server_secret = keys.ensure_server_keypair()
@@ -128,6 +150,8 @@ class Server:
         self.router = self.ctx.socket(zmq.ROUTER)
         self.router.setsockopt(zmq.LINGER, LINGER_MS)
         self.router.setsockopt(zmq.MAXMSGSIZE, protocol.MAX_FRAME_BYTES)
+        self.router.setsockopt(zmq.RCVHWM, RCVHWM)
+        self.router.setsockopt(zmq.SNDHWM, SNDHWM)
         # A client that reconnects with the same identity (a retry after a network blip)
         # takes over its old route instead of being ignored.
         self.router.setsockopt(zmq.ROUTER_HANDOVER, 1)
@@ -150,12 +174,15 @@ class Server:
             if getattr(cfg, name):
                 sock.bind(getattr(cfg, name))
                 tcp[name] = connection.bound(sock)
+        self.gate = ConnectionGate([self.router, self.pub], self.log, self.ctx)
         self.connection_file = connection.path_for(cfg)
         connection.write(self.connection_file, endpoint, events_endpoint, server_public, self.device.serial)
 
         context = Context(self.device, events_endpoint, wall_ms(), __version__,
-                          tcp_events_endpoint=tcp.get("tcp_events_endpoint", ""), audit_entries=self.store.audit_entries)
-        self.dispatcher = Dispatcher(context, self.store, self._publish, self.log, self.auth, replies)
+                          tcp_events_endpoint=tcp.get("tcp_events_endpoint", ""))
+        self.dispatcher = Dispatcher(context, self.store, self._publish, self.log, self.auth, replies,
+                                     audit_trail=self.audit)
+        context.audit_entries = self.audit.entries  # audit.show sees the records still being batched
         self.log.info(
             "ready", endpoint=endpoint, events_endpoint=events_endpoint, **tcp, state_dir=cfg.state_dir,
             connection_file=self.connection_file, server_key=server_public,
@@ -230,24 +257,11 @@ class Server:
         return Caller(name, self.registry.role_of(name), session)
 
     def _audit_refused_connection(self, public_key: str | None, address: str, reason: str) -> None:
-        # Anyone can attempt a handshake, so these records are rate-limited: a flood of strangers
-        # must not turn into a flood of fsyncs on the loop that serves everyone.
-        second = int(time.monotonic())
-        if second != self._refused_second:
-            self._refused_second, self._refused_in_second = second, 0
-        self._refused_in_second += 1
-        if self._refused_in_second > REFUSED_AUDITED_PER_SECOND:
-            self._refused_unrecorded += 1
-            return
-        message = f"Handshake refused: {reason}."
-        if self._refused_unrecorded:
-            message += f" ({self._refused_unrecorded} earlier refusals were not recorded one by one: too many.)"
-            self._refused_unrecorded = 0
-        args = protocol.encode({"public_key": public_key, "address": address}).decode()
-        try:
-            self.store.audit((wall_ms(), None, None, "connect", args, "REFUSED", message))
-        except Exception:
-            self.log.exception("audit_write_failed", op="connect")
+        # Anyone can attempt a handshake, so these records and their log lines are rate-limited
+        # (audit.py): a flood of strangers must not turn into a flood of fsyncs or log lines.
+        row = audit.record(None, None, "connect", {"public_key": public_key, "address": address}, "REFUSED",
+                           f"Handshake refused: {reason}.")
+        self.audit.add(HANDSHAKES, row, "connection_refused", public_key=public_key, address=address, reason=reason)
 
     @property
     def healthy(self) -> bool:
@@ -295,37 +309,40 @@ class Server:
         poller.register(self.router, zmq.POLLIN)
         poller.register(self.auth.socket, zmq.POLLIN)
         poller.register(wake_r, zmq.POLLIN)
+        for monitor in self.gate.monitors:
+            poller.register(monitor, zmq.POLLIN)
         router, dispatcher, auth = self.router, self.dispatcher, self.auth
         auth_polled = True
         try:
             while not self._stopping:
-                if auth_polled and auth.socket.closed:  # stopped: from now on requests are refused
-                    poller.unregister(auth.socket)
-                    auth_polled = False
-                ready = dict(poller.poll(self._poll_timeout()))
-                if auth_polled and auth.socket in ready:  # handshakes first: they gate everything else
-                    auth.handle_ready()
-                if router in ready:
-                    for _ in range(BATCH):
+                try:
+                    if auth_polled and auth.socket.closed:  # stopped: from now on requests are refused
+                        poller.unregister(auth.socket)
+                        auth_polled = False
+                    ready = dict(poller.poll(self._poll_timeout()))
+                    if auth_polled and auth.socket in ready:  # handshakes first: they gate everything else
+                        auth.handle_ready()
+                    for monitor in self.gate.monitors:
+                        if monitor in ready:
+                            self.gate.handle_ready(monitor)
+                    if router in ready:
+                        for _ in range(BATCH):
+                            try:  # Frames (not bytes): no copy, and they carry the User-Id
+                                self._answer(router.recv_multipart(zmq.NOBLOCK, copy=False))
+                            except zmq.Again:
+                                break
+                    if wake_r in ready:
                         try:
-                            frames = router.recv_multipart(zmq.NOBLOCK, copy=False)  # Frames carry the User-Id
-                        except zmq.Again:
-                            break
-                        if len(frames) < 2:
-                            continue  # no payload: nothing to answer
-                        identity, payload = frames[0].bytes, frames[-1]
-                        reply = dispatcher.handle(identity, payload.bytes, self._caller(identity, payload))
-                        router.send_multipart([f.bytes for f in frames[:-1]] + [reply])
-                if wake_r in ready:
-                    try:
-                        os.read(wake_r, 512)
-                    except BlockingIOError:
-                        pass
-                dispatcher.tick()
-                if self._reload_requested:
-                    self._reload_requested = False
-                    self.reload()
-                self._housekeeping()
+                            os.read(wake_r, 512)
+                        except BlockingIOError:
+                            pass
+                    dispatcher.tick()
+                    if self._reload_requested:
+                        self._reload_requested = False
+                        self.reload()
+                    self._housekeeping()
+                except Exception as exc:  # a bug outside one request's handling: log it, keep serving
+                    self._failed(exc, "loop_failed")
         finally:
             signal.set_wakeup_fd(self._previous_wakeup_fd)
             os.close(wake_r)
@@ -333,12 +350,52 @@ class Server:
         self.notifier.stopping()
         self.log.info("stopping", state=self.device.lifecycle.value)
 
+    def _answer(self, frames: list[zmq.Frame]) -> None:
+        """Answer one message from the request socket, whatever it holds: `[identity, request]`
+        is a request; more frames are refused (never echoed), and any exception raised while
+        handling it is answered INTERNAL (with the request's id when it can be read)."""
+        identity, payload = frames[0].bytes, frames[-1]
+        try:
+            reply = self.dispatcher.handle(identity, payload.bytes, self._caller(identity, payload),
+                                           parts=len(frames) - 1)
+        except Exception as exc:
+            self._failed(exc, "request_failed")
+            try:
+                request_id = protocol.decode_request(payload.bytes)[0]
+            except protocol.ProtocolError:
+                request_id = None
+            reply = protocol.error(
+                request_id, "INTERNAL", "csd failed while handling this request; it carries on serving.",
+                "This is a bug: the csd log has the details. The request may be retried.",
+            )
+        try:
+            self.router.send_multipart([identity, reply], zmq.NOBLOCK)
+        except zmq.ZMQError:  # the client is gone or not reading: its reply is dropped, not queued
+            pass
+
+    def _failed(self, exc: Exception, event: str) -> None:
+        """Log a failure: with its traceback the first time this kind (type and place) is seen,
+        then as a counted one-liner at most once a second."""
+        frame = traceback.extract_tb(exc.__traceback__)[-1] if exc.__traceback__ else None
+        kind = f"{type(exc).__name__} at {frame.filename}:{frame.lineno}" if frame else type(exc).__name__
+        if kind not in self._failures_seen:
+            self._failures_seen.add(kind)
+            self.log.error(event, kind=kind, exc_info=exc, effect="answered INTERNAL; csd carries on")
+        elif self._failures.admit(kind):
+            self.log.error(event, kind=kind, repeated=True, effect="answered INTERNAL; csd carries on")
+
     def close(self) -> None:
         connection.remove(self.connection_file)
+        self.audit.flush()
+        self.gate.close()
         self.router.close()
         self.pub.close()
         self.auth.close()  # last: nothing it guards is open any more
         self.ctx.term()
         for ipc_file in filter(None, self._ipc_files):
             _remove_ipc_file(*ipc_file)
+        try:
+            self.store.record_progress(force=True)
+        except OSError as exc:
+            self.log.error("identity_write_failed", path=self.store.identity.path, reason=str(exc))
         self.store.close()

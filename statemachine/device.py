@@ -78,7 +78,10 @@ class Timings:
 
 class Device:
     """One CS-2. Every public method that changes something returns a result dict and appends
-    its events to `self.events`; refusals raise `statemachine.errors.Refused`."""
+    its events to `self.events`; refusals raise `statemachine.errors.Refused`. With
+    `dry_run=True` they apply the same rules and change nothing: the refusal they would raise,
+    or the result with `changed` saying whether they would act (what a console checks before
+    it asks for confirmation)."""
 
     def __init__(
         self,
@@ -162,15 +165,22 @@ class Device:
             details["by"] = origin
         self.events.emit(type_, now, **details)
 
-    def standby(self, force: bool = False, origin: dict | None = None) -> dict:
+    def standby(self, force: bool = False, origin: dict | None = None, dry_run: bool = False) -> dict:
         """Ramp down. While a run holds the fabric this is refused as BUSY, unless `force`,
         which aborts the run first (its owner sees why on its next call and in the events)."""
         rule = self._rule("standby")
         if isinstance(rule, Already):
-            return self._result(rule.message, changed=False)
+            return self._result(rule.message, changed=False, dry_run=dry_run)
+        if self.runs.holder is not None and not force:
+            holder = self.runs.holder.run_id
+            raise self.runs.busy_error(
+                "the system cannot go to standby",
+                f"Wait for it to close, or go to standby anyway with `system standby --force` (force=true), "
+                f"which aborts {holder}; an admin can also abort it first (`cs runs abort {holder}`).",
+            )
+        if dry_run:
+            return self._result("System would go to STANDBY.", changed=True, dry_run=True)
         if self.runs.holder is not None:
-            if not force:
-                raise self.runs.busy_error("the system cannot go to standby")
             self.runs.abort_holder("system standby --force (an admin put the system in standby)")
         now = self._clock()
         self._emit("EventStandbyIssued", now, origin)
@@ -179,10 +189,12 @@ class Device:
         self._emit("EventPendingStandby", now, origin, expectedCompletion=self.pending_until)
         return self._result("System is going to STANDBY.", changed=True)
 
-    def activate(self, origin: dict | None = None) -> dict:
+    def activate(self, origin: dict | None = None, dry_run: bool = False) -> dict:
         rule = self._rule("activate")
         if isinstance(rule, Already):
-            return self._result(rule.message, changed=False)
+            return self._result(rule.message, changed=False, dry_run=dry_run)
+        if dry_run:
+            return self._result(f"System would activate in {self.configured_mode.value}.", changed=True, dry_run=True)
         now = self._clock()
         self._emit("EventActivateIssued", now, origin, execmode=self.configured_mode.value)
         self.begin_activate()
@@ -192,10 +204,12 @@ class Device:
         )
         return self._result(f"System is activating in {self.configured_mode.value}.", changed=True)
 
-    def setup_execmode(self, mode: ExecMode, origin: dict | None = None) -> dict:
+    def setup_execmode(self, mode: ExecMode, origin: dict | None = None, dry_run: bool = False) -> dict:
         self._rule("execmode_setup")
         if mode is self.configured_mode:
-            return self._result(f"Execution mode is already configured as {mode.value}.", changed=False)
+            return self._result(f"Execution mode is already configured as {mode.value}.", changed=False, dry_run=dry_run)
+        if dry_run:
+            return self._result(f"Execution mode would be configured as {mode.value}.", changed=True, dry_run=True)
         now = self._clock()
         self._emit("EventConfigOpIssued", now, origin, op="execmode", execmode=mode.value)
         self.configured_mode = mode
@@ -296,13 +310,16 @@ class Device:
             self.events.emit("EventEnteredActive", now, execmode=self.active_mode.value, recovered=recovered)
             self.events.emit("EventActivateCompleted", now, execmode=self.active_mode.value, recovered=recovered)
 
-    def _result(self, message: str, changed: bool) -> dict:
-        return {
+    def _result(self, message: str, changed: bool, dry_run: bool = False) -> dict:
+        result = {
             "message": message,
             "changed": changed,
             "state": self.lifecycle.value,
             "pendingUntil": self.pending_until,
         }
+        if dry_run:
+            result["dryRun"] = True
+        return result
 
     # -- persistence -------------------------------------------------------------------------
 

@@ -6,6 +6,7 @@ Type names and severities follow the real system's catalog (shared/reference/cs2
 from __future__ import annotations
 
 import fnmatch
+import re
 from collections import deque
 from dataclasses import dataclass, field
 from typing import Iterable
@@ -118,12 +119,15 @@ class EventLog:
         `event_type` is a shell-style glob (`EventActivate*`), matched case-sensitively like
         the real type names.
         """
+        # Not fnmatch.fnmatchcase: its cache keeps 32,768 compiled patterns, so a client sending
+        # distinct globs would grow csd by megabytes; re's own cache is bounded (512).
+        matches = re.compile(fnmatch.translate(event_type)).match if event_type is not None else None
         selected = [
             e
             for e in self._events
             if (from_time is None or e.triggerTime >= from_time)
             and (after_seq is None or e.seq > after_seq)
-            and (event_type is None or fnmatch.fnmatchcase(e.type, event_type))
+            and (matches is None or matches(e.type))
         ]
         if max_count is not None:
             selected = selected[-max_count:] if max_count > 0 else []

@@ -157,6 +157,11 @@ class Run:
         return copy.copy(self)
 
 
+def _a(word: str) -> str:
+    """`word` with its indefinite article: "a train", "an eval"."""
+    return f"{'an' if word[:1] in 'aeiou' else 'a'} {word}"
+
+
 def run_id_of(number: int) -> str:
     return f"run-{number:06d}"
 
@@ -242,14 +247,14 @@ class Runs:
             return Already(rule.message.format(**fields))
         return rule
 
-    def busy_error(self, doing: str) -> Busy:
+    def busy_error(self, doing: str, hint: str | None = None) -> Busy:
         run = self.holder
         job = f", slurm job {run.slurm_job}" if run.slurm_job else ""
         return Busy(
             f"The fabric is held by run {run.run_id} (owner {run.owner}{job}, {run.mode}, open since "
             f"{utc(run.opened_at)}, fabric {run.fabric.value}); {doing}.",
-            f"Wait for it to close (`cs runs show {run.run_id}`), or an admin can abort it "
-            f"(`cs runs abort {run.run_id}`).",
+            hint or f"Wait for it to close (`cs runs show {run.run_id}`), or an admin can abort it "
+                    f"(`cs runs abort {run.run_id}`).",
         )
 
     # -- requests ------------------------------------------------------------------------------
@@ -290,11 +295,14 @@ class Runs:
                 "(`config execmode setup`, then `system activate`).",
             )
         if program["mode"] == TRAIN_AND_EVAL:
-            raise IncompatibleProgram(f"The program was compiled for {TRAIN_AND_EVAL_WHY}.", TRAIN_AND_EVAL_NEXT)
+            raise IncompatibleProgram(
+                f"The program was compiled for {TRAIN_AND_EVAL}, which is not supported: {TRAIN_AND_EVAL_WHY}.",
+                TRAIN_AND_EVAL_NEXT,
+            )
         if program["mode"] != run.mode:
             raise IncompatibleProgram(
-                f"The program was compiled for {program['mode']}, but run {run.run_id} is a {run.mode} run.",
-                f"Program a {run.mode} artifact, or open a {program['mode']} run for this one.",
+                f"The program was compiled for {program['mode']}, but run {run.run_id} is {_a(run.mode)} run.",
+                f"Program {_a(run.mode)} artifact, or open {_a(program['mode'])} run for this one.",
             )
         duration = math.ceil(program["size_bytes"] * 1000 / self.program_bytes_per_second)
         self._renew(run, now)
@@ -340,12 +348,13 @@ class Runs:
             self._end(run, RunStatus.CLOSED, None)
         return run, True
 
-    def abort(self, run_id: str, reason: str) -> tuple[Run, bool]:
-        """Abort a run whoever holds it (admins). Returns (run, changed)."""
+    def abort(self, run_id: str, reason: str, dry_run: bool = False) -> tuple[Run, bool]:
+        """Abort a run whoever holds it (admins). Returns (run, changed); with `dry_run`, what
+        it would be, changing nothing."""
         run = self.get(run_id)
         rule = self._rule("abort", run)
-        if isinstance(rule, Already):
-            return run, False
+        if isinstance(rule, Already) or dry_run:
+            return run, not isinstance(rule, Already)
         self._end(run, RunStatus.ABORTED, reason)
         return run, True
 

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from .programs import quoted
+
 _JOB_ID_CHARS = frozenset("0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ_.+-")
 
 
@@ -34,7 +36,7 @@ def parse_job_id(value: str) -> str:
     """A Slurm job id as its scripts see it: `42`, an array task `42_7`, a het component `42+1`."""
     text = value.strip()
     if not text or len(text) > 64 or not set(text) <= _JOB_ID_CHARS:
-        raise ValueError(f"must be a Slurm job id such as 42 or 42_7 (1 to 64 letters, digits, _ . + -), not {value!r}")
+        raise ValueError(f"must be a Slurm job id such as 42 or 42_7 (1 to 64 letters, digits, _ . + -), not {quoted(value)}")
     return text
 
 

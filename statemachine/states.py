@@ -42,7 +42,8 @@ class ExecMode(str, Enum):
             return cls(key)
         except ValueError:
             accepted = ", ".join(m.value for m in cls)
-            raise ValueError(f"unknown execution mode {text!r}; use one of {accepted}") from None
+            shown = repr(text) if len(text) <= 40 else repr(text[:39] + "…")
+            raise ValueError(f"unknown execution mode {shown}; use one of {accepted}") from None
 
 
 class Health(str, Enum):

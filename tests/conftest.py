@@ -23,3 +23,12 @@ def make_csd():
     yield make
     for daemon in made:
         daemon.cleanup()
+
+
+@pytest.fixture
+def faulty_csd(make_csd, monkeypatch):
+    """A csd with fault switches (tests/faulty_csd.py); not started."""
+    d = make_csd()
+    d.launcher = ["-m", "tests.faulty_csd"]
+    monkeypatch.setenv("CSD_FAULT_DIR", d.dir)
+    return d

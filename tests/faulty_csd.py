@@ -3,12 +3,14 @@
 A switch is a file in $CSD_FAULT_DIR; the test creates it when it wants the fault:
   crash-authenticator  the registry lookup the ZAP handler makes raises (a bug in the handler)
   stop-authenticator   the next request stops the authenticator (its socket is closed, unbound)
+  crash-request        handling a `system.date` request raises (a bug past the decoder)
+  crash-tick           the loop's timer work raises on every turn (a bug outside any request)
 """
 
 import os
 import sys
 
-from daemon import keys, main, server
+from daemon import dispatch, keys, main, server
 
 FAULT_DIR = os.environ["CSD_FAULT_DIR"]
 
@@ -19,6 +21,8 @@ def _switched_on(name: str) -> bool:
 
 _name_of = keys.Registry.name_of
 _caller = server.Server._caller
+_handle = dispatch.Dispatcher.handle
+_tick = dispatch.Dispatcher.tick
 
 
 def name_of(self, public):
@@ -33,8 +37,22 @@ def caller(self, identity, frame):
     return _caller(self, identity, frame)
 
 
+def handle(self, client, frame, caller, parts=1):
+    if _switched_on("crash-request") and b'"system.date"' in frame:
+        raise KeyError("fault injected by tests/faulty_csd.py")
+    return _handle(self, client, frame, caller, parts)
+
+
+def tick(self):
+    if _switched_on("crash-tick"):
+        raise ZeroDivisionError("fault injected by tests/faulty_csd.py")
+    return _tick(self)
+
+
 keys.Registry.name_of = name_of
 server.Server._caller = caller
+dispatch.Dispatcher.handle = handle
+dispatch.Dispatcher.tick = tick
 
 if __name__ == "__main__":
     sys.exit(main.main())

@@ -56,7 +56,7 @@ class Daemon:
     """One csd process. `start()` returns once it answers `meta.hello`."""
 
     def __init__(self, activate_seconds=0.05, standby_seconds=0.05, extra_args=(), env=None, log_level="debug",
-                 endpoint=None, events_endpoint=None):
+                 endpoint=None, events_endpoint=None, nofile=None):
         self.dir = tempfile.mkdtemp(prefix="csd-t-")
         self.state_dir = os.path.join(self.dir, "state")
         self.endpoint = endpoint or f"ipc://{self.dir}/csd.sock"
@@ -70,6 +70,7 @@ class Daemon:
         self.extra_args = list(extra_args)
         self.log_level = log_level  # None: no --log-level flag (the config file decides)
         self.extra_env = dict(env or {})  # e.g. NOTIFY_SOCKET for the sd_notify tests
+        self.nofile = nofile  # RLIMIT_NOFILE (soft and hard) csd runs with, like `ulimit -n`
         self.proc: subprocess.Popen | None = None
         self.launcher = ["-m", "daemon"]  # tests/faulty_csd.py swaps in fault injection
 
@@ -88,8 +89,16 @@ class Daemon:
         """Start csd without waiting for it to answer."""
         log = open(self.log_path, "ab")
         env = {**os.environ, **self.extra_env} if self.extra_env else None
+        limit = None
+        if self.nofile is not None:
+            import resource
+
+            def limit():
+                resource.setrlimit(resource.RLIMIT_NOFILE, (self.nofile, self.nofile))
+
         self.proc = subprocess.Popen(
             self.command(), stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, cwd=ROOT, env=env,
+            preexec_fn=limit,
         )
         log.close()
         return self

@@ -10,7 +10,7 @@ from .. import errors
 from ..client import Client
 from . import render
 from .commands import COMMANDS, options_of
-from .parse import Parsed
+from .parse import Parsed, shown
 
 
 class Session:
@@ -30,14 +30,28 @@ class ExitShell(Exception):
     """Raised by `exit` / `quit`; the shell ends with exit code 0."""
 
 
-def _confirm(s: Session, p: Parsed, question: str) -> None:
+def _will_ask(s: Session, p: Parsed) -> bool:
+    """Whether this command will ask for confirmation (refused in a script without --no-confirm)."""
     if p.options.get("no_confirm"):
-        return
+        return False
     if not s.console.interactive:
         raise errors.UsageError(
             f"`{p.command.name}` changes the system and needs --no-confirm when not run interactively.",
             "Add --no-confirm to run it from a script.",
         )
+    return True
+
+
+def _preflight(s: Session, p: Parsed, op: str, **args) -> dict | None:
+    """Before asking: check the request on csd without doing it (a dry run: role, arguments,
+    state), so a change that cannot happen is refused, and one with nothing to do is reported,
+    before anyone is asked. None: no question will be asked, go ahead."""
+    if not _will_ask(s, p):
+        return None
+    return s.client.call(op, dry_run=True, **args)
+
+
+def _confirm(s: Session, question: str) -> None:
     if not s.console.confirm(question):
         raise errors.Cancelled("Cancelled; nothing was changed.")
 
@@ -76,21 +90,28 @@ def system_show(s: Session, p: Parsed) -> int:
 
 def system_standby(s: Session, p: Parsed) -> int:
     force = bool(p.options.get("force"))
-    if force:
-        holder = s.client.system_show().get("runHolder")
-        aborting = (
-            f" Run {holder['runId']} (owner {holder['owner']}) holding the fabric will be aborted."
-            if holder else " Any run holding the fabric will be aborted."
-        )
-        _confirm(s, p, f"This puts the system in standby.{aborting} Do you want to proceed?")
-    else:
-        _confirm(s, p, "This puts the system in standby. Do you want to proceed?")
+    check = _preflight(s, p, "system.standby", **({"force": True} if force else {}))
+    if check is not None:
+        if not check["changed"]:
+            return _settle(s, p, check, "STANDBY")
+        aborting = ""
+        if force:
+            holder = s.client.system_show().get("runHolder")
+            aborting = (
+                f" Run {holder['runId']} (owner {holder['owner']}) holding the fabric will be aborted."
+                if holder else " Any run holding the fabric will be aborted."
+            )
+        _confirm(s, f"This puts the system in standby.{aborting} Do you want to proceed?")
     return _settle(s, p, s.client.system_standby(force=force), "STANDBY")
 
 
 def system_activate(s: Session, p: Parsed) -> int:
-    mode = s.client.execmode_show()["execmode"]
-    _confirm(s, p, f"This activates the system in {render.title(mode)} mode. Do you want to proceed?")
+    check = _preflight(s, p, "system.activate")
+    if check is not None:
+        if not check["changed"]:
+            return _settle(s, p, check, "ACTIVE")
+        mode = s.client.execmode_show()["execmode"]
+        _confirm(s, f"This activates the system in {render.title(mode)} mode. Do you want to proceed?")
     return _settle(s, p, s.client.system_activate(), "ACTIVE")
 
 
@@ -108,15 +129,16 @@ def execmode_setup(s: Session, p: Parsed) -> int:
                 "`config execmode setup` needs --mode when not run interactively.",
                 "Use `config execmode setup --mode WEIGHT_STREAMING --no-confirm` (or PIPELINED).",
             )
-        snap = s.client.system_show()
-        if snap["state"] != "STANDBY":
-            # Let the daemon refuse it: the rule and its message live there, once.
-            s.client.execmode_setup(snap["configuredExecmode"])
+        # Checked before offering the choice (the rule and its message live in csd, once).
+        configured = s.client.execmode_show()["execmode"]
+        s.client.call("config.execmode.setup", mode=configured, dry_run=True)
         options = [("PIPELINED", "Pipelined"), ("WEIGHT_STREAMING", "Weight Streaming")]
-        mode = s.console.choose("Select execution mode configuration:", options, default=snap["configuredExecmode"])
+        mode = s.console.choose("Select execution mode configuration:", options, default=configured)
     else:
-        _confirm(s, p, f"This sets the execution mode to {render.title(mode.upper().replace('-', '_'))} "
-                       f"(taking effect on `system activate`). Do you want to proceed?")
+        check = _preflight(s, p, "config.execmode.setup", mode=mode)
+        if check is not None and check["changed"]:
+            _confirm(s, f"This sets the execution mode to {render.title(check['execmode'])} "
+                        f"(taking effect on `system activate`). Do you want to proceed?")
     result = s.client.execmode_setup(mode)
     if s.json(p):
         s.console.out(render.as_json(result))
@@ -150,10 +172,14 @@ def runs_show(s: Session, p: Parsed) -> int:
 
 def runs_abort(s: Session, p: Parsed) -> int:
     run_id = p.args[0]
-    if not p.options.get("no_confirm"):
-        run = s.client.runs_show(run_id)  # unknown ids fail before the question
-        _confirm(s, p, f"This aborts run {run_id} (owner {run['owner']}); its runtime will get RUN_ABORTED. "
-                       "Do you want to proceed?")
+    reason = {"reason": p.options["reason"]} if p.options["reason"] else {}
+    check = _preflight(s, p, "runs.abort", run_id=run_id, **reason)  # unknown, closed: refused before asking
+    if check is not None:
+        if not check["changed"]:
+            s.console.out(render.as_json(check) if s.json(p) else check["message"])
+            return errors.EXIT_OK
+        _confirm(s, f"This aborts run {run_id} (owner {check['owner']}); its runtime will get RUN_ABORTED. "
+                    "Do you want to proceed?")
     result = s.client.runs_abort(run_id, reason=p.options["reason"])
     s.console.out(render.as_json(result) if s.json(p) else result["message"])
     return errors.EXIT_OK
@@ -175,7 +201,7 @@ def help_text(words: list[str]) -> str:
         wanted = " ".join(words)
         matches = [c for c in COMMANDS if c.name == wanted or c.name.startswith(wanted + " ")]
         if not matches:
-            raise errors.UsageError(f"No command `{wanted}`.", "Type `help` for the list of commands.")
+            raise errors.UsageError(f"No command `{shown(wanted)}`.", "Type `help` for the list of commands.")
         blocks = []
         for c in matches:
             lines = [f"{c.usage} — {c.help}"]
@@ -201,7 +227,7 @@ def system_date(s: Session, p: Parsed) -> int:
 
 def whoami(s: Session, p: Parsed) -> int:
     me = s.client.whoami()
-    s.console.out(render.as_json(me) if s.json(p) else f"{me['name']} ({me['role']})")
+    s.console.out(render.as_json(me) if s.json(p) else f"{me['name']} ({me['role']}), session {me['session']}")
     return errors.EXIT_OK
 
 
@@ -241,5 +267,6 @@ def events_follow(s: Session, p: Parsed) -> int:
                 catch_up()  # idle tick or a gap: the log has whatever we did not receive
             show([event] if event is not None else [])
     except KeyboardInterrupt:
+        s.console.err("Stopped following events.")  # on its own line, after the terminal's ^C
         return errors.EXIT_OK
     return errors.EXIT_OK

@@ -17,7 +17,8 @@ from ..client import Client
 @contextlib.contextmanager
 def embedded_daemon(activate_seconds: float = 5.0, standby_seconds: float = 3.0, startup_timeout: float = 20.0):
     """Start csd on ipc sockets in a temp dir with a fresh admin key, wait until it answers,
-    yield (connection file, admin's secret key file), stop it."""
+    yield (connection file, admin's secret key file), stop it. csd runs in its own session, so
+    Ctrl-C at the terminal never reaches it."""
     tmp = tempfile.mkdtemp(prefix="csd-embedded-")
     endpoint = f"ipc://{tmp}/csd.sock"
     state_dir = os.path.join(tmp, "state")
@@ -34,12 +35,15 @@ def embedded_daemon(activate_seconds: float = 5.0, standby_seconds: float = 3.0,
         # The server keypair and an admin key, made by csd itself (csadmin never imports daemon).
         keys = subprocess.run(
             [sys.executable, "-m", "daemon", "keys", "init", "--state-dir", state_dir, "--out", key_file],
-            stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+            stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True,
         )
         if keys.returncode != 0:
             shutil.rmtree(tmp, ignore_errors=True)
             raise errors.Internal("Could not create keys for the embedded csd.", f"`csd keys init` exited {keys.returncode}.")
-        proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+        # Its own session: the terminal's Ctrl-C (SIGINT to the foreground process group) is for
+        # the shell, which cancels what it was waiting for; csd stops only when we leave.
+        proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                start_new_session=True)
     try:
         deadline = time.monotonic() + startup_timeout
         while True:

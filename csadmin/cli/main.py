@@ -145,5 +145,7 @@ def _run(g: GlobalOptions, rest: list[str], client: Client) -> int:
         session = Session(client, PlainConsole(interactive=False), g.output_format, g.timeout)
         return run_script(session, sys.stdin.read())
     from ..shell.app import run_shell
+    from ..shell.foreground import own_foreground_group
 
-    return run_shell(client, g)
+    with own_foreground_group():
+        return run_shell(client, g)

@@ -15,6 +15,14 @@ class Parsed(NamedTuple):
     args: list[str]
 
 
+ECHO_CHARS = 40  # how much of what was typed an error repeats
+
+
+def shown(text: str, limit: int = ECHO_CHARS) -> str:
+    """What was typed, cut short for an error message (a 5,000-character line is not echoed)."""
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
 def split(line: str) -> list[str]:
     try:
         return shlex.split(line, comments=True)
@@ -38,9 +46,9 @@ def parse(tokens: list[str]) -> Parsed:
     word = tokens[0] if tokens else ""
     import difflib  # error path only
 
-    close = difflib.get_close_matches(word, next_words(()), n=1)
+    close = difflib.get_close_matches(word[:ECHO_CHARS], next_words(()), n=1)
     hint = f"Did you mean `{close[0]}`? " if close else ""
-    raise UsageError(f"Unknown command `{word}`.", f"{hint}Type `help` for the list of commands.")
+    raise UsageError(f"Unknown command `{shown(word)}`.", f"{hint}Type `help` for the list of commands.")
 
 
 def _parse_options(command: Command, tokens: list[str]) -> tuple[dict, list[str]]:
@@ -59,12 +67,12 @@ def _parse_options(command: Command, tokens: list[str]) -> tuple[dict, list[str]
         if opt is None:
             import difflib  # error path only
 
-            close = difflib.get_close_matches(name, list(known), n=1)
+            close = difflib.get_close_matches(name[:ECHO_CHARS], list(known), n=1)
             hint = f"Did you mean {close[0]}?" if close else f"See `help {command.name}`."
-            raise UsageError(f"`{command.name}` has no option {name}.", hint)
+            raise UsageError(f"`{command.name}` has no option {shown(name)}.", hint)
         if not opt.takes_value:
             if eq:
-                raise UsageError(f"{name} takes no value.")
+                raise UsageError(f"{shown(name)} takes no value.")
             options[opt.dest] = True
             i += 1
             continue
@@ -75,18 +83,18 @@ def _parse_options(command: Command, tokens: list[str]) -> tuple[dict, list[str]
             i += 1
         i += 1
         if opt.choices and value not in opt.values:
-            raise UsageError(f"{name} must be one of {', '.join(opt.values)}, not {value!r}.")
+            raise UsageError(f"{name} must be one of {', '.join(opt.values)}, not {shown(value)!r}.")
         if opt.integer:
             try:
                 value = int(value)
             except ValueError:
-                raise UsageError(f"{name} needs a whole number, not {value!r}.") from None
+                raise UsageError(f"{name} needs a whole number, not {shown(value)!r}.") from None
         options[opt.dest] = value
     if command.action != "help":
         wanted = len(command.arguments)
         if len(args) > wanted:
             what = "no argument" if not wanted else f"only {' '.join(command.arguments)}, not"
-            raise UsageError(f"`{command.name}` takes {what} {args[wanted]!r}.", f"See `help {command.name}`.")
+            raise UsageError(f"`{command.name}` takes {what} {shown(args[wanted])!r}.", f"See `help {command.name}`.")
         if len(args) < wanted:
             raise UsageError(
                 f"`{command.name}` needs {' '.join(command.arguments[len(args):])}.", f"Usage: {command.usage}"

@@ -79,8 +79,16 @@ def execmode_show(result: dict) -> str:
     return "\n".join(lines)
 
 
+def _detail(key: str, value) -> str:
+    if key == "by" and isinstance(value, dict):  # who asked: the key name, not a Python dict
+        return f"by={value.get('name') or '-'}"
+    if isinstance(value, (dict, list)):
+        return f"{key}={compact_json(value)}"
+    return f"{key}={value}"
+
+
 def event_line(event: dict) -> str:
-    details = " ".join(f"{k}={v}" for k, v in event.get("details", {}).items() if v not in (None, False))
+    details = " ".join(_detail(k, v) for k, v in event.get("details", {}).items() if v not in (None, False))
     return f"{fmt_ms(event['triggerTime'])}  {event['severity']:<8} {event['type']}" + (f"  {details}" if details else "")
 
 

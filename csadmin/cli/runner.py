@@ -7,25 +7,31 @@ import shlex
 from .. import errors
 from . import actions, render
 from .actions import ExitShell, Session
-from .parse import parse, split
+from .parse import parse, shown, split
 
 
-def report(s: Session, exc: errors.CsError) -> None:
+def report(s: Session, exc: errors.CsError, line: int | None = None, command: str = "") -> None:
+    """Say what failed; in a script, `line` (and the `command` there) says where."""
     if s.output_format == "json":
-        s.console.out(render.as_json({"error": {"code": exc.code, "message": exc.message, "hint": exc.hint}}))
+        error = {"code": exc.code, "message": exc.message, "hint": exc.hint}
+        if line is not None:
+            error.update(line=line, command=command)
+        s.console.out(render.as_json({"error": error}))
     else:
-        s.console.err(f"Error: {exc.message}" + (f"\n{exc.hint}" if exc.hint else ""))
+        where = f" at line {line} (`{shown(command, 100)}`)" if line is not None else ""
+        s.console.err(f"Error{where}: {exc.message}" + (f"\n{exc.hint}" if exc.hint else ""))
 
 
-def run_tokens(s: Session, tokens: list[str]) -> int:
-    """Run one command; ExitShell passes through, every other failure becomes an exit code."""
+def run_tokens(s: Session, tokens: list[str], line: int | None = None) -> int:
+    """Run one command; ExitShell passes through, every other failure becomes an exit code.
+    `line`: where the command is in a script, for the error message."""
     try:
         parsed = parse(tokens)
         return getattr(actions, parsed.command.action)(s, parsed)
     except ExitShell:
         raise
     except errors.CsError as exc:
-        report(s, exc)
+        report(s, exc, line, shlex.join(tokens))
         return exc.exit_code
     except KeyboardInterrupt:
         s.console.err("Interrupted.")
@@ -41,10 +47,11 @@ def run_line(s: Session, line: str) -> int:
     return run_tokens(s, tokens) if tokens else errors.EXIT_OK
 
 
-def script_commands(text: str) -> list[list[str]]:
-    """Split a script (`-c` text or a file) into commands: one per line or per `;`, `#` comments."""
+def script_commands(text: str) -> list[tuple[int, list[str]]]:
+    """Split a script (`-c` text or a file) into (line number, command): one per line or per
+    `;`, `#` comments."""
     commands = []
-    for line in text.splitlines():
+    for number, line in enumerate(text.splitlines(), start=1):
         lexer = shlex.shlex(line, posix=True, punctuation_chars=";")
         lexer.whitespace_split = True
         lexer.commenters = "#"
@@ -52,14 +59,15 @@ def script_commands(text: str) -> list[list[str]]:
         try:
             for token in lexer:
                 if token == ";":
-                    commands.append(current)
+                    commands.append((number, current))
                     current = []
                 else:
                     current.append(token)
         except ValueError as exc:
-            raise errors.UsageError(f"Cannot parse script line {line!r}: {exc}.", "Check the quoting.") from None
-        commands.append(current)
-    return [c for c in commands if c]
+            raise errors.UsageError(f"Cannot parse script line {number} ({shown(line)!r}): {exc}.",
+                                    "Check the quoting.") from None
+        commands.append((number, current))
+    return [(number, c) for number, c in commands if c]
 
 
 def run_script(s: Session, text: str) -> int:
@@ -69,9 +77,9 @@ def run_script(s: Session, text: str) -> int:
     except errors.CsError as exc:
         report(s, exc)
         return exc.exit_code
-    for tokens in commands:
+    for number, tokens in commands:
         try:
-            code = run_tokens(s, tokens)
+            code = run_tokens(s, tokens, line=number)
         except ExitShell:
             return errors.EXIT_OK
         if code != errors.EXIT_OK:

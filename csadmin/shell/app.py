@@ -38,7 +38,11 @@ def _changes_state(line: str) -> bool:
 def run_shell(client: Client, g, watch: bool = True) -> int:
     console = ShellConsole()
     session = Session(client, console, g.output_format, g.timeout)
-    live = LiveState(client.endpoint)
+    try:  # the endpoint the connection file names, not the default the client starts from
+        endpoint = client.target()
+    except errors.CsError:
+        endpoint = client.endpoint  # the watcher says more once it can reach csd
+    live = LiveState(endpoint)
     event_types: list[str] = []
 
     def provide_event_types():
@@ -66,32 +70,51 @@ def run_shell(client: Client, g, watch: bool = True) -> int:
         )
         watcher.start()
     console.out(BANNER)
+
+    def read_line() -> str | None:
+        # stdout is patched only while the prompt is up: the watcher's lines then go above
+        # it. A command's own output is written directly, in order: through the patch it
+        # would travel via a flush thread and could be lost when the next prompt ends.
+        with patch_stdout(raw=True):
+            try:
+                return prompt.prompt()
+            except KeyboardInterrupt:
+                return ""  # Ctrl-C at the prompt clears the line
+            except EOFError:
+                return None
+
+    def run(line: str) -> None:
+        if watcher is not None:
+            watcher.busy = True
+        try:
+            run_line(session, line)  # Ctrl-C during a command's waits cancels that wait only
+        finally:
+            if watcher is not None:
+                if _changes_state(line):
+                    try:
+                        watcher.quiet_seq = client.system_show()["seq"]
+                    except errors.CsError:
+                        pass
+                watcher.busy = False
+
     try:
         while True:
-            # stdout is patched only while the prompt is up: the watcher's lines then go above
-            # it. A command's own output is written directly, in order: through the patch it
-            # would travel via a flush thread and could be lost when the next prompt ends.
-            with patch_stdout(raw=True):
-                try:
-                    line = prompt.prompt()
-                except KeyboardInterrupt:
-                    continue
-                except EOFError:
-                    return errors.EXIT_OK
-            if watcher is not None:
-                watcher.busy = True
+            # Ctrl-C can land anywhere, not only in a wait a command handles (e.g. while the
+            # prompt is being put away, or between two calls): it never ends the shell.
             try:
-                run_line(session, line)
+                line = read_line()
+                if line is None:
+                    return errors.EXIT_OK
+                run(line)
             except ExitShell:
                 return errors.EXIT_OK
-            finally:
+            except KeyboardInterrupt:
                 if watcher is not None:
-                    if _changes_state(line):
-                        try:
-                            watcher.quiet_seq = client.system_show()["seq"]
-                        except errors.CsError:
-                            pass
                     watcher.busy = False
+                console.err("Interrupted.")
     finally:
         if watcher is not None:
             watcher.stop()
+            # Before the client (and its context) closes: the watcher's calls time out within
+            # this, and it closes its own sockets.
+            watcher.join(timeout=min(g.timeout, 2.0) + 1.0)

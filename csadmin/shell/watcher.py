@@ -52,14 +52,20 @@ class Watcher(threading.Thread):
             client = None
             try:
                 client = self.new_client()
+                self.live.endpoint = client.endpoint
                 self._follow(client)
             except (errors.CsError, zmq.ZMQError):
+                if self._stopped.is_set():
+                    break  # the shell is leaving (its context may be closing): not a lost csd
                 self.live.lost()
                 self.invalidate()
                 self._stopped.wait(RETRY_SECONDS)
             finally:
                 if client is not None:
-                    client.close()
+                    try:
+                        client.close()
+                    except zmq.ZMQError:
+                        pass
 
     def _follow(self, client: Client) -> None:
         sub = client.subscribe()

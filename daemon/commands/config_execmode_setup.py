@@ -1,21 +1,25 @@
 """config.execmode.setup — choose the execution mode the next `system.activate` boots into.
 
-args: mode (str, required): PIPELINED or WEIGHT_STREAMING; any case, `-` or space for `_`.
+args: mode (str, required): PIPELINED or WEIGHT_STREAMING; any case, `-` or space for `_`;
+      dry_run (bool): check only (the refusal, or `changed` saying whether it would act).
 Only in STANDBY (INVALID_STATE otherwise, with the next step). Same mode again: changed=false.
 result: {message, changed, state, pendingUntil, execmode, activeExecmode, takesEffectOnActivate}
 """
 
 from statemachine.states import ExecMode
 
-from ..args import Arg
+from ..args import DRY_RUN, Arg
 
 NAME = "config.execmode.setup"
 MUTATING = True
 ROLE = "admin"  # the least role allowed (admin > operator > viewer)
-ARGS = {"mode": Arg(str, required=True, parse=ExecMode.parse, help="PIPELINED or WEIGHT_STREAMING")}
+ARGS = {"mode": Arg(str, required=True, parse=ExecMode.parse, help="PIPELINED or WEIGHT_STREAMING"), "dry_run": DRY_RUN}
 
 
 def execute(ctx, args, caller):
-    result = ctx.device.setup_execmode(args["mode"], origin=caller.origin())
+    result = ctx.device.setup_execmode(args["mode"], origin=caller.origin(), dry_run=bool(args.get("dry_run")))
     result.update(ctx.device.execmode())
+    if result.get("dryRun"):  # what it would be
+        result["execmode"] = args["mode"].value
+        result["takesEffectOnActivate"] = result["execmode"] != result["activeExecmode"]
     return result

@@ -15,13 +15,13 @@ result: the run (runs.show's keys) and `message`.
 
 from statemachine.programs import parse_program
 
-from ..args import Arg
+from ..args import Arg, run_id
 
 NAME = "run.program"
 MUTATING = True
 ROLE = "operator"  # the least role allowed (admin > operator > viewer)
 ARGS = {
-    "run_id": Arg(str, required=True, help="the run's id, e.g. run-000042"),
+    "run_id": Arg(str, required=True, parse=run_id, help="the run's id, e.g. run-000042"),
     "program": Arg(dict, required=True, parse=parse_program, help="the compiled artifact's descriptor"),
 }
 

@@ -8,15 +8,16 @@ retry with the same request id gets the first reply (samples are not counted twi
 result: {runId, status, fabric, totalSamples, leaseUntil}
 """
 
-from ..args import Arg, non_negative
+from ..args import Arg, at_most, run_id
 
 NAME = "run.stream"
 MUTATING = True
 DURABLE = False  # hot op: see daemon/dispatch.py
+MAX_SAMPLES = 10**12  # per report: far beyond any batch, far below what breaks the arithmetic
 ROLE = "operator"  # the least role allowed (admin > operator > viewer)
 ARGS = {
-    "run_id": Arg(str, required=True, help="the run's id"),
-    "samples": Arg(int, required=True, parse=non_negative, help="samples fed since the last report"),
+    "run_id": Arg(str, required=True, parse=run_id, help="the run's id"),
+    "samples": Arg(int, required=True, parse=at_most(MAX_SAMPLES), help="samples fed since the last report"),
 }
 
 

@@ -7,12 +7,12 @@ program (descriptor or null), programmingStartedAt, programmingUntil, totalSampl
 abortReason, performance (performance.json's fields; so far, while open)}
 """
 
-from ..args import Arg
+from ..args import Arg, run_id
 
 NAME = "runs.show"
 MUTATING = False
 ROLE = "viewer"  # the least role allowed (admin > operator > viewer)
-ARGS = {"run_id": Arg(str, required=True, help="the run's id, e.g. run-000042")}
+ARGS = {"run_id": Arg(str, required=True, parse=run_id, help="the run's id, e.g. run-000042")}
 
 
 def execute(ctx, args, caller):

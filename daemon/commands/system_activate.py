@@ -1,16 +1,18 @@
 """system.activate — reboot into the configured execution mode: STANDBY → PENDING_ACTIVE → ACTIVE.
 
-args: none.
+args: dry_run (bool): check only (the refusal, or `changed` saying whether it would act).
 Already ACTIVE: success with changed=false. During PENDING_*: INVALID_STATE.
 On completion the active execution mode equals the configured one.
-result: {message, changed, state, pendingUntil}
+result: {message, changed, state, pendingUntil} (and dryRun: true)
 """
+
+from ..args import DRY_RUN
 
 NAME = "system.activate"
 MUTATING = True
 ROLE = "admin"  # the least role allowed (admin > operator > viewer)
-ARGS = {}
+ARGS = {"dry_run": DRY_RUN}
 
 
 def execute(ctx, args, caller):
-    return ctx.device.activate(origin=caller.origin())
+    return ctx.device.activate(origin=caller.origin(), dry_run=bool(args.get("dry_run")))

@@ -4,16 +4,17 @@ args: force (bool): abort the run holding the fabric, if any, instead of refusin
 Already in STANDBY: success with changed=false. During PENDING_*: INVALID_STATE.
 While a run holds the fabric: BUSY naming the run, unless force (the run is then aborted with
 reason "system standby --force …" and its runtime sees RUN_ABORTED).
-result: {message, changed, state, pendingUntil}
+dry_run (bool): check only (the refusal, or `changed` saying whether it would act); nothing changes.
+result: {message, changed, state, pendingUntil} (and dryRun: true)
 """
 
-from ..args import Arg
+from ..args import DRY_RUN, Arg
 
 NAME = "system.standby"
 MUTATING = True
 ROLE = "admin"  # the least role allowed (admin > operator > viewer)
-ARGS = {"force": Arg(bool, help="abort the run holding the fabric")}
+ARGS = {"force": Arg(bool, help="abort the run holding the fabric"), "dry_run": DRY_RUN}
 
 
 def execute(ctx, args, caller):
-    return ctx.device.standby(force=bool(args.get("force")), origin=caller.origin())
+    return ctx.device.standby(force=bool(args.get("force")), origin=caller.origin(), dry_run=bool(args.get("dry_run")))

@@ -29,14 +29,18 @@ class _AnsweringScreen(pyte.HistoryScreen):
 
 
 class Terminal:
-    def __init__(self, csd, extra_env=None):
-        env = csd.env()
-        env.update({"TERM": "xterm", "XDG_STATE_HOME": os.path.join(csd.dir, "xdg")})
+    def __init__(self, csd=None, extra_env=None, args=(), env=None, command=None, cwd=ROOT):
+        """The shell on `csd` (its connection file and admin key), or with `env` as given
+        (e.g. `cs --embedded`, which makes its own csd); `command` runs something else that
+        starts the shell (e.g. make)."""
+        env = dict(env) if env is not None else csd.env()
+        if csd is not None:
+            env["XDG_STATE_HOME"] = os.path.join(csd.dir, "xdg")
+        env["TERM"] = "xterm"
         env.update(extra_env or {})
-        self.child = pexpect.spawn(
-            sys.executable, ["-m", "csadmin"], env=env, cwd=ROOT, encoding="utf-8", timeout=20,
-            dimensions=(ROWS, COLS),
-        )
+        program, argv = command if command else (sys.executable, ["-m", "csadmin", *args])
+        self.child = pexpect.spawn(program, argv, env=env, cwd=cwd, encoding="utf-8", timeout=20,
+                                   dimensions=(ROWS, COLS))
         self.screen = _AnsweringScreen(COLS, ROWS, history=2000)
         self.screen.answer = self.child.send
         self.stream = pyte.Stream(self.screen)

@@ -1,18 +1,6 @@
 """The `cs>` shell on a real pty, as a person sees it: completion, events from other clients above
 the prompt without breaking the line being typed, the live toolbar, Ctrl-C and Ctrl-D."""
 
-import pytest
-
-from tests.csadmin.terminal import Terminal
-
-
-@pytest.fixture
-def term(csd):
-    t = Terminal(csd)
-    t.wait_for(lambda t: t.prompt_line().startswith("cs>") and "ACTIVE" in t.toolbar(), what="prompt and toolbar")
-    yield t
-    t.close()
-
 
 def test_tab_completes_command_words(term):
     term.send("sys\t")

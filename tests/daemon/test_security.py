@@ -216,14 +216,6 @@ def test_sighup_reloads_the_registry_and_keeps_serving(csd):
 # -- failing closed ------------------------------------------------------------------------------
 
 
-@pytest.fixture
-def faulty_csd(make_csd, monkeypatch):
-    d = make_csd()
-    d.launcher = ["-m", "tests.faulty_csd"]
-    monkeypatch.setenv("CSD_FAULT_DIR", d.dir)
-    return d
-
-
 def _switch_on(d: Daemon, fault: str) -> None:
     open(os.path.join(d.dir, fault), "w").close()
 

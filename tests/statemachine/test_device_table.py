@@ -730,3 +730,32 @@ def test_reference_copy_is_current():
     if SHARED_TSV.exists():
         assert EVENTS_TSV.read_text() == SHARED_TSV.read_text()
     assert "EventActivateCompleted\tINFO" in EVENTS_TSV.read_text()
+
+
+DRY_RUNS = {
+    "standby": lambda d: d.standby(dry_run=True),
+    "activate": lambda d: d.activate(dry_run=True),
+    "setup_execmode(WEIGHT_STREAMING)": lambda d: d.setup_execmode(WS, dry_run=True),
+    "setup_execmode(PIPELINED)": lambda d: d.setup_execmode(PIP, dry_run=True),
+}
+
+
+@pytest.mark.parametrize("state,request_name", sorted(TABLE, key=str), ids=str)
+def test_a_dry_run_says_what_the_request_would_do_and_changes_nothing(state, request_name):
+    """What the console checks before asking for confirmation: the same rule, the same
+    refusal or "already" message, and nothing changed or emitted."""
+    device, clock = put_in_state(state)
+    expected = TABLE[(state, request_name)]
+    before, seq = device.snapshot(), device.events.last_seq
+    if expected[0] == "refused":
+        with pytest.raises(Refused) as dry:
+            DRY_RUNS[request_name](device)
+        with pytest.raises(Refused) as real:
+            REQUESTS[request_name](device)
+        assert (dry.value.message, dry.value.hint) == (real.value.message, real.value.hint)
+        return
+    result = DRY_RUNS[request_name](device)
+    assert device.snapshot() == before and device.events.last_seq == seq
+    assert result["changed"] is (expected[0] == "go") and result["dryRun"] is True
+    if expected[0] == "already":
+        assert result["message"] == expected[1]

@@ -176,7 +176,7 @@ def test_run_ids_are_short_sequential_and_a_new_run_may_open_once_the_last_ended
         ({"target_system": "CS2-0099"}, "cannot run on another"),
         ({"execmode": "WEIGHT_STREAMING"}, "WEIGHT_STREAMING"),
         ({"mode": "eval"}, "train run"),
-        ({"mode": "train_and_eval"}, "train_and_eval is not supported"),
+        ({"mode": "train_and_eval"}, "train_and_eval, which is not supported"),
     ],
 )
 def test_incompatible_programs_are_refused_and_change_nothing(changes, words):
@@ -383,3 +383,35 @@ def test_restore_continues_numbering_and_the_open_run_holds_the_fabric():
 def test_refused_is_the_base_of_every_run_error():
     for cls in (Busy, NotFound, PermissionDenied, ReprogramForbidden, IncompatibleProgram, RunAborted):
         assert issubclass(cls, Refused)
+
+
+@pytest.mark.parametrize("phase", PHASES)
+def test_a_dry_run_of_abort_follows_the_rule_and_changes_nothing(phase):
+    device, clock, run = in_phase(phase)
+    before, seq = run.to_dict(), device.events.last_seq
+    rule = RUN_RULES[("abort", phase)]
+    if isinstance(rule, Refuse):
+        with pytest.raises(rule.error):
+            device.runs.abort(run.run_id, "admin", dry_run=True)
+    else:
+        _, changed = device.runs.abort(run.run_id, "admin", dry_run=True)
+        assert changed is isinstance(rule, Go)
+    assert run.to_dict() == before and device.events.last_seq == seq
+
+
+def test_standby_dry_run_is_busy_while_a_run_holds_the_fabric_and_the_hint_names_force():
+    device, clock, run = in_phase(OPEN_PROGRAMMED)
+    with pytest.raises(Busy) as info:
+        device.standby(dry_run=True)
+    assert "--force" in info.value.hint and run.run_id in info.value.hint
+    assert device.standby(force=True, dry_run=True)["changed"] is True and run.is_open
+
+
+def test_messages_read_as_sentences():
+    device, clock, run = in_phase(OPEN_UNPROGRAMMED)
+    with pytest.raises(IncompatibleProgram) as info:
+        device.program_run(run.run_id, CLIENT, program(mode="train_and_eval"))
+    assert info.value.message.startswith("The program was compiled for train_and_eval, which is not supported:")
+    with pytest.raises(IncompatibleProgram) as info:
+        device.program_run(run.run_id, CLIENT, program(mode="eval"))
+    assert "open an eval run" in info.value.hint

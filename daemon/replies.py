@@ -1,0 +1,59 @@
+"""The replies of recent mutating requests, so a retry gets its first reply and never a second
+side effect.
+
+Keyed on (client, id) with the id's JSON type kept (7 and "7" are different requests), and each
+entry remembers what was asked: a fingerprint of the op and its canonical args. A request that
+reuses an id for something else is refused (`Reused`), never answered with another request's
+reply. Bounded: the oldest entries go first.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections import OrderedDict
+
+from csadmin import protocol
+
+
+def fingerprint(op: str, args: dict) -> str:
+    """What a request asks for, canonically (key order does not matter; 1 and "1" differ)."""
+    text = json.dumps([op, args], sort_keys=True, separators=(",", ":"), ensure_ascii=True)
+    return hashlib.blake2b(text.encode(), digest_size=16).hexdigest()
+
+
+class Reused(Exception):
+    """The id was already used by this client for a different request."""
+
+
+class ReplyCache:
+    def __init__(self, keep: int = 10_000, rows=()):
+        """`rows`: (client, id key, fingerprint, reply) as the store keeps them, oldest first."""
+        self.keep = keep
+        self._entries: OrderedDict[tuple[bytes, str], tuple[str, bytes]] = OrderedDict(
+            ((client, key), (fp, reply)) for client, key, fp, reply in rows
+        )
+        while len(self._entries) > keep:
+            self._entries.popitem(last=False)
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def lookup(self, client: bytes, request_id, fp: str) -> bytes | None:
+        """The first reply to this very request, None if it is new; raises Reused if the id
+        was used for another request."""
+        entry = self._entries.get((client, protocol.id_key(request_id)))
+        if entry is None:
+            return None
+        if entry[0] != fp:
+            raise Reused()
+        return entry[1]
+
+    def remember(self, client: bytes, request_id, fp: str, reply: bytes) -> tuple[bytes, str, str, bytes]:
+        """Keep `reply`; return the row the store keeps for it."""
+        key = protocol.id_key(request_id)
+        self._entries[(client, key)] = (fp, reply)
+        self._entries.move_to_end((client, key))
+        if len(self._entries) > self.keep:
+            self._entries.popitem(last=False)
+        return client, key, fp, reply

@@ -1,0 +1,171 @@
+"""The state store on real files: limits that hold across restarts, and a database that is
+empty, replaced, rolled back or missing its write-ahead log is refused, never taken for a fresh
+system (issue 10)."""
+
+import json
+import os
+import shutil
+
+import pytest
+
+from daemon.identity import FILE_NAME
+from daemon.store import Store, StoreError
+from statemachine.events import Event
+
+SNAPSHOT = {"serial": "CS2-0001", "state": "STANDBY", "configuredExecmode": "PIPELINED",
+            "activeExecmode": "PIPELINED", "pendingUntil": None}
+
+
+class Seq:
+    def __init__(self):
+        self.n = 0
+
+    def events(self, count=1):
+        out = []
+        for _ in range(count):
+            self.n += 1
+            out.append(Event(self.n, "EventStandbyIssued", "INFO", 1000 + self.n, {}))
+        return out
+
+
+def _count(store, table):
+    return store.db.execute(f"SELECT COUNT(*) FROM {table}").fetchone()[0]
+
+
+def test_trimming_holds_across_restarts(tmp_path):
+    """After 9 restarts of 450 changes each the events table held 12,154 rows (limit 10,000):
+    the trimming counter started again at every start. Here, scaled down: limit 100."""
+    seq, request = Seq(), 0
+    for _restart in range(9):
+        store = Store(str(tmp_path), keep_events=100, keep_replies=100, keep_audit=100)
+        for _ in range(45):
+            request += 1
+            audit = [(1, "admin", "admin", "system.standby", "{}", "ok", "m")] * 2
+            store.commit(SNAPSHOT, seq.events(3), (b"c", json.dumps(request), "fp", b"reply"), audit=audit)
+        store.close()
+    store = Store(str(tmp_path), keep_events=100, keep_replies=100, keep_audit=100)
+    try:
+        assert _count(store, "events") == 100 and _count(store, "replies") == 100 and _count(store, "audit") == 100
+        assert store.load()[1][-1].seq == seq.n, "the newest are kept"
+        # Within a run the tables stay within about 1% of their limit.
+        for _ in range(50):
+            request += 1
+            store.commit(SNAPSHOT, seq.events(3), (b"c", json.dumps(request), "fp", b"r"))
+            assert _count(store, "events") <= 100 + 1 + 3
+    finally:
+        store.close()
+
+
+def test_a_fresh_state_directory_starts_and_records_its_database(tmp_path):
+    store = Store(str(tmp_path), keep_events=10)
+    database = store.database
+    store.close()
+    identity = json.loads((tmp_path / FILE_NAME).read_text())
+    assert identity["database"] == database and identity["seq"] == 0
+    Store(str(tmp_path), keep_events=10).close()  # and opens again
+
+
+def _used(tmp_path, commits=5) -> Seq:
+    """A state dir csd has used: some changes, and csd.identity recording them."""
+    seq = Seq()
+    store = Store(str(tmp_path), keep_events=100)
+    for _ in range(commits):
+        store.commit(SNAPSHOT, seq.events())
+    store.record_progress(force=True)
+    store.close()
+    return seq
+
+
+@pytest.mark.parametrize("damage", ["truncate", "delete"])
+def test_an_empty_or_missing_database_is_refused(tmp_path, damage):
+    _used(tmp_path)
+    db = tmp_path / "csd.sqlite3"
+    if damage == "truncate":
+        db.write_bytes(b"")
+    else:
+        db.unlink()
+    with pytest.raises(StoreError) as info:
+        Store(str(tmp_path), keep_events=100)
+    message = str(info.value)
+    assert str(db) in message and FILE_NAME in message and "fresh system" in message
+    assert "backup" in message, "the recovery steps are given"
+    assert not db.exists() or db.stat().st_size == 0 or damage == "delete", "nothing was written"
+
+
+def test_a_garbage_write_ahead_log_is_refused(tmp_path):
+    """SQLite silently ignores (and deletes) a WAL that is garbage: every change since the last
+    checkpoint would be gone with `quick_check` saying ok."""
+    _used(tmp_path)
+    wal = tmp_path / "csd.sqlite3-wal"
+    wal.write_bytes(os.urandom(8192))
+    with pytest.raises(StoreError) as info:
+        Store(str(tmp_path), keep_events=100)
+    assert "write-ahead log" in str(info.value) and str(wal) in str(info.value)
+    assert wal.stat().st_size == 8192, "the evidence is left as it was"
+
+
+def test_a_database_that_went_back_in_time_is_refused(tmp_path):
+    old = tmp_path / "old"
+    _used(tmp_path, commits=2)
+    os.makedirs(old)
+    for name in ("csd.sqlite3", "csd.sqlite3-wal"):
+        if (tmp_path / name).exists():
+            shutil.copy(tmp_path / name, old / name)
+    seq = Seq()
+    seq.n = 2
+    store = Store(str(tmp_path), keep_events=100)
+    for _ in range(3):
+        store.commit(SNAPSHOT, seq.events())
+    store.record_progress(force=True)
+    store.close()
+    for name in ("csd.sqlite3", "csd.sqlite3-wal"):  # an older copy put back
+        (tmp_path / name).unlink(missing_ok=True)
+        if (old / name).exists():
+            shutil.copy(old / name, tmp_path / name)
+    with pytest.raises(StoreError, match="went back in time"):
+        Store(str(tmp_path), keep_events=100)
+    (tmp_path / FILE_NAME).unlink()  # the documented way to accept a restored backup
+    Store(str(tmp_path), keep_events=100).close()
+
+
+def test_another_systems_database_is_refused(tmp_path):
+    a, b = tmp_path / "a", tmp_path / "b"
+    _used(a)
+    _used(b)
+    shutil.copy(b / "csd.sqlite3", a / "csd.sqlite3")
+    with pytest.raises(StoreError, match="replaced"):
+        Store(str(a), keep_events=100)
+
+
+def test_a_state_directory_from_before_the_identity_file_is_adopted(tmp_path):
+    _used(tmp_path)
+    (tmp_path / FILE_NAME).unlink()
+    store = Store(str(tmp_path), keep_events=100)
+    assert store.committed_seq == 5
+    store.close()
+    assert json.loads((tmp_path / FILE_NAME).read_text())["seq"] == 5
+
+
+def test_an_unreadable_identity_file_is_refused(tmp_path):
+    _used(tmp_path)
+    (tmp_path / FILE_NAME).write_text("{not json")
+    with pytest.raises(StoreError, match="cannot be read"):
+        Store(str(tmp_path), keep_events=100)
+
+
+def test_old_replies_without_a_fingerprint_are_dropped_at_open(tmp_path):
+    import sqlite3
+
+    db = sqlite3.connect(tmp_path / "csd.sqlite3")
+    db.execute("CREATE TABLE replies (n INTEGER PRIMARY KEY AUTOINCREMENT, client BLOB NOT NULL, "
+               "request_id TEXT NOT NULL, reply BLOB NOT NULL)")
+    db.execute("INSERT INTO replies (client, request_id, reply) VALUES (x'01', '7', x'02')")
+    db.commit()
+    db.close()
+    store = Store(str(tmp_path), keep_events=10)
+    try:
+        assert store.load()[2] == []
+        store.commit(SNAPSHOT, [], (b"c", "7", "fp", b"r"))
+        assert store.load()[2] == [(b"c", "7", "fp", b"r")]
+    finally:
+        store.close()
