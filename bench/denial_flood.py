@@ -38,7 +38,7 @@ from csadmin.keyfile import read_key_file  # noqa: E402
 def start_csd(source: str, tmp: str):
     state = os.path.join(tmp, "state")
     env = dict(os.environ, PYTHONPATH=source)
-    run = [sys.executable, "-m", "daemon"]
+    run = [sys.executable, "-m", "csadmin.daemon"]
     admin, viewer = os.path.join(tmp, "admin.key_secret"), os.path.join(tmp, "viewer.key_secret")
     subprocess.run(run + ["keys", "init", "--state-dir", state, "--out", admin], check=True, env=env,
                    stdout=subprocess.DEVNULL, cwd=source)

@@ -27,7 +27,7 @@ import time
 from typing import Callable
 
 from csadmin import protocol
-from statemachine.errors import Refused
+from csadmin.statemachine.errors import Refused
 
 from . import audit
 from .args import ArgError, describe, shorten, validate

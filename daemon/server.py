@@ -28,8 +28,8 @@ import traceback
 import zmq
 
 from csadmin import __version__, protocol
-from statemachine.device import Device, Timings
-from statemachine.events import EventLog
+from csadmin.statemachine.device import Device, Timings
+from csadmin.statemachine.events import EventLog
 
 from . import audit, connection
 from .audit import HANDSHAKES, AuditTrail

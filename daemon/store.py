@@ -18,7 +18,7 @@ import os
 import sqlite3
 import time
 
-from statemachine.events import Event
+from csadmin.statemachine.events import Event
 
 from .identity import Identity, IdentityError, recovery_steps, wal_header_problem
 

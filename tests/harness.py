@@ -16,7 +16,7 @@ import time
 
 from csadmin import errors
 from csadmin.client import Client
-from daemon.keys import KeyStore
+from csadmin.daemon.keys import KeyStore
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -30,8 +30,10 @@ def build_wheel(workdir) -> str:
     src.mkdir()
     for name in ("pyproject.toml", "README.md"):
         shutil.copy(os.path.join(ROOT, name), src)
-    for package in ("csadmin", "daemon", "statemachine", "systemd", "slurm"):
-        shutil.copytree(os.path.join(ROOT, package), src / package, ignore=shutil.ignore_patterns("__pycache__"))
+    for folder in ("csadmin", "daemon", "statemachine", "systemd", "slurm"):
+        # symlinks=True: csadmin/daemon and csadmin/statemachine stay links, as in a checkout.
+        shutil.copytree(os.path.join(ROOT, folder), src / folder, symlinks=True,
+                        ignore=shutil.ignore_patterns("__pycache__"))
     dist = pathlib.Path(workdir) / "dist"
     built = subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(dist), str(src)],
                            capture_output=True, text=True, timeout=300)
@@ -72,7 +74,7 @@ class Daemon:
         self.extra_env = dict(env or {})  # e.g. NOTIFY_SOCKET for the sd_notify tests
         self.nofile = nofile  # RLIMIT_NOFILE (soft and hard) csd runs with, like `ulimit -n`
         self.proc: subprocess.Popen | None = None
-        self.launcher = ["-m", "daemon"]  # tests/faulty_csd.py swaps in fault injection
+        self.launcher = ["-m", "csadmin.daemon"]  # tests/faulty_csd.py swaps in fault injection
 
     def command(self) -> list[str]:
         # Hermetic: never pick up the machine's /etc/csd/csd.toml unless a test passes --config.

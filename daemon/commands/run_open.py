@@ -9,7 +9,7 @@ The run belongs to the calling client: only it may program, stream, heartbeat or
 result: the run (runs.show's keys) and `message`.
 """
 
-from statemachine.programs import parse_mode
+from csadmin.statemachine.programs import parse_mode
 
 from ..args import Arg, lease_seconds, label
 

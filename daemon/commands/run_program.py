@@ -13,7 +13,7 @@ Idempotent on the request id: a retried request gets the first reply and program
 result: the run (runs.show's keys) and `message`.
 """
 
-from statemachine.programs import parse_program
+from csadmin.statemachine.programs import parse_program
 
 from ..args import Arg, run_id
 

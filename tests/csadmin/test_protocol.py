@@ -7,7 +7,7 @@ import sys
 import pytest
 
 from csadmin import errors, protocol
-from statemachine import errors as model_errors
+from csadmin.statemachine import errors as model_errors
 from tests.harness import ROOT
 
 

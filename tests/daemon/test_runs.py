@@ -278,7 +278,7 @@ def test_leaving_the_block_on_an_exception_ends_the_run_with_the_reason(csd):
 
 @pytest.mark.parametrize("flag", ["--lease-seconds", "--program-bytes-per-second"])
 def test_csd_refuses_non_positive_run_settings(flag):
-    r = subprocess.run([sys.executable, "-m", "daemon", flag, "0"], capture_output=True, text=True, cwd=ROOT, timeout=30)
+    r = subprocess.run([sys.executable, "-m", "csadmin.daemon", flag, "0"], capture_output=True, text=True, cwd=ROOT, timeout=30)
     assert r.returncode == 2 and "must be more than 0" in r.stderr
 
 

@@ -11,10 +11,10 @@ from hypothesis import settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
 
-from statemachine.device import Device, Timings
-from statemachine.errors import Refused
-from statemachine.events import CATALOG
-from statemachine.states import PENDING_STATES, SETTLES_TO, ExecMode, Health, Lifecycle
+from csadmin.statemachine.device import Device, Timings
+from csadmin.statemachine.errors import Refused
+from csadmin.statemachine.events import CATALOG
+from csadmin.statemachine.states import PENDING_STATES, SETTLES_TO, ExecMode, Health, Lifecycle
 from tests.statemachine.fakeclock import FakeClock
 
 ACTIVATE_MS = 4_000

@@ -14,10 +14,10 @@ from pathlib import Path
 
 import pytest
 
-from statemachine.device import Device, Timings
-from statemachine.errors import Refused
-from statemachine.events import CATALOG, EventLog
-from statemachine.states import PENDING_STATES, ExecMode, Health, Lifecycle
+from csadmin.statemachine.device import Device, Timings
+from csadmin.statemachine.errors import Refused
+from csadmin.statemachine.events import CATALOG, EventLog
+from csadmin.statemachine.states import PENDING_STATES, ExecMode, Health, Lifecycle
 from tests.statemachine.fakeclock import FakeClock
 
 ACTIVATE_MS = 5_000
@@ -685,7 +685,7 @@ def test_emit_event_fields_and_round_trip():
     assert e.severity == "INFO"
     assert e.triggerTime == 1234
     assert e.details == {"execmode": "PIPELINED", "expectedCompletion": 6234}
-    from statemachine.events import Event
+    from csadmin.statemachine.events import Event
 
     assert Event.from_dict(json.loads(json.dumps(e.to_dict()))) == e
 

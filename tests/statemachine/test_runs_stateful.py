@@ -15,12 +15,12 @@ from hypothesis import settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
-from statemachine.device import Device, Timings
-from statemachine.errors import Refused
-from statemachine.events import EventLog
-from statemachine.programs import RunMode, parse_program
-from statemachine.runs import Fabric, RunStatus
-from statemachine.states import Lifecycle
+from csadmin.statemachine.device import Device, Timings
+from csadmin.statemachine.errors import Refused
+from csadmin.statemachine.events import EventLog
+from csadmin.statemachine.programs import RunMode, parse_program
+from csadmin.statemachine.runs import Fabric, RunStatus
+from csadmin.statemachine.states import Lifecycle
 from tests.statemachine.fakeclock import FakeClock
 
 SERIAL = "CS2-0003"

@@ -11,8 +11,8 @@ import itertools
 
 import pytest
 
-from statemachine.device import Device, Timings
-from statemachine.errors import (
+from csadmin.statemachine.device import Device, Timings
+from csadmin.statemachine.errors import (
     Busy,
     IncompatibleProgram,
     InvalidState,
@@ -22,8 +22,8 @@ from statemachine.errors import (
     ReprogramForbidden,
     RunAborted,
 )
-from statemachine.programs import RunMode, parse_mode, parse_program
-from statemachine.run_rules import (
+from csadmin.statemachine.programs import RunMode, parse_mode, parse_program
+from csadmin.statemachine.run_rules import (
     ABORTED,
     CLOSED,
     OPEN_PROGRAMMED,
@@ -36,8 +36,8 @@ from statemachine.run_rules import (
     Go,
     Refuse,
 )
-from statemachine.runs import Fabric, RunStatus
-from statemachine.states import ExecMode, Lifecycle
+from csadmin.statemachine.runs import Fabric, RunStatus
+from csadmin.statemachine.states import ExecMode, Lifecycle
 from tests.statemachine.fakeclock import START_MS, FakeClock
 
 LEASE_MS = 10_000

@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import pytest
 
-from statemachine.device import Device, Timings
-from statemachine.errors import Busy
-from statemachine.programs import RunMode
-from statemachine.runs import RunStatus
-from statemachine.slurm_jobs import SlurmJob, parse_job_id
+from csadmin.statemachine.device import Device, Timings
+from csadmin.statemachine.errors import Busy
+from csadmin.statemachine.programs import RunMode
+from csadmin.statemachine.runs import RunStatus
+from csadmin.statemachine.slurm_jobs import SlurmJob, parse_job_id
 from tests.statemachine.fakeclock import START_MS, FakeClock
 
 TRAIN = RunMode.TRAIN
