@@ -26,8 +26,7 @@ from __future__ import annotations
 import time
 from typing import Callable
 
-from csadmin import protocol
-from csadmin.statemachine.errors import Refused
+from csadmin import errors, protocol
 
 from . import audit
 from .args import ArgError, describe, shorten, validate
@@ -70,38 +69,35 @@ class Dispatcher:
         `parts` how many frames the message had (a request is exactly one)."""
         started = time.perf_counter()
         if not self.auth.healthy:
-            return self._deny(
-                frame, caller, "INTERNAL", started,
+            return self._deny(frame, caller, started, errors.Internal(
                 f"csd refuses every request: its authenticator is down ({self.auth.failure}).",
                 "csd fails closed; restart it (`systemctl restart csd`) and read its log for the cause.",
-            )
+            ))
         if caller.role is None:
             who = f"key {caller.name!r} is" if caller.name else "this connection is"
-            return self._deny(
-                frame, caller, "PERMISSION_DENIED", started, f"Access denied: {who} not registered with csd.",
+            return self._deny(frame, caller, started, errors.PermissionDenied(
+                f"Access denied: {who} not registered with csd.",
                 "Ask an admin for a key (`csd keys add NAME --role ROLE`) and pass it with --key or CS_KEY.",
-            )
+            ))
         request_id = op = None
         mutating = loud = False
         try:
             if parts != 1:
-                raise protocol.ProtocolError(
-                    "BAD_REQUEST", f"A request is one frame; this message had {parts}.",
+                raise protocol.ProtocolError(errors.BadRequest(
+                    f"A request is one frame; this message had {parts}.",
                     "Send each request as a single frame from a DEALER socket.",
-                )
+                ))
             request_id, op, args = protocol.decode_request(frame)
             command = COMMANDS.get(op)
             if command is None:
-                raise protocol.ProtocolError(
-                    "UNKNOWN_OP", f"Unknown operation {shorten(repr(op))}.",
-                    f"Known operations: {', '.join(sorted(COMMANDS))}.", request_id,
-                )
+                raise protocol.ProtocolError(errors.UnknownOp(
+                    f"Unknown operation {shorten(repr(op))}.", f"Known operations: {', '.join(sorted(COMMANDS))}.",
+                ), request_id)
             if not role_allows(caller.role, command.ROLE):
-                return self._deny(
-                    (request_id, op, args), caller, "PERMISSION_DENIED", started,
+                return self._deny((request_id, op, args), caller, started, errors.PermissionDenied(
                     f"Permission denied: {op} needs the {command.ROLE} role; key {caller.name!r} has {caller.role}.",
                     f"Ask an admin to run it, or to give you a key with the {command.ROLE} role.",
-                )
+                ))
             # A dry run changes nothing: it is answered like a read (no replay, no commit, no audit).
             mutating = command.MUTATING and args.get("dry_run") is not True
             loud = mutating and getattr(command, "DURABLE", True)  # hot ops log at DEBUG
@@ -115,11 +111,11 @@ class Dispatcher:
             reply, outcome = self._execute(command, mutating, request_id, args, client, fp, caller)
         except protocol.ProtocolError as exc:
             request_id = exc.request_id if request_id is None else request_id
-            reply = protocol.error(request_id, exc.code, exc.message, exc.hint)
-            outcome = exc.code
+            reply = protocol.error(request_id, exc.error)
+            outcome = exc.error.code
             asked = COMMANDS.get(exc.op) if exc.op else None
             if asked is not None and asked.MUTATING:  # an attempt at a change, refused unread: audited
-                self._audit(caller, exc.op, None, exc.code, exc.message)
+                self._audit(caller, exc.op, None, outcome, exc.error.message)
         self._log(loud, request_id, op, caller, outcome, started)
         return reply
 
@@ -129,11 +125,13 @@ class Dispatcher:
             cached = self._replies.lookup(client, request_id, fp)
             hot = self._hot_replies.lookup(client, request_id, fp) if cached is None else None
         except Reused:
-            message = (f"Request id {shorten(protocol.id_key(request_id))} was already used by this client for "
-                       "another request; csd will not answer it with that request's reply.")
-            self._audit(caller, command.NAME, args, "INVALID_ARGUMENT", message)
-            hint = "A retry repeats its request exactly (same op, same args); give every new request a new id."
-            return protocol.error(request_id, "INVALID_ARGUMENT", message, hint), "INVALID_ARGUMENT"
+            refusal = errors.InvalidArgument(
+                f"Request id {shorten(protocol.id_key(request_id))} was already used by this client for another "
+                "request; csd will not answer it with that request's reply.",
+                "A retry repeats its request exactly (same op, same args); give every new request a new id.",
+            )
+            self._audit(caller, command.NAME, args, refusal.code, refusal.message)
+            return protocol.error(request_id, refusal), refusal.code
         if cached is not None:
             self._audit(caller, command.NAME, args, "replayed", "a retry, answered with the first reply")
             return cached, "replayed"
@@ -141,7 +139,7 @@ class Dispatcher:
             return hot, "replayed"
         return None
 
-    def _deny(self, request, caller: Caller, code: str, started: float, message: str, hint: str) -> bytes:
+    def _deny(self, request, caller: Caller, started: float, refusal: errors.CsError) -> bytes:
         """Refuse a request before anything else looks at it; audit and log the refusal (both
         rate-limited per key: a flood of denials stays visible as a counted summary, and costs
         little: what is only counted is not formatted). `request`: the frame, or its decoding."""
@@ -151,13 +149,14 @@ class Dispatcher:
             except protocol.ProtocolError as exc:
                 request = (exc.request_id, None, None)
         request_id, op, args = request
-        if self.audit.admits(caller.name, op, code):
-            row = audit.record(caller.name, caller.role, op, args, code, message)
+        if self.audit.admits(caller.name, op, refusal.code):
+            row = audit.record(caller.name, caller.role, op, args, refusal.code, refusal.message)
             self.audit.keep(
                 row, "request_denied", id=request_id, op=row[3], client=caller.name, role=caller.role,
-                outcome=code, reason=message, latency_ms=round((time.perf_counter() - started) * 1000, 3),
+                outcome=refusal.code, reason=refusal.message,
+                latency_ms=round((time.perf_counter() - started) * 1000, 3),
             )
-        return protocol.error(request_id, code, message, hint)
+        return protocol.error(request_id, refusal)
 
     def _audit(self, caller: Caller, op, args, outcome: str, message: str) -> None:
         """Record a request that changed nothing (rate-limited, written in a batch)."""
@@ -169,10 +168,10 @@ class Dispatcher:
         try:
             parsed = validate(command.ARGS, args)
         except ArgError as exc:
-            hint = f"{command.NAME} takes {describe(command.ARGS)}."
+            refusal = errors.InvalidArgument(str(exc), f"{command.NAME} takes {describe(command.ARGS)}.")
             if mutating:
-                self._audit(caller, command.NAME, args, "INVALID_ARGUMENT", str(exc))
-            return protocol.error(request_id, "INVALID_ARGUMENT", str(exc), hint), "INVALID_ARGUMENT"
+                self._audit(caller, command.NAME, args, refusal.code, refusal.message)
+            return protocol.error(request_id, refusal), refusal.code
         if not mutating:
             return self._run(command, request_id, parsed, caller)[:2]
         device = self.ctx.device
@@ -198,13 +197,12 @@ class Dispatcher:
                 device.runs.rollback(runs_before)
                 events.discard_newest(len(emitted))
                 self.log.exception("persist_failed", op=command.NAME, id=request_id)
-                message = "The change could not be saved, so it was not made."
-                reply = protocol.error(
-                    request_id, "INTERNAL", message,
+                failure = errors.Internal(
+                    "The change could not be saved, so it was not made.",
                     "Check the state directory (disk space, permissions) and the csd log, then retry.",
                 )
-                self._audit(caller, command.NAME, args, "INTERNAL", message)
-                return reply, "INTERNAL"  # not remembered: a retry may succeed
+                self._audit(caller, command.NAME, args, failure.code, failure.message)
+                return protocol.error(request_id, failure), failure.code  # not remembered: a retry may succeed
         (self._replies if durable else self._hot_replies).remember(client, request_id, fp, reply)
         for event in emitted:
             self.publish(event.to_dict())
@@ -215,16 +213,12 @@ class Dispatcher:
         try:
             result = command.execute(self.ctx, parsed, caller)
             return protocol.ok(request_id, result), "ok", str(result.get("message", ""))
-        except Refused as exc:
-            return protocol.error(request_id, exc.code, exc.message, exc.hint), exc.code, exc.message
+        except errors.CsError as exc:  # a refusal: the model's rules said no
+            return protocol.error(request_id, exc), exc.code, exc.message
         except Exception:
             self.log.exception("internal_error", op=command.NAME, id=request_id)
-            message = f"csd failed while handling {command.NAME}."
-            reply = protocol.error(
-                request_id, "INTERNAL", message,
-                "This is a bug: the csd log has the details. The request may be retried.",
-            )
-            return reply, "INTERNAL", message
+            failure = errors.Internal(f"csd failed while handling {command.NAME}.")
+            return protocol.error(request_id, failure), failure.code, failure.message
 
     def tick(self) -> None:
         """Complete a timed transition whose time has come; persist, then publish. Write the

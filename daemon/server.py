@@ -27,7 +27,7 @@ import traceback
 
 import zmq
 
-from csadmin import __version__, protocol
+from csadmin import __version__, errors, protocol
 from csadmin.statemachine.device import Device, Timings
 from csadmin.statemachine.events import EventLog
 
@@ -364,10 +364,7 @@ class Server:
                 request_id = protocol.decode_request(payload.bytes)[0]
             except protocol.ProtocolError:
                 request_id = None
-            reply = protocol.error(
-                request_id, "INTERNAL", "csd failed while handling this request; it carries on serving.",
-                "This is a bug: the csd log has the details. The request may be retried.",
-            )
+            reply = protocol.error(request_id, errors.Internal("csd failed while handling this request; it carries on serving."))
         try:
             self.router.send_multipart([identity, reply], zmq.NOBLOCK)
         except zmq.ZMQError:  # the client is gone or not reading: its reply is dropped, not queued

@@ -13,7 +13,8 @@ from typing import Callable
 
 from transitions import Machine
 
-from .errors import InvalidState
+from csadmin.errors import InvalidState
+
 from .events import EventLog
 from .programs import RunMode
 from .rules import GO, Already, Go
@@ -78,10 +79,10 @@ class Timings:
 
 class Device:
     """One CS-2. Every public method that changes something returns a result dict and appends
-    its events to `self.events`; refusals raise `statemachine.errors.Refused`. With
-    `dry_run=True` they apply the same rules and change nothing: the refusal they would raise,
-    or the result with `changed` saying whether they would act (what a console checks before
-    it asks for confirmation)."""
+    its events to `self.events`; refusals raise a `csadmin.errors` class (code, message, next
+    step). With `dry_run=True` they apply the same rules and change nothing: the refusal they
+    would raise, or the result with `changed` saying whether they would act (what a console
+    checks before it asks for confirmation)."""
 
     def __init__(
         self,

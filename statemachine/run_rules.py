@@ -6,7 +6,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .errors import InvalidState, Refused, ReprogramForbidden, RunAborted
+from csadmin.errors import CsError, InvalidState, ReprogramForbidden, RunAborted
+
 from .rules import GO, Already, Go
 from .states import Lifecycle
 
@@ -24,7 +25,7 @@ OPEN_PHASES = (OPEN_UNPROGRAMMED, OPEN_PROGRAMMING, OPEN_PROGRAMMED)
 class Refuse:
     """Refuse with `error`; `message`/`hint` are formatted with run_id, reason, until."""
 
-    error: type[Refused]
+    error: type[CsError]
     message: str
     hint: str
 

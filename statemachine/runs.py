@@ -20,7 +20,8 @@ from datetime import datetime, timezone
 from enum import Enum
 from typing import Callable
 
-from .errors import Busy, IncompatibleProgram, NotFound, PermissionDenied
+from csadmin.errors import Busy, IncompatibleProgram, NotFound, PermissionDenied
+
 from .events import EventLog
 from .programs import TRAIN_AND_EVAL, TRAIN_AND_EVAL_NEXT, TRAIN_AND_EVAL_WHY, RunMode
 from .run_rules import RUN_RULES, Already, Refuse

@@ -8,7 +8,7 @@ import sys
 import pytest
 import zmq
 
-from csadmin import protocol
+from csadmin import errors, protocol
 from tests.harness import ROOT
 
 
@@ -53,7 +53,7 @@ def _error(reply) -> dict:
     assert reply is not None, "no reply"
     assert len(reply) == 1, "one frame back"
     body = json.loads(reply[0])
-    assert body["ok"] is False and body["error"]["code"] in protocol.ERROR_CODES
+    assert body["ok"] is False and body["error"]["code"] in errors.WIRE_CODES
     assert "Traceback" not in reply[0].decode()
     return body
 

@@ -11,8 +11,8 @@ from hypothesis import settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
 
+from csadmin.errors import CsError
 from csadmin.statemachine.device import Device, Timings
-from csadmin.statemachine.errors import Refused
 from csadmin.statemachine.events import CATALOG
 from csadmin.statemachine.states import PENDING_STATES, SETTLES_TO, ExecMode, Health, Lifecycle
 from tests.statemachine.fakeclock import FakeClock
@@ -70,7 +70,7 @@ class DeviceMachine(RuleBasedStateMachine):
         before_seq = self.device.events.last_seq
         try:
             result = call()
-        except Refused as err:
+        except CsError as err:
             assert err.code == "INVALID_STATE"
             assert self.state.value in err.message
             assert err.hint

@@ -15,8 +15,8 @@ from hypothesis import settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
+from csadmin.errors import CsError
 from csadmin.statemachine.device import Device, Timings
-from csadmin.statemachine.errors import Refused
 from csadmin.statemachine.events import EventLog
 from csadmin.statemachine.programs import RunMode, parse_program
 from csadmin.statemachine.runs import Fabric, RunStatus
@@ -61,7 +61,7 @@ class RunsMachine(RuleBasedStateMachine):
         snap, seq = self.device.snapshot(), self.device.events.last_seq
         try:
             result = call()
-        except Refused as err:
+        except CsError as err:
             assert err.code and err.message and err.hint
             assert [r.to_dict() for r in runs.listing()] == before
             assert self.device.snapshot() == snap and self.device.events.last_seq == seq

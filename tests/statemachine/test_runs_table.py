@@ -11,17 +11,16 @@ import itertools
 
 import pytest
 
-from csadmin.statemachine.device import Device, Timings
-from csadmin.statemachine.errors import (
+from csadmin.errors import (
     Busy,
     IncompatibleProgram,
     InvalidState,
     NotFound,
     PermissionDenied,
-    Refused,
     ReprogramForbidden,
     RunAborted,
 )
+from csadmin.statemachine.device import Device, Timings
 from csadmin.statemachine.programs import RunMode, parse_mode, parse_program
 from csadmin.statemachine.run_rules import (
     ABORTED,
@@ -380,9 +379,9 @@ def test_restore_continues_numbering_and_the_open_run_holds_the_fabric():
     assert fresh.runs.holder is None and fresh.events.newest(1)[0].details["reason"] == "daemon restarted"
 
 
-def test_refused_is_the_base_of_every_run_error():
-    for cls in (Busy, NotFound, PermissionDenied, ReprogramForbidden, IncompatibleProgram, RunAborted):
-        assert issubclass(cls, Refused)
+def test_every_refusal_the_run_rules_name_is_one_csd_may_answer_with():
+    refusals = {rule.error for rule in (*RUN_RULES.values(), *OPEN_RULES.values()) if isinstance(rule, Refuse)}
+    assert refusals and all(cls.on_wire for cls in refusals | {Busy, NotFound, PermissionDenied, IncompatibleProgram})
 
 
 @pytest.mark.parametrize("phase", PHASES)

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import pytest
 
+from csadmin.errors import Busy
 from csadmin.statemachine.device import Device, Timings
-from csadmin.statemachine.errors import Busy
 from csadmin.statemachine.programs import RunMode
 from csadmin.statemachine.runs import RunStatus
 from csadmin.statemachine.slurm_jobs import SlurmJob, parse_job_id
