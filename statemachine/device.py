@@ -14,6 +14,7 @@ from typing import Callable
 from transitions import Machine
 
 from csadmin.errors import InvalidState
+from csadmin.states import PENDING_STATES, SETTLES_TO, ExecMode, Health, Lifecycle
 
 from .events import EventLog
 from .programs import RunMode
@@ -21,17 +22,23 @@ from .rules import GO, Already, Go
 from .run_rules import OPEN_RULES, Refuse as RunRefuse
 from .runs import Run, Runs
 from .slurm_jobs import SlurmJob, ended_reason
-from .states import PENDING_STATES, ExecMode, Health, Lifecycle
 
 A, S = Lifecycle.ACTIVE, Lifecycle.STANDBY
 PA, PS = Lifecycle.PENDING_ACTIVE, Lifecycle.PENDING_STANDBY
 
 LIFECYCLE_TRANSITIONS = [
     {"trigger": "begin_standby", "source": A.value, "dest": PS.value},
-    {"trigger": "finish_standby", "source": PS.value, "dest": S.value},
     {"trigger": "begin_activate", "source": S.value, "dest": PA.value},
-    {"trigger": "finish_activate", "source": PA.value, "dest": A.value},
+    # A pending state settles where csadmin/states.py says, once its time has come.
+    *({"trigger": "settle", "source": pending.value, "dest": target.value} for pending, target in SETTLES_TO.items()),
 ]
+
+# The events that say a pending transition completed, by where it settled.
+SETTLED_EVENTS = {S: ("EventEnteredStandby", "EventStandbyCompleted"), A: ("EventEnteredActive", "EventActivateCompleted")}
+SET_EXECMODE_EVENTS = {
+    ExecMode.PIPELINED: "EventSetExecModePipelined",
+    ExecMode.WEIGHT_STREAMING: "EventSetExecModeWeightStreaming",
+}
 
 
 @dataclass(frozen=True)
@@ -214,8 +221,7 @@ class Device:
         now = self._clock()
         self._emit("EventConfigOpIssued", now, origin, op="execmode", execmode=mode.value)
         self.configured_mode = mode
-        event_type = "EventSetExecModeWeightStreaming" if mode is ExecMode.WEIGHT_STREAMING else "EventSetExecModePipelined"
-        self._emit(event_type, now, origin, execmode=mode.value)
+        self._emit(SET_EXECMODE_EVENTS[mode], now, origin, execmode=mode.value)
         self._emit("EventConfigOpCompleted", now, origin, op="execmode", execmode=mode.value)
         return self._result(
             f"Execution mode configured as {mode.value}; it takes effect on `system activate`.", changed=True
@@ -300,16 +306,13 @@ class Device:
     def _settle(self, recovered: bool) -> None:
         now = self._clock()
         self.pending_until = None
-        if self.lifecycle is PS:
-            self.finish_standby()
-            self.events.emit("EventEnteredStandby", now, recovered=recovered)
-            self.events.emit("EventStandbyCompleted", now, recovered=recovered)
-        else:
-            self.finish_activate()
-            # The system "reboots" into the configured mode.
-            self.active_mode = self.configured_mode
-            self.events.emit("EventEnteredActive", now, execmode=self.active_mode.value, recovered=recovered)
-            self.events.emit("EventActivateCompleted", now, execmode=self.active_mode.value, recovered=recovered)
+        self.settle()
+        details = {"recovered": recovered}
+        if self.lifecycle is A:
+            self.active_mode = self.configured_mode  # the system "reboots" into the configured mode
+            details = {"execmode": self.active_mode.value, **details}
+        for event_type in SETTLED_EVENTS[self.lifecycle]:
+            self.events.emit(event_type, now, **details)
 
     def _result(self, message: str, changed: bool, dry_run: bool = False) -> dict:
         result = {

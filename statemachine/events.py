@@ -11,7 +11,7 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Iterable
 
-from .states import Severity
+from csadmin.states import Severity
 
 # type -> severity, for the events this model emits.
 CATALOG: dict[str, Severity] = {

@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 from enum import Enum
 
-from .states import ExecMode
+from csadmin.states import ExecMode
 
 
 class RunMode(str, Enum):

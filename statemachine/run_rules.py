@@ -7,9 +7,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from csadmin.errors import CsError, InvalidState, ReprogramForbidden, RunAborted
+from csadmin.states import Lifecycle
 
 from .rules import GO, Already, Go
-from .states import Lifecycle
 
 # A run is in one phase: open with its fabric in one of three states, or ended.
 OPEN_UNPROGRAMMED = "OPEN/UNPROGRAMMED"

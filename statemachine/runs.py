@@ -21,11 +21,11 @@ from enum import Enum
 from typing import Callable
 
 from csadmin.errors import Busy, IncompatibleProgram, NotFound, PermissionDenied
+from csadmin.states import ExecMode
 
 from .events import EventLog
 from .programs import TRAIN_AND_EVAL, TRAIN_AND_EVAL_NEXT, TRAIN_AND_EVAL_WHY, RunMode
 from .run_rules import RUN_RULES, Already, Refuse
-from .states import ExecMode
 
 
 class RunStatus(str, Enum):

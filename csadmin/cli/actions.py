@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from .. import errors
 from ..client import Client
+from ..states import ExecMode, title
 from . import render
 from .commands import COMMANDS, options_of
 from .parse import Parsed, shown
@@ -111,7 +112,7 @@ def system_activate(s: Session, p: Parsed) -> int:
         if not check["changed"]:
             return _settle(s, p, check, "ACTIVE")
         mode = s.client.execmode_show()["execmode"]
-        _confirm(s, f"This activates the system in {render.title(mode)} mode. Do you want to proceed?")
+        _confirm(s, f"This activates the system in {title(mode)} mode. Do you want to proceed?")
     return _settle(s, p, s.client.system_activate(), "ACTIVE")
 
 
@@ -132,18 +133,18 @@ def execmode_setup(s: Session, p: Parsed) -> int:
         # Checked before offering the choice (the rule and its message live in csd, once).
         configured = s.client.execmode_show()["execmode"]
         s.client.call("config.execmode.setup", mode=configured, dry_run=True)
-        options = [("PIPELINED", "Pipelined"), ("WEIGHT_STREAMING", "Weight Streaming")]
+        options = [(m.value, m.title) for m in ExecMode]
         mode = s.console.choose("Select execution mode configuration:", options, default=configured)
     else:
         check = _preflight(s, p, "config.execmode.setup", mode=mode)
         if check is not None and check["changed"]:
-            _confirm(s, f"This sets the execution mode to {render.title(check['execmode'])} "
+            _confirm(s, f"This sets the execution mode to {title(check['execmode'])} "
                         f"(taking effect on `system activate`). Do you want to proceed?")
     result = s.client.execmode_setup(mode)
     if s.json(p):
         s.console.out(render.as_json(result))
         return errors.EXIT_OK
-    s.console.out(f"Selected execution mode configuration: ✔ {render.title(result['execmode'])}")
+    s.console.out(f"Selected execution mode configuration: ✔ {title(result['execmode'])}")
     if result["changed"]:
         s.console.out("It takes effect on `system activate`.")
     else:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-EXECMODE_VALUES = ("PIPELINED", "WEIGHT_STREAMING", "pipelined", "weight-streaming")
+from ..states import EXECMODE_SPELLINGS
 
 
 class Option(NamedTuple):
@@ -92,7 +92,7 @@ COMMANDS: tuple[Command, ...] = (
         ("config", "execmode", "setup"), "Choose the execution mode the next activation boots into (STANDBY only).",
         "execmode_setup",
         options=(
-            Option("--mode", "PIPELINED or WEIGHT_STREAMING (any case; weight-streaming)", True, "MODE", EXECMODE_VALUES),
+            Option("--mode", "PIPELINED or WEIGHT_STREAMING (any case; weight-streaming)", True, "MODE", EXECMODE_SPELLINGS),
             NO_CONFIRM,
         ),
         changes_state=True,

@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 import time
 
+from ..states import settles_to
+
 
 def as_json(obj) -> str:
     return json.dumps(obj, indent=2, ensure_ascii=False)
@@ -16,11 +18,6 @@ def compact_json(obj) -> str:
 
 def local_zone() -> str:
     return time.strftime("%Z")
-
-
-def title(mode: str) -> str:
-    """`WEIGHT_STREAMING` → `Weight Streaming`, as the real CLI shows modes to people."""
-    return mode.replace("_", " ").title()
 
 
 def fmt_ms(ms: int) -> str:
@@ -55,8 +52,7 @@ def system_show(snap: dict) -> str:
         rows.append(("Slurm job", f"{job['jobId']} ({job['user']}), holds the wafer since {fmt_ms(job['since'])}"))
     left = seconds_left(snap)
     if left is not None:
-        target = "ACTIVE" if snap["state"] == "PENDING_ACTIVE" else "STANDBY"
-        rows.append(("Pending", f"{target} in about {left:.1f} s"))
+        rows.append(("Pending", f"{settles_to(snap['state'])} in about {left:.1f} s"))
     daemon = snap.get("daemon")
     if daemon:
         rows += [

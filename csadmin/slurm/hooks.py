@@ -20,10 +20,9 @@ import socket
 import time
 
 from .. import errors
+from ..states import settles_to
 from . import features, health, scontrol, slurmd
 from .report import Reporter
-
-PENDING_TARGET = {"PENDING_ACTIVE": "ACTIVE", "PENDING_STANDBY": "STANDBY"}
 
 
 def _node_name(options: dict) -> str:
@@ -49,8 +48,8 @@ def _left(deadline: float) -> float:
 def _settle(client, deadline: float) -> dict:
     """Wait for a pending transition to finish; return the system then."""
     snap = client.system_show()
-    while snap["state"] in PENDING_TARGET:
-        snap = client.wait_for(state=PENDING_TARGET[snap["state"]], timeout=_left(deadline))
+    while settles_to(snap["state"]):
+        snap = client.wait_for(state=settles_to(snap["state"]), timeout=_left(deadline))
     return snap
 
 

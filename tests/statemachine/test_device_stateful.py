@@ -14,7 +14,7 @@ from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
 from csadmin.errors import CsError
 from csadmin.statemachine.device import Device, Timings
 from csadmin.statemachine.events import CATALOG
-from csadmin.statemachine.states import PENDING_STATES, SETTLES_TO, ExecMode, Health, Lifecycle
+from csadmin.states import PENDING_STATES, SETTLES_TO, ExecMode, Health, Lifecycle
 from tests.statemachine.fakeclock import FakeClock
 
 ACTIVATE_MS = 4_000

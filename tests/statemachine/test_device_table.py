@@ -17,7 +17,7 @@ import pytest
 from csadmin.errors import CsError
 from csadmin.statemachine.device import Device, Timings
 from csadmin.statemachine.events import CATALOG, EventLog
-from csadmin.statemachine.states import PENDING_STATES, ExecMode, Health, Lifecycle
+from csadmin.states import PENDING_STATES, ExecMode, Health, Lifecycle
 from tests.statemachine.fakeclock import FakeClock
 
 ACTIVATE_MS = 5_000
@@ -500,7 +500,7 @@ def test_internal_triggers_respect_sources():
 
     device, _ = make_device()  # ACTIVE
     with pytest.raises(MachineError):
-        device.finish_standby()
+        device.settle()  # ACTIVE is not pending: nothing to settle
     with pytest.raises(MachineError):
         device.begin_activate()
     assert device.lifecycle is A

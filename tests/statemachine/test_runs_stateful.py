@@ -20,7 +20,7 @@ from csadmin.statemachine.device import Device, Timings
 from csadmin.statemachine.events import EventLog
 from csadmin.statemachine.programs import RunMode, parse_program
 from csadmin.statemachine.runs import Fabric, RunStatus
-from csadmin.statemachine.states import Lifecycle
+from csadmin.states import Lifecycle
 from tests.statemachine.fakeclock import FakeClock
 
 SERIAL = "CS2-0003"

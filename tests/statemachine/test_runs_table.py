@@ -36,7 +36,7 @@ from csadmin.statemachine.run_rules import (
     Refuse,
 )
 from csadmin.statemachine.runs import Fabric, RunStatus
-from csadmin.statemachine.states import ExecMode, Lifecycle
+from csadmin.states import ExecMode, Lifecycle
 from tests.statemachine.fakeclock import START_MS, FakeClock
 
 LEASE_MS = 10_000
