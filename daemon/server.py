@@ -28,7 +28,8 @@ import traceback
 import zmq
 
 from csadmin import __version__, errors, protocol
-from csadmin.statemachine.device import Device, Timings
+from csadmin.statemachine.defaults import Timings
+from csadmin.statemachine.device import Device
 from csadmin.statemachine.events import EventLog
 
 from . import audit, connection

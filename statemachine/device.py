@@ -16,6 +16,7 @@ from transitions import Machine
 from csadmin.errors import InvalidState
 from csadmin.states import PENDING_STATES, SETTLES_TO, ExecMode, Health, Lifecycle
 
+from .defaults import SERIAL, Timings
 from .events import EventLog
 from .programs import RunMode
 from .rules import GO, Already, Go
@@ -74,16 +75,6 @@ REQUEST_RULES: dict[tuple[str, Lifecycle], Go | Already | Refuse] = {
 }
 
 
-@dataclass(frozen=True)
-class Timings:
-    """Simulated durations in milliseconds."""
-
-    activate_ms: int = 5_000
-    standby_ms: int = 3_000
-    lease_ms: int = 30_000  # a run's lease when it asks for none
-    program_bytes_per_second: float = 2e9  # programming time = size_bytes / this
-
-
 class Device:
     """One CS-2. Every public method that changes something returns a result dict and appends
     its events to `self.events`; refusals raise a `csadmin.errors` class (code, message, next
@@ -95,7 +86,7 @@ class Device:
         self,
         clock: Callable[[], int],
         timings: Timings = Timings(),
-        serial: str = "CS2-0001",
+        serial: str = SERIAL,
         events: EventLog | None = None,
     ):
         self._clock = clock

@@ -13,6 +13,8 @@ from typing import Iterable
 
 from csadmin.states import Severity
 
+from .defaults import KEEP_EVENTS
+
 # type -> severity, for the events this model emits.
 CATALOG: dict[str, Severity] = {
     "EventStandbyIssued": Severity.INFO,
@@ -39,8 +41,6 @@ CATALOG: dict[str, Severity] = {
     "EventTrainingCompleted": Severity.INFO,
     "EventTrainingAborted": Severity.WARN,
 }
-
-DEFAULT_CAPACITY = 10_000
 
 
 @dataclass(frozen=True)
@@ -74,7 +74,7 @@ class Event:
 class EventLog:
     """The last `capacity` events, in `seq` order, with the real CLI's query filters."""
 
-    def __init__(self, capacity: int = DEFAULT_CAPACITY, last_seq: int = 0):
+    def __init__(self, capacity: int = KEEP_EVENTS, last_seq: int = 0):
         self._events: deque[Event] = deque(maxlen=capacity)
         self.last_seq = last_seq
 

@@ -23,6 +23,7 @@ from typing import Callable
 from csadmin.errors import Busy, IncompatibleProgram, NotFound, PermissionDenied
 from csadmin.states import ExecMode
 
+from .defaults import KEEP_RUNS
 from .events import EventLog
 from .programs import TRAIN_AND_EVAL, TRAIN_AND_EVAL_NEXT, TRAIN_AND_EVAL_WHY, RunMode
 from .run_rules import RUN_RULES, Already, Refuse
@@ -43,7 +44,6 @@ class Fabric(str, Enum):
 # Fed below this fraction of the program's estimated capacity, the input pipeline is suspected.
 BOTTLENECK_FRACTION = 0.5
 
-KEEP_RUNS = 1_000  # ended runs kept in memory for `runs list` / `runs show` (all are on disk)
 
 
 # -- the record ---------------------------------------------------------------------------------
@@ -178,8 +178,8 @@ class Runs:
         self,
         clock: Callable[[], int],
         events: EventLog,
-        default_lease_ms: int = 30_000,
-        program_bytes_per_second: float = 2e9,
+        default_lease_ms: int,
+        program_bytes_per_second: float,
         keep: int = KEEP_RUNS,
     ):
         self._clock = clock

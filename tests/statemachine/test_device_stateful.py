@@ -12,7 +12,8 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
 
 from csadmin.errors import CsError
-from csadmin.statemachine.device import Device, Timings
+from csadmin.statemachine.defaults import Timings
+from csadmin.statemachine.device import Device
 from csadmin.statemachine.events import CATALOG
 from csadmin.states import PENDING_STATES, SETTLES_TO, ExecMode, Health, Lifecycle
 from tests.statemachine.fakeclock import FakeClock

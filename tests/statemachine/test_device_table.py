@@ -15,7 +15,8 @@ from pathlib import Path
 import pytest
 
 from csadmin.errors import CsError
-from csadmin.statemachine.device import Device, Timings
+from csadmin.statemachine.defaults import Timings
+from csadmin.statemachine.device import Device
 from csadmin.statemachine.events import CATALOG, EventLog
 from csadmin.states import PENDING_STATES, ExecMode, Health, Lifecycle
 from tests.statemachine.fakeclock import FakeClock

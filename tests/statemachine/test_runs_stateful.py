@@ -16,7 +16,8 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
 from csadmin.errors import CsError
-from csadmin.statemachine.device import Device, Timings
+from csadmin.statemachine.defaults import Timings
+from csadmin.statemachine.device import Device
 from csadmin.statemachine.events import EventLog
 from csadmin.statemachine.programs import RunMode, parse_program
 from csadmin.statemachine.runs import Fabric, RunStatus

@@ -20,7 +20,8 @@ from csadmin.errors import (
     ReprogramForbidden,
     RunAborted,
 )
-from csadmin.statemachine.device import Device, Timings
+from csadmin.statemachine.defaults import Timings
+from csadmin.statemachine.device import Device
 from csadmin.statemachine.programs import RunMode, parse_mode, parse_program
 from csadmin.statemachine.run_rules import (
     ABORTED,
@@ -221,6 +222,11 @@ def test_another_clients_run_is_permission_denied_and_an_unknown_run_not_found()
         device.runs.heartbeat("run-999999", CLIENT)
     assert info.value.code == "NOT_FOUND" and "runs list" in info.value.hint
     assert run.is_open
+
+
+def test_a_run_that_asks_for_no_lease_gets_csds_default_of_60_seconds():
+    device = Device(FakeClock())  # the model's own defaults, which csd's settings start from (test_config)
+    assert device.open_run("job", CLIENT, RunMode.TRAIN).lease_ms == 60_000
 
 
 def test_a_lapsed_lease_aborts_the_run_and_releases_the_fabric():

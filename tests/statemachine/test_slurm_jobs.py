@@ -7,7 +7,8 @@ from __future__ import annotations
 import pytest
 
 from csadmin.errors import Busy
-from csadmin.statemachine.device import Device, Timings
+from csadmin.statemachine.defaults import Timings
+from csadmin.statemachine.device import Device
 from csadmin.statemachine.programs import RunMode
 from csadmin.statemachine.runs import RunStatus
 from csadmin.statemachine.slurm_jobs import SlurmJob, parse_job_id
