@@ -1,78 +1,27 @@
-"""The device: one CS-2's lifecycle and execution mode, on an injected clock.
+"""The device: one CS-2's lifecycle, execution mode, runs and Slurm job, on an injected clock.
 
-Rules are data. `LIFECYCLE_TRANSITIONS` is the `transitions` machine (built with
-`auto_transitions=False`, so no `to_<state>()` shortcut can bypass a rule) and `REQUEST_RULES`
-says, for every request in every state, whether it starts a transition, is an idempotent
-success, or is refused — with the message and next step the user sees, written once, here.
+The rules are data (statemachine/lifecycle_rules.py for the lifecycle, statemachine/run_rules.py
+for runs); the device looks each request up and applies what it finds.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Callable
 
 from transitions import Machine
 
-from csadmin.errors import InvalidState
-from csadmin.states import PENDING_STATES, SETTLES_TO, ExecMode, Health, Lifecycle
+from csadmin.states import PENDING_STATES, ExecMode, Health, Lifecycle
 
 from .defaults import SERIAL, Timings
 from .events import EventLog
+from .lifecycle_rules import LIFECYCLE_TRANSITIONS, REQUEST_RULES, SET_EXECMODE_EVENTS, SETTLED_EVENTS
 from .programs import RunMode
-from .rules import GO, Already, Go
-from .run_rules import OPEN_RULES, Refuse as RunRefuse
+from .rules import Already, Refuse
+from .run_rules import OPEN_RULES
 from .runs import Run, Runs
 from .slurm_jobs import SlurmJob, ended_reason
 
-A, S = Lifecycle.ACTIVE, Lifecycle.STANDBY
-PA, PS = Lifecycle.PENDING_ACTIVE, Lifecycle.PENDING_STANDBY
-
-LIFECYCLE_TRANSITIONS = [
-    {"trigger": "begin_standby", "source": A.value, "dest": PS.value},
-    {"trigger": "begin_activate", "source": S.value, "dest": PA.value},
-    # A pending state settles where csadmin/states.py says, once its time has come.
-    *({"trigger": "settle", "source": pending.value, "dest": target.value} for pending, target in SETTLES_TO.items()),
-]
-
-# The events that say a pending transition completed, by where it settled.
-SETTLED_EVENTS = {S: ("EventEnteredStandby", "EventStandbyCompleted"), A: ("EventEnteredActive", "EventActivateCompleted")}
-SET_EXECMODE_EVENTS = {
-    ExecMode.PIPELINED: "EventSetExecModePipelined",
-    ExecMode.WEIGHT_STREAMING: "EventSetExecModeWeightStreaming",
-}
-
-
-@dataclass(frozen=True)
-class Refuse:
-    message: str
-    hint: str
-
-
-_WAIT = "Wait for it to finish (`system show` reports the progress), then try again."
-
-REQUEST_RULES: dict[tuple[str, Lifecycle], Go | Already | Refuse] = {
-    ("standby", A): GO,
-    ("standby", S): Already("System is already in STANDBY."),
-    ("standby", PS): Refuse("System is already going to STANDBY (PENDING_STANDBY).", _WAIT),
-    ("standby", PA): Refuse("System is activating (PENDING_ACTIVE); it cannot go to standby now.", _WAIT),
-    ("activate", S): GO,
-    ("activate", A): Already("System is already in ACTIVE."),
-    ("activate", PA): Refuse("System is already activating (PENDING_ACTIVE).", _WAIT),
-    ("activate", PS): Refuse("System is going to standby (PENDING_STANDBY); it cannot activate now.", _WAIT),
-    ("execmode_setup", S): GO,
-    ("execmode_setup", A): Refuse(
-        "The execution mode can only be changed in STANDBY; the system is ACTIVE.",
-        "Put the system in standby first: `system standby`, then `config execmode setup`.",
-    ),
-    ("execmode_setup", PA): Refuse(
-        "The execution mode can only be changed in STANDBY; the system is activating (PENDING_ACTIVE).",
-        "Wait for ACTIVE, run `system standby`, then `config execmode setup`.",
-    ),
-    ("execmode_setup", PS): Refuse(
-        "The execution mode can only be changed in STANDBY; the system is going to standby (PENDING_STANDBY).",
-        "Wait for STANDBY (`system show`), then run `config execmode setup`.",
-    ),
-}
+A = Lifecycle.ACTIVE
 
 
 class Device:
@@ -154,7 +103,7 @@ class Device:
     def _rule(self, request: str):
         rule = REQUEST_RULES[(request, self.lifecycle)]
         if isinstance(rule, Refuse):
-            raise InvalidState(rule.message, rule.hint)
+            raise rule.refusal()
         return rule
 
     def _emit(self, type_: str, now: int, origin: dict | None, **details) -> None:
@@ -245,12 +194,12 @@ class Device:
 
     def open_run(self, owner: str, client: str, mode: RunMode, lease_ms: int | None = None) -> Run:
         rule = OPEN_RULES[self.lifecycle]
-        if isinstance(rule, RunRefuse):
-            raise rule.error(rule.message, rule.hint)
+        if isinstance(rule, Refuse):
+            raise rule.refusal()
         return self.runs.open(owner, client, mode, lease_ms, self.slurm_job.job_id if self.slurm_job else None)
 
     def program_run(self, run_id: str, client: str, program: dict) -> Run:
-        """Program the fabric of a run with a descriptor checked by runs.parse_program."""
+        """Program the fabric of a run with a descriptor checked by programs.parse_program."""
         return self.runs.program(run_id, client, program, self.serial, self.active_mode)
 
     # -- the Slurm job holding the wafer (statemachine/slurm_jobs.py) ---------------------------

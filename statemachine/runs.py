@@ -1,170 +1,28 @@
-"""Runs and the fabric: the training runtime's path (DESIGN.md §2.3), on an injected clock.
+"""The book of runs: every kept run and the one holding the fabric, on an injected clock.
 
-The wafer is exclusive: at most one *run* holds it. A run programs the fabric at most once
-(UNPROGRAMMED → PROGRAMMING → PROGRAMMED), streams samples, renews its lease, and ends CLOSED
-(by its runtime) or ABORTED (lease lapsed, forced standby, an admin, a daemon restart). Ending
-always releases the fabric. Ended runs stay queryable with their performance record.
-
-The rules are data in statemachine/run_rules.py (`RUN_RULES`: every request in every phase;
-`OPEN_RULES`: when a run may be opened); the runtime's inputs are checked in
-statemachine/programs.py. This module holds the run record and the book of runs that applies them.
+The wafer is exclusive: at most one run holds it, and ending a run always releases the fabric.
+Ended runs stay queryable with their performance record. The record is statemachine/run.py, its
+performance maths statemachine/performance.py; the rules are data in statemachine/run_rules.py
+(`RUN_RULES`: every request in every phase; `OPEN_RULES`: when a run may be opened;
+`PROGRAM_RULES`: what a program must match); the runtime's inputs are checked in
+statemachine/programs.py. This module applies the rules and keeps the book.
 """
 
 from __future__ import annotations
 
-import copy
 import math
 from collections import OrderedDict
-from dataclasses import dataclass, field
-from datetime import datetime, timezone
-from enum import Enum
 from typing import Callable
 
-from csadmin.errors import Busy, IncompatibleProgram, NotFound, PermissionDenied
+from csadmin.errors import Busy, NotFound, PermissionDenied
 from csadmin.states import ExecMode
 
 from .defaults import KEEP_RUNS
 from .events import EventLog
-from .programs import TRAIN_AND_EVAL, TRAIN_AND_EVAL_NEXT, TRAIN_AND_EVAL_WHY, RunMode
-from .run_rules import RUN_RULES, Already, Refuse
-
-
-class RunStatus(str, Enum):
-    OPEN = "OPEN"
-    CLOSED = "CLOSED"
-    ABORTED = "ABORTED"
-
-
-class Fabric(str, Enum):
-    UNPROGRAMMED = "UNPROGRAMMED"
-    PROGRAMMING = "PROGRAMMING"
-    PROGRAMMED = "PROGRAMMED"
-
-
-# Fed below this fraction of the program's estimated capacity, the input pipeline is suspected.
-BOTTLENECK_FRACTION = 0.5
-
-
-
-# -- the record ---------------------------------------------------------------------------------
-
-
-def utc(ms: int | None) -> str:
-    """A time for messages people read (pure: no clock is read here)."""
-    if ms is None:
-        return "-"
-    return datetime.fromtimestamp(ms / 1000, timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
-
-
-def _seconds(ms: int) -> float:
-    return round(ms / 1000, 3)
-
-
-@dataclass
-class Run:
-    """One run, open or ended. Times are ms since the epoch."""
-
-    run_id: str
-    number: int
-    owner: str  # the runtime's label for itself (e.g. a job name)
-    client: str  # the caller that opened it; only it may use the run
-    mode: str
-    lease_ms: int
-    opened_at: int
-    lease_until: int | None
-    status: RunStatus = RunStatus.OPEN
-    fabric: Fabric = Fabric.UNPROGRAMMED
-    program: dict | None = None
-    programming_started_at: int | None = None
-    programming_until: int | None = None  # when programming completes (completed, once PROGRAMMED)
-    total_samples: int = 0
-    ended_at: int | None = None
-    abort_reason: str | None = None
-    performance: dict | None = field(default=None)
-    slurm_job: str | None = None  # the Slurm job holding the wafer when the run was opened
-
-    @property
-    def phase(self) -> str:
-        if self.status is RunStatus.OPEN:
-            return f"OPEN/{self.fabric.value}"
-        return self.status.value
-
-    @property
-    def is_open(self) -> bool:
-        return self.status is RunStatus.OPEN
-
-    def performance_record(self, now: int) -> dict:
-        """The fields of performance.json, as of `now` (or the end of the run)."""
-        end = self.ended_at if self.ended_at is not None else now
-        program = self.program or {}
-        est = float(program.get("est_samples_per_sec", 0.0))
-        programmed = self.fabric is Fabric.PROGRAMMED
-        if self.programming_started_at is None:
-            programming_ms = 0
-        else:
-            programming_ms = min(end, self.programming_until or end) - self.programming_started_at
-        total_ms = max(0, end - self.programming_until) if programmed else 0
-        if self.total_samples and total_ms == 0:
-            rate = est  # everything fed within the same millisecond: at capacity
-        else:
-            rate = self.total_samples / (total_ms / 1000) if total_ms else 0.0
-        rate = min(rate, est)  # the device consumes at most its estimated capacity
-        return {
-            "compile_time": program.get("compile_time", 0.0),
-            "est_samples_per_sec": est,
-            "programming_time": _seconds(max(0, programming_ms)),
-            "samples_per_sec": round(rate, 3),
-            "suspected_input_bottleneck": bool(programmed and rate < BOTTLENECK_FRACTION * est),
-            "total_samples": self.total_samples,
-            "total_time": _seconds(total_ms),
-        }
-
-    def to_dict(self) -> dict:
-        """The wire and store form (camelCase keys, stable: docs/protocol.md)."""
-        return {
-            "runId": self.run_id,
-            "number": self.number,
-            "owner": self.owner,
-            "client": self.client,
-            "mode": self.mode,
-            "status": self.status.value,
-            "fabric": self.fabric.value,
-            "leaseSeconds": _seconds(self.lease_ms),
-            "leaseUntil": self.lease_until,
-            "openedAt": self.opened_at,
-            "program": dict(self.program) if self.program else None,
-            "programmingStartedAt": self.programming_started_at,
-            "programmingUntil": self.programming_until,
-            "totalSamples": self.total_samples,
-            "endedAt": self.ended_at,
-            "abortReason": self.abort_reason,
-            "performance": dict(self.performance) if self.performance else None,
-            "slurmJob": self.slurm_job,
-        }
-
-    @classmethod
-    def from_dict(cls, d: dict) -> "Run":
-        return cls(
-            run_id=d["runId"], number=int(d["number"]), owner=d["owner"], client=d["client"], mode=d["mode"],
-            lease_ms=int(round(d["leaseSeconds"] * 1000)), opened_at=d["openedAt"], lease_until=d["leaseUntil"],
-            status=RunStatus(d["status"]), fabric=Fabric(d["fabric"]), program=d.get("program"),
-            programming_started_at=d.get("programmingStartedAt"), programming_until=d.get("programmingUntil"),
-            total_samples=int(d.get("totalSamples", 0)), ended_at=d.get("endedAt"),
-            abort_reason=d.get("abortReason"), performance=d.get("performance"), slurm_job=d.get("slurmJob"),
-        )
-
-    def copy(self) -> "Run":
-        # Shallow is enough: `program` and `performance` are replaced, never changed in place.
-        return copy.copy(self)
-
-
-def _a(word: str) -> str:
-    """`word` with its indefinite article: "a train", "an eval"."""
-    return f"{'an' if word[:1] in 'aeiou' else 'a'} {word}"
-
-
-def run_id_of(number: int) -> str:
-    return f"run-{number:06d}"
+from .performance import performance_record
+from .programs import RunMode
+from .run import Fabric, Run, RunStatus, run_id_of, seconds, utc
+from .run_rules import PROGRAM_RULES, RUN_RULES, Already, Refuse
 
 
 # -- the book of runs ---------------------------------------------------------------------------
@@ -234,7 +92,7 @@ class Runs:
         """A run as the wire shows it, with its performance so far when still open."""
         d = run.to_dict()
         if run.is_open:
-            d["performance"] = run.performance_record(self._clock())
+            d["performance"] = performance_record(run, self._clock())
         return d
 
     # -- rules ---------------------------------------------------------------------------------
@@ -243,10 +101,18 @@ class Runs:
         rule = RUN_RULES[(request, run.phase)]
         fields = {"run_id": run.run_id, "reason": run.abort_reason, "until": utc(run.programming_until)}
         if isinstance(rule, Refuse):
-            raise rule.error(rule.message.format(**fields), rule.hint.format(**fields))
+            raise rule.refusal(**fields)
         if isinstance(rule, Already):
-            return Already(rule.message.format(**fields))
+            return rule.filled(**fields)
         return rule
+
+    @staticmethod
+    def _check_program(run: Run, program: dict, serial: str, execmode: ExecMode) -> None:
+        facts = {"serial": serial, "execmode": execmode.value, "mode": run.mode}
+        for rule in PROGRAM_RULES:
+            fields = rule.broken_by(program, facts)
+            if fields is not None:
+                raise rule.refuse.refusal(run_id=run.run_id, **fields)
 
     def busy_error(self, doing: str, hint: str | None = None) -> Busy:
         run = self.holder
@@ -279,32 +145,11 @@ class Runs:
         return run
 
     def program(self, run_id: str, client: str, program: dict, serial: str, execmode: ExecMode) -> Run:
-        """Start programming the fabric with `program` (checked by parse_program)."""
+        """Start programming the fabric with `program` (checked by programs.parse_program)."""
         run = self.get(run_id, client)
         self._rule("program", run)
+        self._check_program(run, program, serial, execmode)
         now = self._clock()
-        if program["target_system"] != serial:
-            raise IncompatibleProgram(
-                f"The program was compiled for {program['target_system']}, but this system is {serial}: "
-                "a model compiled on one CS system cannot run on another.",
-                f"Compile it for {serial} and program the new artifact in this run.",
-            )
-        if program["execmode"] != execmode.value:
-            raise IncompatibleProgram(
-                f"The program was compiled for {program['execmode']}, but the system runs in {execmode.value}.",
-                f"Compile it for {execmode.value}, or ask an admin to switch the execution mode "
-                "(`config execmode setup`, then `system activate`).",
-            )
-        if program["mode"] == TRAIN_AND_EVAL:
-            raise IncompatibleProgram(
-                f"The program was compiled for {TRAIN_AND_EVAL}, which is not supported: {TRAIN_AND_EVAL_WHY}.",
-                TRAIN_AND_EVAL_NEXT,
-            )
-        if program["mode"] != run.mode:
-            raise IncompatibleProgram(
-                f"The program was compiled for {program['mode']}, but run {run.run_id} is {_a(run.mode)} run.",
-                f"Program {_a(run.mode)} artifact, or open {_a(program['mode'])} run for this one.",
-            )
         duration = math.ceil(program["size_bytes"] * 1000 / self.program_bytes_per_second)
         self._renew(run, now)
         run.program = dict(program)
@@ -379,7 +224,7 @@ class Runs:
             self._finish_programming(run)
             changed = True
         if now >= run.lease_until:
-            self._end(run, RunStatus.ABORTED, f"lease expired (no heartbeat for {_seconds(run.lease_ms):g} s)")
+            self._end(run, RunStatus.ABORTED, f"lease expired (no heartbeat for {seconds(run.lease_ms):g} s)")
             changed = True
         return changed
 
@@ -450,7 +295,7 @@ class Runs:
         self.events.emit(
             "EventProgrammingFinished", self._clock(), runId=run.run_id,
             fingerprint=run.program["fingerprint"],
-            programmingTime=_seconds(run.programming_until - run.programming_started_at),
+            programmingTime=seconds(run.programming_until - run.programming_started_at),
         )
 
     def _end(self, run: Run, status: RunStatus, reason: str | None) -> None:
@@ -461,7 +306,7 @@ class Runs:
         run.status = status
         run.abort_reason = reason
         run.lease_until = None
-        run.performance = run.performance_record(now)
+        run.performance = performance_record(run, now)
         self._dirty.add(run.run_id)
         if self.holder is run:
             self.holder = None  # the fabric is released whenever a run ends

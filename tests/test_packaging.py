@@ -108,4 +108,4 @@ def test_the_repository_folders_are_csadmins_packages():
     assert done.stdout.strip() == os.path.join(ROOT, "csadmin", "statemachine", "device.py"), done
     for name, says in (("daemon", "csadmin.daemon"), ("statemachine", "csadmin.statemachine")):
         done = run(sys.executable, "-c", f"import {name}", cwd=ROOT)
-        assert done.returncode == 1 and f"ImportError: " in done.stderr and says in done.stderr, done
+        assert done.returncode == 1 and "ImportError: " in done.stderr and says in done.stderr, done
