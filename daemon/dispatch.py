@@ -7,8 +7,11 @@ PERMISSION_DENIED naming the role it needs. Every denial and every mutating requ
 to the audit log (a change and its audit record in one transaction; refusals and denials through
 daemon/audit.py, rate-limited per key and written in batches).
 
-Mutating requests are made durable (device snapshot, new events and the reply, in one
-transaction) before their reply leaves, and are idempotent on (client, request id): a retry
+A mutating request runs in a transaction on the model (`device.change()`, statemachine/
+change.py) and is made durable (device snapshot, new events, changed runs, the reply and its
+audit record, in one SQLite transaction) before its reply leaves; refused, failed, or not saved
+(a full disk), the change is undone, nothing is published, and the reply says so. Mutating
+requests are idempotent on (client, request id): a retry
 (same op, same args) gets the first reply, never a second side effect; an id reused for another
 request is refused (daemon/replies.py). Nothing here raises to the loop (the loop guards anyway)
 and no traceback ever goes on the wire.
@@ -38,6 +41,10 @@ from .replies import ReplyCache, Reused, fingerprint
 from .store import Store
 
 FLUSH_SECONDS = 1.0  # how stale the stored counters of hot ops may get
+
+
+class _NotSaved(Exception):
+    """The store could not commit a change (a full disk, an I/O error): it was undone."""
 
 
 class Dispatcher:
@@ -163,8 +170,9 @@ class Dispatcher:
         self.audit.add(caller.name, audit.record(caller.name, caller.role, op, args, outcome, message))
 
     def _execute(self, command, mutating, request_id, args, client, fp, caller) -> tuple[bytes, str]:
-        """Return the reply and its outcome ("ok" or the error code)."""
-        events = self.ctx.device.events
+        """Return the reply and its outcome ("ok" or the error code). A change is made in a
+        transaction on the model: refused, failed or not saved, it is undone and nothing is
+        published; done, it is committed before its reply and events leave."""
         try:
             parsed = validate(command.ARGS, args)
         except ArgError as exc:
@@ -173,52 +181,73 @@ class Dispatcher:
                 self._audit(caller, command.NAME, args, refusal.code, refusal.message)
             return protocol.error(request_id, refusal), refusal.code
         if not mutating:
-            return self._run(command, request_id, parsed, caller)[:2]
-        device = self.ctx.device
-        before, seq_before, runs_before = device.snapshot(), events.last_seq, device.runs.mark()
-        reply, outcome, message = self._run(command, request_id, parsed, caller)
-        emitted = events.newest(events.last_seq - seq_before)
+            return self._read(command, request_id, parsed, caller)
         # Hot ops (run.stream, run.heartbeat) stay in memory and out of the audit log, unless
         # they changed something that must be durable (emitted an event).
-        durable = getattr(command, "DURABLE", True) or bool(emitted)
-        if outcome != "ok":
+        durable = getattr(command, "DURABLE", True)
+        emitted = []
+        try:
+            with self.ctx.device.change() as change:
+                result = command.execute(self.ctx, parsed, caller)
+                reply, outcome = protocol.ok(request_id, result), "ok"
+                durable = durable or bool(change.events)
+                if durable:
+                    self._commit(change, caller, command.NAME, args, result, request_id, (client, fp, reply))
+            emitted = change.events
+        except errors.CsError as exc:  # a refusal: the model's rules said no
+            reply, outcome = protocol.error(request_id, exc), exc.code
             if durable:
-                self._audit(caller, command.NAME, args, outcome, message)
-        elif durable:
-            row = audit.record(caller.name, caller.role, command.NAME, args, outcome, message)
-            waiting = self.audit.take()  # refusals waiting to be written ride along
-            try:
-                self.store.commit(device.snapshot(), emitted, (client, protocol.id_key(request_id), fp, reply),
-                                  device.runs.take_dirty(), [*waiting, row])
-            except Exception:
-                # Not durable, so not done: put the model back and say so.
-                self.audit.give_back(waiting)
-                device.restore(before)
-                device.runs.rollback(runs_before)
-                events.discard_newest(len(emitted))
-                self.log.exception("persist_failed", op=command.NAME, id=request_id)
-                failure = errors.Internal(
-                    "The change could not be saved, so it was not made.",
-                    "Check the state directory (disk space, permissions) and the csd log, then retry.",
-                )
+                self._audit(caller, command.NAME, args, exc.code, exc.message)
+        except _NotSaved:
+            failure = errors.Internal(
+                "The change could not be saved, so it was not made.",
+                "Check the state directory (disk space, permissions) and the csd log, then retry.",
+            )
+            self._audit(caller, command.NAME, args, failure.code, failure.message)
+            return protocol.error(request_id, failure), failure.code  # not remembered: a retry may succeed
+        except Exception:
+            failure = self._bug(command, request_id)
+            reply, outcome = protocol.error(request_id, failure), failure.code
+            if durable:
                 self._audit(caller, command.NAME, args, failure.code, failure.message)
-                return protocol.error(request_id, failure), failure.code  # not remembered: a retry may succeed
+        # Refusals are remembered too (in memory), so a retry gets the same answer and an id
+        # reused for another request is told apart.
         (self._replies if durable else self._hot_replies).remember(client, request_id, fp, reply)
         for event in emitted:
             self.publish(event.to_dict())
         return reply, outcome
 
-    def _run(self, command, request_id, parsed, caller) -> tuple[bytes, str, str]:
-        """Return (reply, outcome, message for the audit log)."""
+    def _read(self, command, request_id, parsed, caller) -> tuple[bytes, str]:
         try:
-            result = command.execute(self.ctx, parsed, caller)
-            return protocol.ok(request_id, result), "ok", str(result.get("message", ""))
-        except errors.CsError as exc:  # a refusal: the model's rules said no
-            return protocol.error(request_id, exc), exc.code, exc.message
+            return protocol.ok(request_id, command.execute(self.ctx, parsed, caller)), "ok"
+        except errors.CsError as exc:  # e.g. NOT_FOUND
+            return protocol.error(request_id, exc), exc.code
         except Exception:
-            self.log.exception("internal_error", op=command.NAME, id=request_id)
-            failure = errors.Internal(f"csd failed while handling {command.NAME}.")
-            return protocol.error(request_id, failure), failure.code, failure.message
+            failure = self._bug(command, request_id)
+            return protocol.error(request_id, failure), failure.code
+
+    def _bug(self, command, request_id) -> errors.Internal:
+        """Log the exception being handled (with its traceback) and say it on the wire without one."""
+        self.log.exception("internal_error", op=command.NAME, id=request_id)
+        return errors.Internal(f"csd failed while handling {command.NAME}.")
+
+    def _commit(self, change, caller: Caller, op: str, args, result: dict, request_id, answer: tuple) -> None:
+        """Write the change, its reply (`answer`: client, fingerprint, reply) and its audit record
+        in one transaction (refusals waiting to be written ride along); raise _NotSaved if the
+        store cannot."""
+        device = self.ctx.device
+        runs = change.dirty_runs()
+        client, fp, reply = answer
+        row = audit.record(caller.name, caller.role, op, args, "ok", str(result.get("message", "")))
+        waiting = self.audit.take()
+        try:
+            self.store.commit(device.snapshot(), change.events, (client, protocol.id_key(request_id), fp, reply), runs,
+                              [*waiting, row])
+        except Exception as exc:
+            self.audit.give_back(waiting)
+            self.log.exception("persist_failed", op=op, id=request_id)
+            raise _NotSaved() from exc
+        device.runs_saved(runs)
 
     def tick(self) -> None:
         """Complete a timed transition whose time has come; persist, then publish. Write the
@@ -229,24 +258,25 @@ class Dispatcher:
         except OSError as exc:  # not fatal: the record is a safety check, retried next time
             self.log.error("identity_write_failed", path=self.store.identity.path, reason=str(exc))
         device = self.ctx.device
-        seq_before = device.events.last_seq
-        if not device.advance():
-            if device.runs.has_dirty and time.monotonic() - self._last_flush >= FLUSH_SECONDS:
+        with device.change() as change:
+            advanced = device.advance()
+        if not advanced:
+            if device.has_unsaved_runs() and time.monotonic() - self._last_flush >= FLUSH_SECONDS:
                 self._flush([])
             return
-        emitted = device.events.newest(device.events.last_seq - seq_before)
+        emitted = change.events
         self._flush(emitted)
         for event in emitted:
             self.publish(event.to_dict())
         self.log.info(
-            "timers_fired", state=device.lifecycle.value, fabric=device.runs.fabric().value,
+            "timers_fired", state=device.lifecycle.value, fabric=device.fabric(),
             seq=device.events.last_seq, types=[e.type for e in emitted],
         )
 
     def _flush(self, emitted) -> None:
-        """Write the device, `emitted` events and the runs changed since the last write."""
+        """Write the device, `emitted` events and the runs changed since they were last written."""
         device = self.ctx.device
-        runs = device.runs.take_dirty()
+        runs = device.unsaved_runs()
         self._last_flush = time.monotonic()
         # A failed commit here leaves the model ahead of the disk; the next commit or a restart
         # (which rolls the transition forward again) reconciles it, so serving carries on.
@@ -254,9 +284,10 @@ class Dispatcher:
         try:
             self.store.commit(device.snapshot(), emitted, runs=runs, audit=waiting)
         except Exception:
-            device.runs.redirty(runs)
             self.audit.give_back(waiting)
             self.log.exception("persist_failed", op="timer")
+            return
+        device.runs_saved(runs)
 
     def _log(self, mutating, request_id, op, caller, outcome, started) -> None:
         emit = self.log.info if mutating else self.log.debug

@@ -28,9 +28,8 @@ import traceback
 import zmq
 
 from csadmin import __version__, errors, protocol
-from csadmin.statemachine.defaults import Timings
+from csadmin.statemachine.defaults import KEEP_RUNS, Timings
 from csadmin.statemachine.device import Device
-from csadmin.statemachine.events import EventLog
 
 from . import audit, connection
 from .audit import HANDSHAKES, AuditTrail
@@ -117,28 +116,21 @@ class Server:
         self.store = Store(cfg.state_dir, keep_events=cfg.keep_events)
         self.audit = AuditTrail(self.store, self.log)
         snapshot, events, replies = self.store.load()
-        log = EventLog(capacity=cfg.keep_events)
-        log.restore(events)
         timings = Timings(
             int(cfg.activate_seconds * 1000), int(cfg.standby_seconds * 1000),
             lease_ms=max(1, int(cfg.lease_seconds * 1000)), program_bytes_per_second=cfg.program_bytes_per_second,
         )
-        self.device = Device(wall_ms, timings, serial=cfg.serial, events=log)
-        if snapshot is not None:
-            self.device.restore(snapshot)
-        self.device.runs.restore(self.store.load_runs(self.device.runs.keep))
-        self.device.runs.take_dirty()  # just loaded: nothing to write back
-        seq_before = log.last_seq
-        if self.device.recover():
-            self.log.warning("transition_rolled_forward", state=self.device.lifecycle.value)
-        # A run open when csd stopped cannot carry on: abort it before answering anyone.
-        aborted = self.device.abort_open_run("daemon restarted")
-        if aborted is not None:
-            self.log.warning("run_aborted_at_start", run_id=aborted.run_id, owner=aborted.owner)
-        if snapshot is None or log.last_seq != seq_before:
-            self.store.commit(
-                self.device.snapshot(), log.newest(log.last_seq - seq_before), runs=self.device.runs.take_dirty()
-            )
+        self.device = Device(wall_ms, timings, serial=cfg.serial, keep_events=cfg.keep_events)
+        # Rolls an interrupted transition forward and aborts the run left open, before anyone is answered.
+        recovery = self.device.recover(snapshot, events, self.store.load_runs(KEEP_RUNS))
+        if recovery.rolled_forward is not None:
+            self.log.warning("transition_rolled_forward", state=recovery.rolled_forward.value)
+        if recovery.aborted_run is not None:
+            run = recovery.aborted_run
+            self.log.warning("run_aborted_at_start", run_id=run["runId"], owner=run["owner"])
+        if recovery.needs_commit:
+            self.store.commit(self.device.snapshot(), recovery.events, runs=recovery.runs)
+            self.device.runs_saved(recovery.runs)
         self.store.record_progress(force=True)
 
         keys = KeyStore(cfg.state_dir)
@@ -187,7 +179,7 @@ class Server:
         self.log.info(
             "ready", endpoint=endpoint, events_endpoint=events_endpoint, **tcp, state_dir=cfg.state_dir,
             connection_file=self.connection_file, server_key=server_public,
-            state=self.device.lifecycle.value, execmode=self.device.active_mode.value, seq=log.last_seq,
+            state=self.device.lifecycle.value, execmode=self.device.active_mode.value, seq=self.device.events.last_seq,
         )
         self._catch_signals()
         self._status_shown = self._status()

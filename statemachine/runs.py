@@ -17,7 +17,7 @@ from typing import Callable
 from csadmin.errors import Busy, NotFound, PermissionDenied
 from csadmin.states import ExecMode
 
-from .defaults import KEEP_RUNS
+from .defaults import KEEP_RUNS, Timings
 from .events import EventLog
 from .performance import performance_record
 from .programs import RunMode
@@ -30,25 +30,21 @@ from .run_rules import PROGRAM_RULES, RUN_RULES, Already, Refuse
 
 class Runs:
     """Every kept run and the one holding the fabric. Changes append events to `events` and mark
-    the run dirty (the daemon persists dirty runs); refusals raise and change nothing."""
+    the run unsaved (csd writes unsaved runs with the next commit); refusals raise and change
+    nothing. Only the Device uses this book: its methods are the model's door."""
 
-    def __init__(
-        self,
-        clock: Callable[[], int],
-        events: EventLog,
-        default_lease_ms: int,
-        program_bytes_per_second: float,
-        keep: int = KEEP_RUNS,
-    ):
+    def __init__(self, clock: Callable[[], int], events: EventLog, timings: Timings, keep: int = KEEP_RUNS):
         self._clock = clock
         self.events = events
-        self.default_lease_ms = default_lease_ms
-        self.program_bytes_per_second = program_bytes_per_second
+        self.default_lease_ms = timings.lease_ms
+        self.program_bytes_per_second = timings.program_bytes_per_second
         self.keep = keep
         self._runs: OrderedDict[str, Run] = OrderedDict()
         self.holder: Run | None = None
         self.next_number = 1
-        self._dirty: set[str] = set()
+        self._unsaved: set[str] = set()  # run ids changed since they were last written
+        self._depth = 0  # open changes (statemachine/change.py)
+        self._undo: list[Callable[[], None]] = []  # how to take back each step, newest last
 
     # -- reading -------------------------------------------------------------------------------
 
@@ -88,7 +84,7 @@ class Runs:
             return min(run.programming_until, run.lease_until)
         return run.lease_until
 
-    def show(self, run: Run) -> dict:
+    def record(self, run: Run) -> dict:
         """A run as the wire shows it, with its performance so far when still open."""
         d = run.to_dict()
         if run.is_open:
@@ -151,12 +147,12 @@ class Runs:
         self._check_program(run, program, serial, execmode)
         now = self._clock()
         duration = math.ceil(program["size_bytes"] * 1000 / self.program_bytes_per_second)
+        self._touch(run)
         self._renew(run, now)
         run.program = dict(program)
         run.fabric = Fabric.PROGRAMMING
         run.programming_started_at = now
         run.programming_until = now + duration
-        self._dirty.add(run.run_id)
         self.events.emit(
             "EventProgrammingStarted", now, runId=run.run_id, fingerprint=program["fingerprint"],
             sizeBytes=program["size_bytes"], expectedCompletion=run.programming_until,
@@ -171,6 +167,7 @@ class Runs:
         if run.is_open and run.fabric is Fabric.PROGRAMMING:
             self._settle_programming(run)
         self._rule("stream", run)
+        self._touch(run)
         run.total_samples += samples
         self._renew(run, self._clock())
         return run
@@ -178,6 +175,7 @@ class Runs:
     def heartbeat(self, run_id: str, client: str) -> Run:
         run = self.get(run_id, client)
         self._rule("heartbeat", run)
+        self._touch(run)
         self._renew(run, self._clock())
         return run
 
@@ -205,7 +203,7 @@ class Runs:
         return run, True
 
     def abort_holder(self, reason: str) -> Run | None:
-        """Abort the run holding the fabric, if any (forced standby, daemon restart)."""
+        """Abort the run holding the fabric, if any (forced standby, Slurm, daemon restart)."""
         run = self.holder
         if run is not None:
             self._end(run, RunStatus.ABORTED, reason)
@@ -230,59 +228,90 @@ class Runs:
 
     # -- persistence ---------------------------------------------------------------------------
 
-    def take_dirty(self) -> list[dict]:
-        """Records changed since the last call, for the store."""
-        records = [self._runs[r].to_dict() for r in sorted(self._dirty) if r in self._runs]
-        self._dirty.clear()
-        return records
-
-    def redirty(self, records: list[dict]) -> None:
-        """Records handed out by take_dirty() that could not be written: write them next time."""
-        self._dirty.update(r["runId"] for r in records)
-
-    @property
-    def has_dirty(self) -> bool:
-        return bool(self._dirty)
-
-    def mark(self) -> tuple:
-        """A memento of everything a single request can change, for rollback()."""
-        holder = self.holder.copy() if self.holder is not None else None
-        return self.next_number, holder, set(self._dirty)
-
-    def rollback(self, memento: tuple) -> None:
-        """Undo the changes since mark(): a change that could not be made durable is not made."""
-        next_number, holder, dirty = memento
-        for run_id in [r for r, run in self._runs.items() if run.number >= next_number]:
-            del self._runs[run_id]
-        self.next_number = next_number
-        if holder is not None:
-            self._runs[holder.run_id] = holder
-        self.holder = holder
-        self._dirty = dirty
-
-    def restore(self, records: list[dict]) -> None:
-        """Load kept runs (oldest first); numbering continues after the newest."""
+    def load(self, records: list[dict]) -> None:
+        """Load the runs the store kept (oldest first); numbering continues after the newest."""
         for record in records:
             run = Run.from_dict(record)
-            self._add(run)
+            self._runs[run.run_id] = run
             self.next_number = max(self.next_number, run.number + 1)
             if run.is_open:
                 self.holder = run
+        self._evict()
+
+    def unsaved(self) -> list[dict]:
+        """The records of the runs changed since they were last written, for the store."""
+        return [self._runs[r].to_dict() for r in sorted(self._unsaved) if r in self._runs]
+
+    def saved(self, records: list[dict]) -> None:
+        """These records (from unsaved()) are in the store now."""
+        self._unsaved.difference_update(r["runId"] for r in records)
+
+    @property
+    def has_unsaved(self) -> bool:
+        return bool(self._unsaved)
+
+    # -- as part of a change (statemachine/change.py) --------------------------------------------
+
+    def savepoint(self) -> tuple:
+        self._depth += 1
+        return len(self._undo), self.holder.run_id if self.holder is not None else None, self.next_number
+
+    def rollback(self, savepoint: tuple) -> None:
+        """Take back every step since `savepoint`, newest first."""
+        steps, holder_id, next_number = savepoint
+        while len(self._undo) > steps:
+            self._undo.pop()()
+        self.next_number = next_number
+        self.holder = self._runs[holder_id] if holder_id is not None else None
+
+    def release(self, savepoint: tuple) -> None:
+        self._depth -= 1
+        if not self._depth:
+            self._undo.clear()
 
     # -- internals -----------------------------------------------------------------------------
 
     def _add(self, run: Run) -> None:
         self._runs[run.run_id] = run
-        self._dirty.add(run.run_id)
+        self._unsaved.add(run.run_id)
+        if self._depth:
+            def forget(run_id=run.run_id):
+                del self._runs[run_id]
+                self._unsaved.discard(run_id)
+
+            self._undo.append(forget)
+        self._evict()
+
+    def _evict(self) -> None:
+        """Keep at most `keep` runs in memory: the oldest ended, written ones go (they stay in the
+        store)."""
         while len(self._runs) > self.keep:
             oldest = next(iter(self._runs.values()))
-            if oldest.is_open:
+            if oldest.is_open or oldest.run_id in self._unsaved:
                 break
             del self._runs[oldest.run_id]
+            if self._depth:
+                def put_back(run=oldest):
+                    self._runs[run.run_id] = run
+                    self._runs.move_to_end(run.run_id, last=False)
+
+                self._undo.append(put_back)
+
+    def _touch(self, run: Run) -> None:
+        """Before `run` changes: mark it unsaved and, inside a change, keep what it was."""
+        if self._depth:
+            before, was_unsaved = run.copy(), run.run_id in self._unsaved
+
+            def restore():
+                vars(run).update(vars(before))  # in place: whoever holds `run` sees it restored
+                if not was_unsaved:
+                    self._unsaved.discard(run.run_id)
+
+            self._undo.append(restore)
+        self._unsaved.add(run.run_id)
 
     def _renew(self, run: Run, now: int) -> None:
         run.lease_until = now + run.lease_ms
-        self._dirty.add(run.run_id)
 
     def _settle_programming(self, run: Run) -> None:
         # The timer may not have fired yet when a request arrives just after the deadline.
@@ -290,8 +319,8 @@ class Runs:
             self._finish_programming(run)
 
     def _finish_programming(self, run: Run) -> None:
+        self._touch(run)
         run.fabric = Fabric.PROGRAMMED
-        self._dirty.add(run.run_id)
         self.events.emit(
             "EventProgrammingFinished", self._clock(), runId=run.run_id,
             fingerprint=run.program["fingerprint"],
@@ -302,12 +331,12 @@ class Runs:
         now = self._clock()
         if run.fabric is Fabric.PROGRAMMING:
             self._settle_programming(run)
+        self._touch(run)
         run.ended_at = now
         run.status = status
         run.abort_reason = reason
         run.lease_until = None
         run.performance = performance_record(run, now)
-        self._dirty.add(run.run_id)
         if self.holder is run:
             self.holder = None  # the fabric is released whenever a run ends
         if status is RunStatus.CLOSED:

@@ -28,6 +28,4 @@ ARGS = {
 
 def execute(ctx, args, caller):
     run = ctx.device.program_run(args["run_id"], caller.client, args["program"])
-    result = ctx.device.runs.show(run)
-    result["message"] = f"Programming the fabric for run {run.run_id} (until {run.programming_until} ms)."
-    return result
+    return {**run, "message": f"Programming the fabric for run {run['runId']} (until {run['programmingUntil']} ms)."}

@@ -186,29 +186,24 @@ class DeviceMachine(RuleBasedStateMachine):
         self.advance_time(0)
 
     @rule()
-    def recover(self):
+    def restart(self):
+        """What csd does at start: a fresh device from the stored snapshot and events, with a
+        transition the stop interrupted rolled forward at once."""
         configured_before = self.device.configured_mode
         active_before = self.device.active_mode
-        was = self.state
-        changed = self.device.recover()
-        assert self.device.configured_mode is configured_before
-        assert changed is (was in PENDING_STATES)
-        if changed:
-            assert self.device.lifecycle is SETTLES_TO[was]
+        snap, was = self.device.snapshot(), self.state
+        fresh = Device(self.clock, TIMINGS)
+        recovery = fresh.recover(snap, self.device.events.query(), [])
+        assert not recovery.fresh and fresh.configured_mode is configured_before
+        assert recovery.events == fresh.events.query(after_seq=self.device.events.last_seq)
+        self.device = fresh
+        if was in PENDING_STATES:
+            assert recovery.rolled_forward is fresh.lifecycle is SETTLES_TO[was]
             self._settle(recovered=True)
         else:
+            assert recovery.rolled_forward is None and fresh.snapshot() == snap
             assert self.device.active_mode is active_before
             self._collect([])
-
-    @rule()
-    def snapshot_and_restore(self):
-        snap = self.device.snapshot()
-        fresh = Device(self.clock, TIMINGS, events=self.device.events)
-        fresh.restore(snap)
-        assert fresh.snapshot() == snap
-        assert fresh.events is self.device.events
-        self.device = fresh
-        self._collect([])
 
     # -- invariants --------------------------------------------------------------------------
 
