@@ -16,7 +16,7 @@ their code from `csadmin.errors`. Importing this module loads only pyzmq and the
 
 Every connection is CURVE-encrypted and authenticated: the client needs csd's public key (from
 its connection file `csd.json`, or `server_key`) and its own secret key file (`key`, made by
-`csd keys add`); see csadmin/connection.py for where each is looked for.
+`csd keys add`); see csadmin/credentials.py for where each is looked for.
 
 Every socket is made with LINGER 0, after the keys are read (so an unusable key raises before
 any socket exists) and closed again on every error path; `close()` closes whatever is still open
@@ -32,8 +32,8 @@ from typing import Callable, Iterator
 
 import zmq
 
-from . import errors, protocol
-from .connection import check_listening, resolve
+from . import connection, errors, protocol
+from .credentials import check_listening, resolve
 
 
 _HANDSHAKE_FAILURES = zmq.EVENT_HANDSHAKE_FAILED_AUTH | zmq.EVENT_HANDSHAKE_FAILED_NO_DETAIL
@@ -60,7 +60,7 @@ class Client:
         socket's routing id (default random), which csd reports as the caller's session."""
         self._given = (endpoint, server_key, connect, key)
         self._resolved = None
-        self.endpoint = endpoint or protocol.default_endpoint()
+        self.endpoint = endpoint or connection.default_endpoint()
         self.timeout = timeout
         self.retries = retries
         self._own_context = context is None
@@ -233,7 +233,7 @@ class Client:
         """Protocol version, serial and events endpoint of the daemon."""
         result = self.call("meta.hello")
         if self._events_endpoint is None:  # a connection file already says where
-            self._events_endpoint = protocol.events_endpoint_for(self.endpoint, result)
+            self._events_endpoint = connection.events_endpoint_for(self.endpoint, result)
         return result
 
     def whoami(self) -> dict:

@@ -12,7 +12,6 @@ retry with the same id; the daemon answers a retried mutating request with its f
 from __future__ import annotations
 
 import json
-import os
 import re
 
 from . import errors
@@ -172,49 +171,6 @@ def decode_reply(frame: bytes) -> dict:
     if not isinstance(msg, dict) or "ok" not in msg:
         raise ValueError("not a reply envelope")
     return msg
-
-
-# -- where the daemon listens by default ----------------------------------------------------------
-
-
-def runtime_dir() -> str:
-    """The directory of csd's ipc sockets: `$CSD_RUNTIME_DIR`; `$RUNTIME_DIRECTORY` (set by
-    systemd's RuntimeDirectory= for csd itself); /run/csd for root or when it exists (csd is
-    installed as a service, so admins' `cs` finds it); else `$XDG_RUNTIME_DIR/csd`, else
-    /tmp/csd-<uid> (a private csd run by hand)."""
-    explicit = os.environ.get("CSD_RUNTIME_DIR") or os.environ.get("RUNTIME_DIRECTORY", "").split(":")[0]
-    if explicit:
-        return explicit
-    if os.geteuid() == 0 or os.path.isdir("/run/csd"):
-        return "/run/csd"
-    xdg = os.environ.get("XDG_RUNTIME_DIR")
-    if xdg:
-        return os.path.join(xdg, "csd")
-    return f"/tmp/csd-{os.geteuid()}"
-
-
-def default_endpoint() -> str:
-    return os.environ.get("CS_ENDPOINT") or f"ipc://{os.path.join(runtime_dir(), 'csd.sock')}"
-
-
-def default_events_endpoint() -> str:
-    return f"ipc://{os.path.join(runtime_dir(), 'csd-events.sock')}"
-
-
-def events_endpoint_for(request_endpoint: str, hello: dict) -> str:
-    """Where a client subscribes, from `meta.hello`: a client that reached csd over TCP (a
-    remote runtime) gets the TCP events endpoint if csd has one; a wildcard bind address (`*`,
-    0.0.0.0, ::) is replaced by the host the client used for requests."""
-    chosen = hello.get("eventsEndpoint")
-    tcp = hello.get("tcpEventsEndpoint")
-    if tcp and request_endpoint.startswith("tcp://"):
-        chosen = tcp
-    if chosen and chosen.startswith("tcp://") and request_endpoint.startswith("tcp://"):
-        bound_host, port = chosen[len("tcp://"):].rsplit(":", 1)
-        if bound_host in ("*", "0.0.0.0", "[::]", "::", "[::0]"):
-            bound_host = request_endpoint[len("tcp://"):].rsplit(":", 1)[0]
-        chosen = f"tcp://{bound_host}:{port}"
-    return chosen
 
 
 def event_frames(event: dict) -> list[bytes]:

@@ -13,7 +13,7 @@ import os
 import tomllib
 from dataclasses import asdict, dataclass, field, fields
 
-from csadmin import protocol
+from csadmin import connection
 from csadmin.statemachine.defaults import KEEP_EVENTS, SERIAL, Timings
 
 DEFAULT_CONFIG_PATH = "/etc/csd/csd.toml"
@@ -53,8 +53,8 @@ def _owned_by_me(path: str) -> bool:
 @dataclass
 class Config:
     state_dir: str = field(default_factory=default_state_dir)
-    endpoint: str = field(default_factory=lambda: os.environ.get("CSD_ENDPOINT") or protocol.default_endpoint())
-    events_endpoint: str = field(default_factory=protocol.default_events_endpoint)
+    endpoint: str = field(default_factory=lambda: os.environ.get("CSD_ENDPOINT") or connection.default_endpoint())
+    events_endpoint: str = field(default_factory=connection.default_events_endpoint)
     # Extra endpoints for training runtimes on other hosts ("" = not bound), e.g. tcp://*:9000.
     tcp_endpoint: str = ""
     tcp_events_endpoint: str = ""

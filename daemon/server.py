@@ -27,11 +27,11 @@ import traceback
 
 import zmq
 
-from csadmin import __version__, errors, protocol
+from csadmin import __version__, connection, errors, protocol
 from csadmin.statemachine.defaults import KEEP_RUNS, Timings
 from csadmin.statemachine.device import Device
 
-from . import audit, connection
+from . import audit
 from .audit import HANDSHAKES, AuditTrail
 from .auth import Authenticator, check_libzmq, secure_server_socket
 from .capacity import ConnectionGate
@@ -79,6 +79,11 @@ def _ipc_file(endpoint: str) -> tuple[str, int] | None:
         return path, os.stat(path).st_ino
     except OSError:  # an abstract socket (ipc://@name) has no file
         return None
+
+
+def _bound(sock: zmq.Socket) -> str:
+    """The endpoint a socket actually bound (a TCP port 0 or * becomes the port it got)."""
+    return sock.getsockopt(zmq.LAST_ENDPOINT).decode()
 
 
 def _remove_ipc_file(path: str, inode: int) -> None:
@@ -159,16 +164,16 @@ class Server:
             self._ipc_files.append(_ipc_file(endpoint))
         if not enforced:
             self.log.warning("zap_not_enforced_by_libzmq", effect="csd's own checks still refuse unauthenticated requests")
-        endpoint, events_endpoint = (connection.bound(s) for s in (self.router, self.pub))
+        endpoint, events_endpoint = (_bound(s) for s in (self.router, self.pub))
         # Optional TCP endpoints for remote runtimes, on the same (CURVE) sockets. A wildcard
         # port (tcp://host:*) is resolved to the one the kernel picked, which is what clients need.
         tcp = {}
         for name, sock in (("tcp_endpoint", self.router), ("tcp_events_endpoint", self.pub)):
             if getattr(cfg, name):
                 sock.bind(getattr(cfg, name))
-                tcp[name] = connection.bound(sock)
+                tcp[name] = _bound(sock)
         self.gate = ConnectionGate([self.router, self.pub], self.log, self.ctx)
-        self.connection_file = connection.path_for(cfg)
+        self.connection_file = cfg.connection_file or connection.file_beside(cfg.endpoint) or connection.default_file()
         connection.write(self.connection_file, endpoint, events_endpoint, server_public, self.device.serial)
 
         context = Context(self.device, events_endpoint, wall_ms(), __version__,

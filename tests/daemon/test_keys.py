@@ -9,7 +9,7 @@ import pytest
 import zmq
 
 from csadmin import errors
-from csadmin.connection import resolve
+from csadmin.credentials import resolve
 from csadmin.keyfile import KeyFileError, read_key_file, write_key_file
 from csadmin.daemon.keys import KeyManagementError, KeyStore, Registry, role_allows
 
