@@ -25,6 +25,7 @@ MAX_FRAME_BYTES = 64 * 1024
 # How deep arrays and objects may nest in a request (a real one nests 3 deep: envelope, args,
 # run.program's descriptor). Checked before parsing: the parser recurses once per level.
 MAX_NESTING = 16
+REASON_MAX_CHARS = 1000  # why a run ended (run.close, runs.abort): a sentence or two, not a log
 MAX_ID_CHARS = 128  # a request id: a non-empty string of at most this many characters ...
 ID_MIN, ID_MAX = -(2**63), 2**63 - 1  # ... or an integer in this (SQLite's) range
 

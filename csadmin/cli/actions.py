@@ -6,6 +6,8 @@ session's console, so one-shot, script and shell use share every line here.
 
 from __future__ import annotations
 
+from typing import Callable
+
 from .. import errors
 from ..client import Client
 from ..states import ExecMode, title
@@ -43,13 +45,13 @@ def _will_ask(s: Session, p: Parsed) -> bool:
     return True
 
 
-def _preflight(s: Session, p: Parsed, op: str, **args) -> dict | None:
-    """Before asking: check the request on csd without doing it (a dry run: role, arguments,
+def _preflight(s: Session, p: Parsed, dry_run: Callable[[], dict]) -> dict | None:
+    """Before asking: check the request on csd without doing it (`dry_run`: role, arguments,
     state), so a change that cannot happen is refused, and one with nothing to do is reported,
     before anyone is asked. None: no question will be asked, go ahead."""
     if not _will_ask(s, p):
         return None
-    return s.client.call(op, dry_run=True, **args)
+    return dry_run()
 
 
 def _confirm(s: Session, question: str) -> None:
@@ -84,14 +86,14 @@ def _settle(s: Session, p: Parsed, result: dict, target: str) -> int:
 
 
 def system_show(s: Session, p: Parsed) -> int:
-    snap = s.client.call("system.show", detailed=True) if p.options["detailed"] else s.client.system_show()
+    snap = s.client.system_show(detailed=p.options["detailed"])
     s.console.out(render.as_json(snap) if s.json(p) else render.system_show(snap))
     return errors.EXIT_OK
 
 
 def system_standby(s: Session, p: Parsed) -> int:
     force = bool(p.options.get("force"))
-    check = _preflight(s, p, "system.standby", **({"force": True} if force else {}))
+    check = _preflight(s, p, lambda: s.client.system_standby(force=force, dry_run=True))
     if check is not None:
         if not check["changed"]:
             return _settle(s, p, check, "STANDBY")
@@ -107,7 +109,7 @@ def system_standby(s: Session, p: Parsed) -> int:
 
 
 def system_activate(s: Session, p: Parsed) -> int:
-    check = _preflight(s, p, "system.activate")
+    check = _preflight(s, p, lambda: s.client.system_activate(dry_run=True))
     if check is not None:
         if not check["changed"]:
             return _settle(s, p, check, "ACTIVE")
@@ -132,11 +134,11 @@ def execmode_setup(s: Session, p: Parsed) -> int:
             )
         # Checked before offering the choice (the rule and its message live in csd, once).
         configured = s.client.execmode_show()["execmode"]
-        s.client.call("config.execmode.setup", mode=configured, dry_run=True)
+        s.client.execmode_setup(configured, dry_run=True)
         options = [(m.value, m.title) for m in ExecMode]
         mode = s.console.choose("Select execution mode configuration:", options, default=configured)
     else:
-        check = _preflight(s, p, "config.execmode.setup", mode=mode)
+        check = _preflight(s, p, lambda: s.client.execmode_setup(mode, dry_run=True))
         if check is not None and check["changed"]:
             _confirm(s, f"This sets the execution mode to {title(check['execmode'])} "
                         f"(taking effect on `system activate`). Do you want to proceed?")
@@ -172,16 +174,16 @@ def runs_show(s: Session, p: Parsed) -> int:
 
 
 def runs_abort(s: Session, p: Parsed) -> int:
-    run_id = p.args[0]
-    reason = {"reason": p.options["reason"]} if p.options["reason"] else {}
-    check = _preflight(s, p, "runs.abort", run_id=run_id, **reason)  # unknown, closed: refused before asking
+    run_id, reason = p.args[0], p.options["reason"]
+    # Unknown or closed: refused before anyone is asked.
+    check = _preflight(s, p, lambda: s.client.runs_abort(run_id, reason=reason, dry_run=True))
     if check is not None:
         if not check["changed"]:
             s.console.out(render.as_json(check) if s.json(p) else check["message"])
             return errors.EXIT_OK
         _confirm(s, f"This aborts run {run_id} (owner {check['owner']}); its runtime will get RUN_ABORTED. "
                     "Do you want to proceed?")
-    result = s.client.runs_abort(run_id, reason=p.options["reason"])
+    result = s.client.runs_abort(run_id, reason=reason)
     s.console.out(render.as_json(result) if s.json(p) else result["message"])
     return errors.EXIT_OK
 
@@ -240,34 +242,19 @@ def slurm(s: Session, p: Parsed) -> int:
 
 
 def events_follow(s: Session, p: Parsed) -> int:
-    """Print live events until Ctrl-C (which ends it with success). Events published before the
-    subscription took hold, or lost on a reconnect, are fetched from the kept log (by `seq`),
-    so nothing after the start is skipped."""
+    """Print live events until Ctrl-C (which ends it with success). None after the start is
+    skipped: what the subscription missed is fetched from the kept log (csadmin/follow.py)."""
     import fnmatch
 
     pattern = p.options["event_type"]
     as_json = s.json(p)
-    last_seq = s.client.system_show()["seq"]
-    s.console.err("Following events; Ctrl-C stops.")
-
-    def show(events: list[dict]) -> None:
-        nonlocal last_seq
-        for e in events:
-            if e["seq"] <= last_seq:
-                continue
-            last_seq = e["seq"]
-            if pattern is None or fnmatch.fnmatchcase(e["type"], pattern):
-                s.console.out(render.compact_json(e) if as_json else render.event_line(e))
-
-    def catch_up() -> None:
-        show(s.client.call("events.show", after_seq=last_seq)["events"])
-
-    try:
-        for event in s.client.events():
-            if event is None or event["seq"] > last_seq + 1:
-                catch_up()  # idle tick or a gap: the log has whatever we did not receive
-            show([event] if event is not None else [])
-    except KeyboardInterrupt:
-        s.console.err("Stopped following events.")  # on its own line, after the terminal's ^C
-        return errors.EXIT_OK
+    with s.client.follow() as stream:
+        s.console.err("Following events; Ctrl-C stops.")
+        try:
+            while True:
+                for e in stream.next():
+                    if pattern is None or fnmatch.fnmatchcase(e["type"], pattern):
+                        s.console.out(render.compact_json(e) if as_json else render.event_line(e))
+        except KeyboardInterrupt:
+            s.console.err("Stopped following events.")  # on its own line, after the terminal's ^C
     return errors.EXIT_OK

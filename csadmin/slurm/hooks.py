@@ -168,7 +168,7 @@ def prolog(client, options: dict, say: Reporter) -> int:
             snap = client.system_show()
             if snap["state"] == "ACTIVE" and (not modes or snap["activeExecmode"] in modes):
                 if wafer:
-                    result = client.call("slurm.job.begin", job_id=job_id, user=user)
+                    result = client.slurm_job_begin(job_id, user)
                     say(result["message"])
                 say(f"job {job_id} may run: {snap['serial']} is ACTIVE in {snap['activeExecmode']}")
                 return errors.EXIT_OK
@@ -216,7 +216,7 @@ def epilog(client, options: dict, say: Reporter) -> int:
         if (snap["slurmJob"] or {}).get("jobId") != job_id and holder.get("slurmJob") != job_id:
             say(f"job {job_id} held neither the wafer nor a run; nothing to do")
             return errors.EXIT_OK
-        say(client.call("slurm.job.end", job_id=job_id)["message"])
+        say(client.slurm_job_end(job_id)["message"])
     except errors.Unreachable as exc:
         say(f"job {job_id}: csd unreachable, its run (if any) was not aborted: {exc.message}", error=True)
     return errors.EXIT_OK
