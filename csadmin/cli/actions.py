@@ -1,19 +1,21 @@
 """What each command does, given a Session and its parsed line; each returns an exit code.
 
-Actions talk to the daemon only through `csadmin.client` and to people only through the
-session's console, so one-shot, script and shell use share every line here.
+Actions talk to the daemon only through `csadmin.client` (one typed method per csd operation)
+and to people only through the session's console, so one-shot, script and shell use share every
+line here. The command table (commands.py) names each command's action.
 """
 
 from __future__ import annotations
 
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
 from .. import errors
 from ..client import Client
 from ..states import ExecMode, title
 from . import render
-from .commands import COMMANDS, options_of
-from .parse import Parsed, shown
+
+if TYPE_CHECKING:  # parse.py reads the command table, which holds these actions
+    from .parse import Parsed
 
 
 class Session:
@@ -27,10 +29,6 @@ class Session:
 
     def json(self, parsed: Parsed) -> bool:
         return (parsed.options.get("output_format") or self.output_format) == "json"
-
-
-class ExitShell(Exception):
-    """Raised by `exit` / `quit`; the shell ends with exit code 0."""
 
 
 def _will_ask(s: Session, p: Parsed) -> bool:
@@ -192,34 +190,6 @@ def audit_show(s: Session, p: Parsed) -> int:
     entries = s.client.audit_show(max_count=p.options["max_count"])
     s.console.out(render.as_json({"entries": entries}) if s.json(p) else render.audit(entries))
     return errors.EXIT_OK
-
-
-def help(s: Session, p: Parsed) -> int:
-    s.console.out(help_text(p.args))
-    return errors.EXIT_OK
-
-
-def help_text(words: list[str]) -> str:
-    if words:
-        wanted = " ".join(words)
-        matches = [c for c in COMMANDS if c.name == wanted or c.name.startswith(wanted + " ")]
-        if not matches:
-            raise errors.UsageError(f"No command `{shown(wanted)}`.", "Type `help` for the list of commands.")
-        blocks = []
-        for c in matches:
-            lines = [f"{c.usage} — {c.help}"]
-            if c.details:
-                lines.append(f"  {c.details}")
-            lines += [f"  {o.name}{' ' + o.metavar if o.takes_value else ''}: {o.help}" for o in options_of(c)]
-            lines += [f"  alias: {' '.join(a)}" for a in c.aliases]
-            blocks.append("\n".join(lines))
-        return "\n\n".join(blocks)
-    width = max(len(c.usage) for c in COMMANDS)
-    return "\n".join(f"  {c.usage.ljust(width)}  {c.help}" for c in COMMANDS) + "\n\nhelp COMMAND shows a command's options."
-
-
-def exit(s: Session, p: Parsed) -> int:
-    raise ExitShell()
 
 
 def system_date(s: Session, p: Parsed) -> int:

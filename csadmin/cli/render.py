@@ -8,6 +8,14 @@ import time
 from ..states import settles_to
 
 
+ECHO_CHARS = 40  # how much of what was typed an error repeats
+
+
+def shown(text: str, limit: int = ECHO_CHARS) -> str:
+    """What was typed, cut short for an error message (a 5,000-character line is not echoed)."""
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
 def as_json(obj) -> str:
     return json.dumps(obj, indent=2, ensure_ascii=False)
 

@@ -5,9 +5,11 @@ from __future__ import annotations
 import shlex
 
 from .. import errors
-from . import actions, render
-from .actions import ExitShell, Session
-from .parse import parse, shown, split
+from . import render
+from .actions import Session
+from .commands import ExitShell
+from .parse import parse, split
+from .render import shown
 
 
 def report(s: Session, exc: errors.CsError, line: int | None = None, command: str = "") -> None:
@@ -27,7 +29,7 @@ def run_tokens(s: Session, tokens: list[str], line: int | None = None) -> int:
     `line`: where the command is in a script, for the error message."""
     try:
         parsed = parse(tokens)
-        return getattr(actions, parsed.command.action)(s, parsed)
+        return parsed.command.action(s, parsed)
     except ExitShell:
         raise
     except errors.CsError as exc:
