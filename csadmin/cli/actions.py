@@ -7,28 +7,13 @@ line here. The command table (commands.py) names each command's action.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Callable
+from typing import Callable
 
 from .. import errors
-from ..client import Client
 from ..states import ExecMode, title
 from . import render
-
-if TYPE_CHECKING:  # parse.py reads the command table, which holds these actions
-    from .parse import Parsed
-
-
-class Session:
-    """What every action needs: the client, the console, and the global output settings."""
-
-    def __init__(self, client: Client, console, output_format: str = "text", timeout: float = 10.0):
-        self.client = client
-        self.console = console  # PlainConsole or the shell's console
-        self.output_format = output_format
-        self.timeout = timeout  # seconds past a transition's expected duration before giving up
-
-    def json(self, parsed: Parsed) -> bool:
-        return (parsed.options.get("output_format") or self.output_format) == "json"
+from .grammar import Parsed
+from .session import Session
 
 
 def _will_ask(s: Session, p: Parsed) -> bool:

@@ -1,6 +1,4 @@
-"""The command table: every `cs` command, defined once, as plain data.
-
-(NamedTuples rather than dataclasses: `dataclasses` imports `inspect`, ~5 ms on every one-shot.)
+"""The command table: every `cs` command, defined once, as plain data (grammar.py).
 
 Parsing (parse.py), help, shell completion, one-shot and interactive use all read this table;
 `action` is the function that carries the command out (actions.py; `help` and `exit`, which
@@ -11,56 +9,12 @@ no string looked up: COMMANDS → actions.system_standby → Client.system_stand
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Callable, NamedTuple
-
 from .. import errors
 from ..states import EXECMODE_SPELLINGS
 from . import actions
-from .actions import Session
+from .grammar import Command, Option, Parsed
 from .render import shown
-
-if TYPE_CHECKING:
-    from .parse import Parsed  # parse.py reads this table
-
-Action = Callable[[Session, "Parsed"], int]  # returns the exit code
-
-
-class Option(NamedTuple):
-    name: str  # "--mode"
-    help: str
-    takes_value: bool = False
-    metavar: str = "VALUE"
-    values: tuple[str, ...] = ()  # completion candidates (and, if `choices`, the only ones allowed)
-    choices: bool = False
-    integer: bool = False
-    complete_from: str = ""  # a live source of completions the shell asks the daemon for ("event_types")
-
-    @property
-    def dest(self) -> str:
-        return self.name.lstrip("-").replace("-", "_")
-
-
-class Command(NamedTuple):
-    words: tuple[str, ...]
-    help: str
-    action: Action
-    options: tuple[Option, ...] = ()
-    aliases: tuple[tuple[str, ...], ...] = ()
-    changes_state: bool = False  # asks for confirmation unless --no-confirm; refused in scripts without it
-    reads: bool = False  # reads state only (no confirmation, safe to retry)
-    output: bool = True  # prints a result, so takes --output-format
-    details: str = ""
-    arguments: tuple[str, ...] = ()  # positional arguments, all required, e.g. ("ID",)
-    takes_command: bool = False  # its arguments name a command (help)
-
-    @property
-    def name(self) -> str:
-        return " ".join(self.words)
-
-    @property
-    def usage(self) -> str:
-        return " ".join((self.name, *self.arguments))
-
+from .session import Session
 
 NO_CONFIRM = Option("--no-confirm", "do not ask for confirmation (required in scripts)")
 OUTPUT_FORMAT = Option("--output-format", "text (default) or json", True, "FORMAT", ("text", "json"), choices=True)

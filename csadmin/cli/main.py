@@ -15,7 +15,7 @@ import sys
 
 from .. import __version__, errors
 from ..client import Client
-from .actions import Session
+from .session import Session
 from .commands import help_text
 from .console import PlainConsole
 from .runner import run_script, run_tokens

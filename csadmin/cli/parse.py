@@ -3,17 +3,10 @@
 from __future__ import annotations
 
 import shlex
-from typing import NamedTuple
-
 from ..errors import UsageError
-from .commands import Command, all_names, command_at, next_words, options_of
+from .commands import all_names, command_at, next_words, options_of
+from .grammar import Command, Parsed
 from .render import ECHO_CHARS, shown
-
-
-class Parsed(NamedTuple):
-    command: Command
-    options: dict
-    args: list[str]
 
 
 def split(line: str) -> list[str]:

@@ -6,7 +6,7 @@ import shlex
 
 from .. import errors
 from . import render
-from .actions import Session
+from .session import Session
 from .commands import ExitShell
 from .parse import parse, split
 from .render import shown

@@ -177,7 +177,7 @@ def test_standby_is_refused_while_a_run_holds_the_fabric_and_force_aborts_it(own
 
 
 def test_the_interactive_confirmation_names_the_run_to_be_aborted(csd):
-    from csadmin.cli.actions import Session
+    from csadmin.cli.session import Session
     from csadmin.cli.parse import parse
 
     class Console:
