@@ -53,7 +53,7 @@ def test_the_wheel_installs_and_serves(tmp_path):
     scripts = ("cs-healthcheck", "cs-features", "cs-reboot", "cs-prolog", "cs-epilog")
     samples = ("cs-slurm.env", "slurm.conf", "gres.conf", "helpers.conf", "slurmd-cs2.conf")
     assert {slurm + f for f in scripts + samples} <= set(names)
-    assert "cs = csadmin.cli.main:main" in entry_points and "csd = csadmin.daemon.main:main" in entry_points
+    assert "cs = csadmin.main:main" in entry_points and "csd = csadmin.daemon.main:main" in entry_points
 
     venv = tmp_path / "venv"
     assert run(sys.executable, "-m", "venv", "--without-pip", str(venv)).returncode == 0
