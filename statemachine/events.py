@@ -1,6 +1,7 @@
 """Events: what the model emits on every change, and the bounded log that answers queries.
 
-Type names and severities follow the real system's catalog (shared/reference/cs2-events.tsv).
+Type names and severities follow the real system's catalog (tests/reference/cs2-events.tsv keeps
+it; a test checks CATALOG against it).
 """
 
 from __future__ import annotations

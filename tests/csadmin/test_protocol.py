@@ -84,7 +84,8 @@ def test_the_closed_set_holds_under_python_dash_O_too():
 
 @pytest.mark.parametrize("module", ["csadmin.client", "csadmin.main"])
 def test_client_and_one_shot_paths_stay_light(module):
-    """DESIGN §6: the client and one-shot paths import neither prompt_toolkit, structlog nor transitions."""
+    """docs/design.md, "Layers": the client and one-shot paths import neither prompt_toolkit, structlog nor
+    transitions."""
     code = f"import sys, {module}; print(sorted({{m.split('.')[0] for m in sys.modules}} & {{'prompt_toolkit', 'structlog', 'transitions'}}))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, check=True).stdout
     assert out.strip() == "[]"

@@ -1,4 +1,4 @@
-"""The training runtime's path against a real csd (DESIGN.md §2.3): exclusive wafer, one
+"""The training runtime's path against a real csd (README, "Training runtimes"): exclusive wafer, one
 program per run, compatibility, leases, forced standby, retries, performance records, history
 across restarts, and coded errors for bad input."""
 

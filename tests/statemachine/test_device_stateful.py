@@ -1,4 +1,4 @@
-"""Stateful property test of the pure device model (DESIGN.md §2).
+"""Stateful property test of the pure device model (docs/design.md, "The model").
 
 Random sequences of standby / activate / setup_execmode / time passing / recover / snapshot-and-
 restore, checked against a small reference model and against invariants after every step.

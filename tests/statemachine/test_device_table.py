@@ -1,6 +1,6 @@
 """The pure device model, pinned down by an explicit table of (lifecycle state, request) outcomes.
 
-DESIGN.md §2: lifecycle STANDBY -> PENDING_ACTIVE -> ACTIVE -> PENDING_STANDBY -> STANDBY, the
+docs/design.md, "The model": lifecycle STANDBY -> PENDING_ACTIVE -> ACTIVE -> PENDING_STANDBY -> STANDBY, the
 configured/active execution mode, idempotent "already" successes, refusals naming the state,
 events from the real catalog, and the bounded, queryable event log.
 """
@@ -24,8 +24,9 @@ from tests.statemachine.fakeclock import FakeClock
 ACTIVATE_MS = 5_000
 STANDBY_MS = 3_000
 
-# A copy of shared/reference/cs2-events.tsv, kept in the repo so the suite runs from any clone;
-# test_reference_copy_is_current checks it against shared/ when that sits beside the clone.
+# The real system's event catalog, kept in the repo so the suite runs from any clone;
+# test_reference_copy_is_current checks it against the project's reference data when a
+# `shared/reference/` folder sits beside the clone's parent (the project's own machines).
 EVENTS_TSV = Path(__file__).resolve().parents[1] / "reference" / "cs2-events.tsv"
 SHARED_TSV = Path(__file__).resolve().parents[3] / "shared" / "reference" / "cs2-events.tsv"
 
@@ -270,7 +271,7 @@ def test_activation_completes_into_configured_mode():
 
 
 def test_five_step_admin_procedure():
-    """DESIGN §2.2: show, standby, setup, activate -> ACTIVE in WEIGHT_STREAMING."""
+    """The admin's procedure: show, standby, setup, activate -> ACTIVE in WEIGHT_STREAMING."""
     device, clock = make_device()
     assert device.execmode()["execmode"] == "PIPELINED"
     device.standby()
@@ -731,7 +732,7 @@ def test_restore_continues_seq():
 
 
 def test_reference_copy_is_current():
-    """The repo's copy of the real event catalog matches shared/reference when that is present."""
+    """The repo's copy of the real event catalog matches the project's reference data, when present."""
     if SHARED_TSV.exists():
         assert EVENTS_TSV.read_text() == SHARED_TSV.read_text()
     assert "EventActivateCompleted\tINFO" in EVENTS_TSV.read_text()

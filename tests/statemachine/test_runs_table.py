@@ -1,4 +1,4 @@
-"""Runs and the fabric (DESIGN.md §2.3), pinned down rule by rule on a fake clock.
+"""Runs and the fabric (docs/design.md, "The model"), pinned down rule by rule on a fake clock.
 
 Every (request, run phase) entry of RUN_RULES and every lifecycle entry of OPEN_RULES is
 exercised; then program compatibility, descriptors, leases, forced standby, the performance
