@@ -68,10 +68,14 @@ def _settle(s: Session, p: Parsed, result: dict, target: str) -> int:
     return errors.EXIT_OK
 
 
-def system_show(s: Session, p: Parsed) -> int:
-    snap = s.client.system_show(detailed=p.options["detailed"])
-    s.console.out(render.as_json(snap) if s.json(p) else render.system_show(snap))
+def _answer(s: Session, p: Parsed, result: dict, as_text: Callable[[dict], str]) -> int:
+    """Print what csd answered: as JSON (stable keys, docs/cli.md) or as text for people."""
+    s.console.out(render.as_json(result) if s.json(p) else as_text(result))
     return errors.EXIT_OK
+
+
+def system_show(s: Session, p: Parsed) -> int:
+    return _answer(s, p, s.client.system_show(detailed=p.options["detailed"]), render.system_show)
 
 
 def system_standby(s: Session, p: Parsed) -> int:
@@ -102,9 +106,7 @@ def system_activate(s: Session, p: Parsed) -> int:
 
 
 def execmode_show(s: Session, p: Parsed) -> int:
-    result = s.client.execmode_show()
-    s.console.out(render.as_json(result) if s.json(p) else render.execmode_show(result))
-    return errors.EXIT_OK
+    return _answer(s, p, s.client.execmode_show(), render.execmode_show)
 
 
 def execmode_setup(s: Session, p: Parsed) -> int:
@@ -140,20 +142,15 @@ def execmode_setup(s: Session, p: Parsed) -> int:
 def events_show(s: Session, p: Parsed) -> int:
     o = p.options
     events = s.client.events_show(event_type=o["event_type"], from_time=o["from_time"], max_count=o["max_count"])
-    s.console.out(render.as_json({"events": events}) if s.json(p) else render.events(events))
-    return errors.EXIT_OK
+    return _answer(s, p, {"events": events}, lambda r: render.events(r["events"]))
 
 
 def runs_list(s: Session, p: Parsed) -> int:
-    result = s.client.runs_list(max_count=p.options["max_count"])
-    s.console.out(render.as_json(result) if s.json(p) else render.runs_list(result))
-    return errors.EXIT_OK
+    return _answer(s, p, s.client.runs_list(max_count=p.options["max_count"]), render.runs_list)
 
 
 def runs_show(s: Session, p: Parsed) -> int:
-    run = s.client.runs_show(p.args[0])
-    s.console.out(render.as_json(run) if s.json(p) else render.run_show(run))
-    return errors.EXIT_OK
+    return _answer(s, p, s.client.runs_show(p.args[0]), render.run_show)
 
 
 def runs_abort(s: Session, p: Parsed) -> int:
@@ -162,31 +159,26 @@ def runs_abort(s: Session, p: Parsed) -> int:
     check = _preflight(s, p, lambda: s.client.runs_abort(run_id, reason=reason, dry_run=True))
     if check is not None:
         if not check["changed"]:
-            s.console.out(render.as_json(check) if s.json(p) else check["message"])
-            return errors.EXIT_OK
+            return _answer(s, p, check, lambda r: r["message"])
         _confirm(s, f"This aborts run {run_id} (owner {check['owner']}); its runtime will get RUN_ABORTED. "
                     "Do you want to proceed?")
     result = s.client.runs_abort(run_id, reason=reason)
-    s.console.out(render.as_json(result) if s.json(p) else result["message"])
-    return errors.EXIT_OK
+    return _answer(s, p, result, lambda r: r["message"])
 
 
 def audit_show(s: Session, p: Parsed) -> int:
     entries = s.client.audit_show(max_count=p.options["max_count"])
-    s.console.out(render.as_json({"entries": entries}) if s.json(p) else render.audit(entries))
-    return errors.EXIT_OK
+    return _answer(s, p, {"entries": entries}, lambda r: render.audit(r["entries"]))
 
 
 def system_date(s: Session, p: Parsed) -> int:
     result = s.client.system_date()
-    s.console.out(render.as_json(result) if s.json(p) else render.fmt_ms(result["time"]) + " " + render.local_zone())
-    return errors.EXIT_OK
+    return _answer(s, p, result, lambda r: render.fmt_ms(r["time"]) + " " + render.local_zone())
 
 
 def whoami(s: Session, p: Parsed) -> int:
     me = s.client.whoami()
-    s.console.out(render.as_json(me) if s.json(p) else f"{me['name']} ({me['role']}), session {me['session']}")
-    return errors.EXIT_OK
+    return _answer(s, p, me, lambda r: f"{r['name']} ({r['role']}), session {r['session']}")
 
 
 def slurm(s: Session, p: Parsed) -> int:

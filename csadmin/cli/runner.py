@@ -12,8 +12,9 @@ from .parse import parse, split
 from .render import shown
 
 
-def report(s: Session, exc: errors.CsError, line: int | None = None, command: str = "") -> None:
-    """Say what failed; in a script, `line` (and the `command` there) says where."""
+def report(s: Session, exc: errors.CsError, line: int | None = None, command: str = "") -> int:
+    """Say what failed; in a script, `line` (and the `command` there) says where. Returns the
+    failure's exit code."""
     if s.output_format == "json":
         error = {"code": exc.code, "message": exc.message, "hint": exc.hint}
         if line is not None:
@@ -22,6 +23,7 @@ def report(s: Session, exc: errors.CsError, line: int | None = None, command: st
     else:
         where = f" at line {line} (`{shown(command, 100)}`)" if line is not None else ""
         s.console.err(f"Error{where}: {exc.message}" + (f"\n{exc.hint}" if exc.hint else ""))
+    return exc.exit_code
 
 
 def run_tokens(s: Session, tokens: list[str], line: int | None = None) -> int:
@@ -33,8 +35,7 @@ def run_tokens(s: Session, tokens: list[str], line: int | None = None) -> int:
     except ExitShell:
         raise
     except errors.CsError as exc:
-        report(s, exc, line, shlex.join(tokens))
-        return exc.exit_code
+        return report(s, exc, line, shlex.join(tokens))
     except KeyboardInterrupt:
         s.console.err("Interrupted.")
         return errors.EXIT_INTERRUPTED
@@ -44,8 +45,7 @@ def run_line(s: Session, line: str) -> int:
     try:
         tokens = split(line)
     except errors.UsageError as exc:
-        report(s, exc)
-        return exc.exit_code
+        return report(s, exc)
     return run_tokens(s, tokens) if tokens else errors.EXIT_OK
 
 
@@ -77,8 +77,7 @@ def run_script(s: Session, text: str) -> int:
     try:
         commands = script_commands(text)
     except errors.CsError as exc:
-        report(s, exc)
-        return exc.exit_code
+        return report(s, exc)
     for number, tokens in commands:
         try:
             code = run_tokens(s, tokens, line=number)

@@ -20,6 +20,7 @@ from csadmin.daemon.dispatch import Dispatcher
 from csadmin.daemon.store import Store
 from csadmin.statemachine.defaults import Timings
 from csadmin.statemachine.device import Device
+from tests.daemon.recording import Log
 from tests.statemachine.fakeclock import FakeClock
 
 ADMIN = Caller("admin", "admin", "session-of-admin")
@@ -44,16 +45,6 @@ class FullDisk:
 
     def __getattr__(self, name):
         return getattr(self.db, name)
-
-
-class Log:
-    """Records what the dispatcher logs (event name and fields)."""
-
-    def __init__(self):
-        self.lines = []
-
-    def __getattr__(self, level):
-        return lambda event, **fields: self.lines.append((level, event, fields))
 
 
 class Healthy:

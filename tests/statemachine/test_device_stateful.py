@@ -99,45 +99,36 @@ class DeviceMachine(RuleBasedStateMachine):
 
     # -- rules -------------------------------------------------------------------------------
 
-    @rule()
-    def standby(self):
+    def _begin(self, request, settled, already: str, emitted: list[str], pending, duration_ms: int) -> None:
+        """`request` (standby or activate): refused while pending, an idempotent success when
+        already `settled`, else the transition starts, to complete after `duration_ms`."""
         was = self.state
         configured_before = self.device.configured_mode
-        refused = self._refused_changes_nothing(self.device.standby)
+        refused = self._refused_changes_nothing(request)
         assert self.device.configured_mode is configured_before
         if was in PENDING_STATES:
             assert refused
             return
         assert not refused
-        if was is S:
+        if was is settled:
             assert self.result["changed"] is False
-            assert self.result["message"] == "System is already in STANDBY."
+            assert self.result["message"] == already
             self._collect([])
         else:
             assert self.result["changed"] is True
-            self._collect(["EventStandbyIssued", "EventPendingStandby"])
-            self.state = PS
-            self.pending_until = self.clock.now + STANDBY_MS
+            self._collect(emitted)
+            self.state = pending
+            self.pending_until = self.clock.now + duration_ms
+
+    @rule()
+    def standby(self):
+        self._begin(self.device.standby, S, "System is already in STANDBY.",
+                    ["EventStandbyIssued", "EventPendingStandby"], PS, STANDBY_MS)
 
     @rule()
     def activate(self):
-        was = self.state
-        configured_before = self.device.configured_mode
-        refused = self._refused_changes_nothing(self.device.activate)
-        assert self.device.configured_mode is configured_before
-        if was in PENDING_STATES:
-            assert refused
-            return
-        assert not refused
-        if was is A:
-            assert self.result["changed"] is False
-            assert self.result["message"] == "System is already in ACTIVE."
-            self._collect([])
-        else:
-            assert self.result["changed"] is True
-            self._collect(["EventActivateIssued", "EventPendingActive"])
-            self.state = PA
-            self.pending_until = self.clock.now + ACTIVATE_MS
+        self._begin(self.device.activate, A, "System is already in ACTIVE.",
+                    ["EventActivateIssued", "EventPendingActive"], PA, ACTIVATE_MS)
 
     @rule(mode=st.sampled_from(list(ExecMode)))
     def setup_execmode(self, mode):
