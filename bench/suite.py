@@ -1,0 +1,126 @@
+"""What every benchmark module gets: the settings of this run (full or --quick), the throwaway
+venvs, temp dirs for the servers' sockets and state, the pinning, and the bookkeeping of every
+process the suite starts (all stopped, by pid, when the run ends or is interrupted).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+from machine import Pinning
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+class Settings:
+    """Counts and durations. The full run keeps each figure to what converges (~20 min in all);
+    --quick runs every code path in seconds, with figures that mean nothing."""
+
+    def __init__(self, quick: bool, reps: int | None):
+        self.quick = quick
+        self.reps = reps or (1 if quick else 3)
+        self.duration = 0.3 if quick else 2.0  # seconds of measured load per point
+        self.warmup = 0.1 if quick else 0.5  # seconds of the same load before it
+        self.clients = (1, 16, 64)
+        self.changes = 20 if quick else 200  # fan-out: changes per repetition
+        self.growth_requests = 2_000 if quick else 100_000  # RSS growth figure
+        self.kept_sizes = (1_000, 10_000) if quick else (10_000, 100_000, 1_000_000)
+        self.oneshot_runs = 3 if quick else 30
+        self.shell_runs = 2 if quick else 10
+
+
+class Bench:
+    def __init__(self, root: str, tmp: str, venvs: dict[str, str], settings: Settings, pin: str,
+                 quiet_below: float, quiet_wait: float):
+        self.root = root
+        self.tmp = tmp
+        self.venvs = venvs
+        self.settings = settings
+        self.pinning = Pinning(pin)
+        self.quiet_below = quiet_below
+        self.quiet_wait = quiet_wait
+        self._procs: dict[int, subprocess.Popen] = {}
+        self._dirs = 0
+        self.started = time.monotonic()
+
+    # -- shortcuts ------------------------------------------------------------------------------
+
+    @property
+    def quick(self) -> bool:
+        return self.settings.quick
+
+    @property
+    def reps(self) -> int:
+        return self.settings.reps
+
+    @property
+    def duration(self) -> float:
+        return self.settings.duration
+
+    @property
+    def warmup(self) -> float:
+        return self.settings.warmup
+
+    def bin(self, venv: str, name: str) -> str:
+        return os.path.join(self.venvs[venv], "bin", name)
+
+    def tmpdir(self, name: str) -> str:
+        """A fresh short directory (ipc socket paths must stay under 108 bytes)."""
+        self._dirs += 1
+        path = os.path.join(self.tmp, f"{self._dirs:02d}{name}")
+        os.makedirs(path, mode=0o700)
+        return path
+
+    def say(self, message: str) -> None:
+        elapsed = time.monotonic() - self.started
+        print(f"[{int(elapsed) // 60:02d}:{int(elapsed) % 60:02d}] {message}", flush=True)
+
+    # -- processes ------------------------------------------------------------------------------
+
+    def track(self, proc: subprocess.Popen) -> None:
+        self._procs[proc.pid] = proc
+
+    def untrack(self, proc: subprocess.Popen) -> None:
+        self._procs.pop(proc.pid, None)
+
+    def spawn_client(self, script: str, spec: dict) -> subprocess.Popen:
+        """Start one of the suite's client processes (`script` in bench/, run with this Python,
+        pinned as a client) and hand it its JSON spec line; it answers on stdout."""
+        proc = subprocess.Popen(self.pinning.client([sys.executable, os.path.join(HERE, script)]),
+                                stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, cwd=HERE)
+        self.track(proc)
+        proc.stdin.write(json.dumps(spec) + "\n")
+        proc.stdin.flush()
+        return proc
+
+    def reap(self, procs: list[subprocess.Popen], timeout: float) -> None:
+        """Wait for processes that are finishing (killing any that take longer than `timeout`)."""
+        for proc in procs:
+            try:
+                proc.wait(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+            self.untrack(proc)
+
+    def stop_all(self) -> None:
+        """Stop every process this run started and is still running (SIGTERM, then SIGKILL)."""
+        for proc in list(self._procs.values()):
+            if proc.poll() is None:
+                proc.send_signal(signal.SIGTERM)
+        deadline = time.monotonic() + 15
+        for proc in list(self._procs.values()):
+            try:
+                proc.wait(timeout=max(0.1, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+        self._procs.clear()
+
+    def python(self, venv: str) -> str:
+        return sys.executable if venv == "csd" else os.path.join(self.venvs[venv], "bin", "python")
