@@ -5,19 +5,21 @@ durable change — against the same csd with an empty log.
 How: a template csd is started once (keys made, put in STANDBY) and stopped; its state dir is
 copied per size and filled with that many events by prefill.py (rows written straight into the
 stopped csd's SQLite `events` table, in daemon/store.py's format; csd then runs with
-`--keep-events` = size + 10,000). For each size, each repetition starts csd and times it to its
-first answer, reads its RSS, checks it reports the prefilled events (so a changed store format
-cannot pass unnoticed), times `events.show` with max_count 1000 from a client in this process
-(one warm-up call, then 5), measures sequential execution-mode toggles for `duration` s (their
-p50), and stops it. One csd runs at a time.
+`--keep-events` = size + 10,000). Each repetition, for each size, starts csd on a fresh copy of
+that store (so the changes of one repetition do not grow the next one's log) and times it to
+its first answer, reads its RSS, checks it reports the prefilled events (so a changed store
+format cannot pass unnoticed), times `events.show` with max_count 1000 from a client in this
+process (one warm-up call, then 5), times `kept_changes` sequential execution-mode toggles from
+an admin client in this process (their p50, client included), and stops it. One csd runs at a
+time.
 """
 
 from __future__ import annotations
 
 import shutil
+import statistics
 import time
 
-import load
 from contenders import Csd
 from machine import loadavg
 from prefill import prefill
@@ -46,12 +48,16 @@ def measure_once(bench, csd: Csd, last_seq: int | None) -> dict:
             shown = c.events_show(max_count=1000)
             times.append(time.perf_counter() - t0)
         assert len(shown) == min(1000, snap["seq"]), len(shown)
-    change = load.run(bench, csd.target("config.execmode.setup", TOGGLE, key="admin"), 1, bench.duration,
-                      warmup=0.2, record_latency=True)
+    with csd.client("admin", timeout=120) as c:
+        changes = []
+        for i in range(bench.settings.kept_changes + 1):
+            t0 = time.perf_counter()
+            c.execmode_setup(TOGGLE[i % 2]["mode"])
+            changes.append(time.perf_counter() - t0)
     csd.stop()
-    times.sort()
-    return {"start_s": start_s, "rss_mb": rss, "events_show_ms": times[len(times) // 2] * 1000,
-            "change_p50_ms": change["p50_us"] / 1000, "changes": change["count"], "load1": load1}
+    changes = sorted(changes[1:])  # the first one opens the connection
+    return {"start_s": start_s, "rss_mb": rss, "events_show_ms": statistics.median(times) * 1000,
+            "change_p50_ms": statistics.median(changes) * 1000, "changes": len(changes), "load1": load1}
 
 
 def run(bench) -> tuple[list[dict], dict]:
@@ -70,12 +76,15 @@ def run(bench) -> tuple[list[dict], dict]:
         bench.say(f"  prefilled {size:,} events in {time.monotonic() - t0:.1f} s")
     raw: dict[str, list[dict]] = {str(size): [] for size in stores}
     for rep in range(bench.reps):
-        for size, (state_dir, last_seq) in stores.items():
-            csd = Csd(bench, name=f"csd-kept{size}", state_dir=state_dir, keep_events=size + 10_000)
+        for size, (master, last_seq) in stores.items():
+            work = bench.tmpdir(f"r{rep}k{size}")
+            shutil.copytree(master, work + "/state")
+            csd = Csd(bench, name=f"csd-kept{size}", state_dir=work + "/state", keep_events=size + 10_000)
             try:
                 result = measure_once(bench, csd, last_seq)
             finally:
                 csd.stop()
+                shutil.rmtree(work, ignore_errors=True)
             raw[str(size)].append(result)
             bench.say(f"  rep {rep + 1} {size:>9,} kept: start {result['start_s']:6.2f} s"
                       f"  RSS {result['rss_mb']:6.1f} MB"

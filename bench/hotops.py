@@ -9,8 +9,11 @@ sibling doing system.show, run.stream (1 sample per call) and run.heartbeat, and
 doing run.stream, each for `duration` s; ratios pair figures of the same repetition.
 
 Hook for "16 workers": `streamers()` makes the 16 streaming clients. Once a run can be joined
-by other clients (issue #15), make it return those workers (identities and key files of their
-own) instead of the opener's siblings; load.run takes a key per client.
+by other clients (issue #15), make it return those workers instead of the opener's siblings:
+register a key per worker (`csd keys add worker-N --role operator --state-dir …`), have each
+worker's `Client` join the run, and return their sessions and CURVE keys — load.run gives every
+client its own identity and key, and csd knows a client by its key name and the first 16
+characters of its identity, so the load generator's sockets stream as those workers.
 """
 
 from __future__ import annotations

@@ -66,8 +66,8 @@ def others_busy(seconds: float = 1.0) -> float:
 def wait_for_quiet(threshold: float, max_wait: float, say=print) -> dict:
     """Wait (up to `max_wait` s) until others keep fewer than `threshold` CPUs busy. Returns
     what was seen, so the results say under which conditions a figure was measured."""
-    started = time.monotonic()
     busy = others_busy()
+    started = time.monotonic()
     while busy >= threshold and time.monotonic() - started < max_wait:
         say(f"  machine busy ({busy} CPUs used by others, load {loadavg()[0]}); waiting for a quieter moment")
         time.sleep(4)

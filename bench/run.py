@@ -105,6 +105,9 @@ def stage2(args: argparse.Namespace) -> int:
             module = importlib.import_module(MODULES[name])
             bench.say(f"{name}: {module.__doc__.strip().splitlines()[0]}")
             before = machine.wait_for_quiet(args.quiet_below, 0 if args.quick else args.quiet_wait, say=bench.say)
+            waited = f"; waited {before['waited_s']:.0f} s for that" if before["waited_s"] >= 1 else ""
+            bench.say(f"  other users keep {before['others_busy_cpus']} CPUs busy, load average "
+                      f"{' '.join(map(str, before['loadavg']))}{waited}")
             t0 = time.monotonic()
             try:
                 rows, raw = module.run(bench)

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import fcntl
 import os
+import random
 import re
 import select
 import statistics
@@ -91,7 +92,10 @@ def run(bench) -> tuple[list[dict], dict]:
         argv = bench.pinning.client([bench.bin("csd", "cs")])
         time_to_prompt(argv, env)  # page cache warm
         load1 = loadavg()[0]
-        times = [time_to_prompt(argv, env) for _ in range(bench.settings.shell_runs)]
+        times = []
+        for _ in range(bench.settings.shell_runs):
+            times.append(time_to_prompt(argv, env))
+            time.sleep(random.uniform(0, 0.05))  # no fixed rhythm (see oneshot.py)
     finally:
         csd.stop()
     bench.say(f"  cs> drawn after {statistics.median(times):.0f} ms (median of {len(times)})")

@@ -24,14 +24,15 @@ class Settings:
     def __init__(self, quick: bool, reps: int | None):
         self.quick = quick
         self.reps = reps or (1 if quick else 3)
-        self.duration = 0.3 if quick else 2.0  # seconds of measured load per point
+        self.duration = 0.3 if quick else 3.0  # seconds of measured load per point
         self.warmup = 0.1 if quick else 0.5  # seconds of the same load before it
         self.clients = (1, 16, 64)
-        self.changes = 20 if quick else 200  # fan-out: changes per repetition
+        self.changes = 20 if quick else 500  # fan-out: changes per repetition (p99: the 5th worst)
+        self.kept_changes = 10 if quick else 100  # eventlog: durable changes timed per start
         self.growth_requests = 2_000 if quick else 100_000  # RSS growth figure
         self.kept_sizes = (1_000, 10_000) if quick else (10_000, 100_000, 1_000_000)
         self.oneshot_runs = 3 if quick else 30
-        self.shell_runs = 2 if quick else 10
+        self.shell_runs = 2 if quick else 20
 
 
 class Bench:
