@@ -8,7 +8,8 @@ and is answered (no work, no disk). Warm-up changes go out until every subscribe
 (PUB/SUB joins asynchronously); then `changes` changes, one every 15 ms, each timed from just
 before its request is sent to the last subscriber's receipt (CLOCK_MONOTONIC, shared by the
 processes). Events are matched to changes by their order of `seq`; a subscriber that misses
-one is reported and left out. Each repetition measures both, in alternating order.
+one is reported and left out. Each repetition measures both, in alternating order, as one round
+(measured again if other users took CPU meanwhile: suite.rounds).
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ import time
 import zmq
 
 from contenders import Csd, Echo
-from stats import percentile, ratios, row, summary, target
+from stats import busiest, percentile, ratios, row, summary, target
 
 NAME = "fanout"
 SUBSCRIBERS, PROCESSES = 100, 4
@@ -88,7 +89,7 @@ def measure(bench, endpoint: str, sub_curve: dict, mutator: Mutator, changes: in
                     joined += 1
                     sel.unregister(key.fileobj)
         time.sleep(0.2)
-        start = time.monotonic_ns()
+        start, meter = time.monotonic_ns(), bench.meter()
         load1 = float(open("/proc/loadavg").read().split()[0])
         sent = []
         for _ in range(changes):
@@ -97,6 +98,7 @@ def measure(bench, endpoint: str, sub_curve: dict, mutator: Mutator, changes: in
             left = at / 1e9 + SPACING_S - time.monotonic()
             if left > 0:
                 time.sleep(left)
+        others = meter.read()
         time.sleep(0.3)
         received = []
         for p in procs:
@@ -120,7 +122,8 @@ def measure(bench, endpoint: str, sub_curve: dict, mutator: Mutator, changes: in
     last_us = sorted(x / 1000 for x in last)
     every = sorted(x / 1000 for x in all_deliveries)
     return {"p50_us": percentile(last_us, 50), "p99_us": percentile(last_us, 99), "max_us": last_us[-1],
-            "delivery_p50_us": percentile(every, 50), "complete_subscribers": complete, "load1": load1}
+            "delivery_p50_us": percentile(every, 50), "complete_subscribers": complete, "load1": load1,
+            "others_cpus": others}
 
 
 def run(bench) -> tuple[list[dict], dict]:
@@ -140,14 +143,19 @@ def run(bench) -> tuple[list[dict], dict]:
         }
         mutators = [c[2] for c in contenders.values()]
         names = list(contenders)
+        def step(name):
+            return lambda: measure(bench, *contenders[name], changes)
+
         for rep in range(bench.reps):
-            for name in names[rep % 2:] + names[:rep % 2]:
-                with bench.pinning.this_process_as_client():  # the mutator is a client too
-                    result = measure(bench, *contenders[name], changes)
+            order = names[rep % 2:] + names[:rep % 2]
+            with bench.pinning.this_process_as_client():  # the mutator is a client too
+                results = bench.rounds(f"rep {rep + 1}", [(n, step(n)) for n in order])
+            for name, result in results.items():
                 raw[name].append(result)
                 bench.say(f"  rep {rep + 1} {name:<10} change → last of {SUBSCRIBERS} subscribers: "
                           f"p50 {result['p50_us'] / 1000:.2f} ms, p99 {result['p99_us'] / 1000:.2f} ms "
-                          f"({result['complete_subscribers']} complete)  load {result['load1']}")
+                          f"({result['complete_subscribers']} complete)  load {result['load1']}"
+                          f"  others {result['others_cpus']}")
     finally:
         for m in mutators:
             m.close()
@@ -166,6 +174,7 @@ def rows(raw: dict) -> list[dict]:
             f"fanout_{q}", f"event fan-out to {SUBSCRIBERS} subscribers, change → last subscriber {q}",
             summary(ms("csd", f"{q}_us"), "ms"), summary(ms("pub+CURVE", f"{q}_us"), "ms"), "PUB+CURVE limit",
             ratios(ms("csd", f"{q}_us"), ms("pub+CURVE", f"{q}_us")), goal, load=[r["load1"] for r in raw["csd"]],
+            busy=busiest(*([r["others_cpus"] for r in raw[name]] for name in raw)),
             others={"subscribers missing an event (csd)": {
                 "value": summary([SUBSCRIBERS - r["complete_subscribers"] for r in raw["csd"]])}} if q == "p99" else {},
         ))

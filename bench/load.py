@@ -43,7 +43,8 @@ def run(bench, target: dict, clients: int, duration: float, warmup: float | None
     `warmup` seconds of the same load). `identities` gives the clients' socket identities
     (default: random) and `curves` their CURVE keys (default: the target's, one key for all).
     Returns rate (per s), cpu_us (server CPU per request, all threads), cpu_main_us (its main
-    thread), p50_us/p99_us when `record_latency`, the load average, and counts."""
+    thread), p50_us/p99_us when `record_latency`, the load average, the CPUs other users kept
+    busy during the window, and counts."""
     warmup = bench.warmup if warmup is None else warmup
     identities = identities or [None] * clients
     n_workers = workers(clients)
@@ -66,9 +67,9 @@ def run(bench, target: dict, clients: int, duration: float, warmup: float | None
         pid = server_pid or target.get("pid")
         load = loadavg()[0]
         _sleep_until(window[0])
-        cpu0, t0 = (cpu_seconds(pid) if pid else (0.0, 0.0)), time.monotonic_ns()
+        cpu0, t0, meter = (cpu_seconds(pid) if pid else (0.0, 0.0)), time.monotonic_ns(), bench.meter()
         _sleep_until(window[1])
-        cpu1, t1 = (cpu_seconds(pid) if pid else (0.0, 0.0)), time.monotonic_ns()
+        cpu1, t1, others = (cpu_seconds(pid) if pid else (0.0, 0.0)), time.monotonic_ns(), meter.read()
         results = [_read_line(p, "it reported") for p in procs]
     finally:
         bench.reap(procs, timeout=30)
@@ -82,7 +83,7 @@ def run(bench, target: dict, clients: int, duration: float, warmup: float | None
     seconds = (t1 - t0) / 1e9
     out = {
         "name": target["name"], "clients": clients, "workers": n_workers, "count": count,
-        "rate": count / duration, "load1": load,
+        "rate": count / duration, "load1": load, "others_cpus": others,
     }
     if pid:
         out["cpu_us"] = (cpu1[0] - cpu0[0]) / seconds * 1e6 / out["rate"]

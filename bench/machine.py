@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import os
 import platform
+import resource
 import subprocess
 import time
 
@@ -50,7 +51,18 @@ def _busy_jiffies() -> tuple[int, int]:
     with open("/proc/stat") as f:
         values = [int(x) for x in f.readline().split()[1:]]
     idle = values[3] + values[4]  # idle + iowait
-    return sum(values[:8]) - idle, sum(values[:8])
+    return sum(values[:8]) - idle, sum(values[:8])  # steal counts as busy: another VM had the CPU
+
+
+def busy_seconds() -> float:
+    """CPU-seconds the whole machine has been busy (all CPUs, everyone's processes)."""
+    return _busy_jiffies()[0] / TICKS
+
+
+def own_cpu_seconds() -> float:
+    """CPU-seconds of this process and of its children that have been waited for."""
+    me, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return me.ru_utime + me.ru_stime + children.ru_utime + children.ru_stime
 
 
 def others_busy(seconds: float = 1.0) -> float:

@@ -87,7 +87,10 @@ def others(r: dict) -> str:
 
 
 def load_text(r: dict) -> str:
-    return ", ".join(f"{x:.2f}" for x in r.get("load", [])) or "—"
+    """Per repetition: the 1-minute load average / the CPUs other users kept busy meanwhile."""
+    load, busy = r.get("load", []), r.get("busy", [])
+    parts = [f"{x:.2f}" + (f" / {busy[i]:.2f}" if i < len(busy) else "") for i, x in enumerate(load)]
+    return ", ".join(parts) or "—"
 
 
 def one_line(r: dict) -> str:
@@ -119,7 +122,7 @@ def _ordered(rows: list[dict]) -> list[dict]:
 
 def table(results: dict) -> str:
     """The full table of one run: every row with its spread, references, ratio and load."""
-    lines = ["| figure | csd | reference | ratio (target) | also measured | load avg (1 min) per rep |",
+    lines = ["| figure | csd | reference | ratio (target) | also measured | per rep: load avg / others' CPUs |",
              "|---|---|---|---|---|---|"]
     for r in _ordered(results["rows"]):
         ref = f"{r['ref_name']} {value(r['ref'])}" if r.get("ref") else "—"

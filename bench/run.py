@@ -40,8 +40,9 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--record", choices=("before", "after"), help="write the figures into this column of RESULTS.md")
     p.add_argument("--venvs", metavar="DIR", help="keep the contenders' venvs in DIR and reuse them (default: temp)")
     p.add_argument("--keep-tmp", action="store_true", help="keep the temp dir (servers' logs and state)")
-    p.add_argument("--quiet-below", type=float, default=0.5,
-                   help="before each figure, wait until other users keep fewer than this many CPUs busy (default 0.5)")
+    p.add_argument("--quiet-below", type=float, default=0.3,
+                   help="other users may keep fewer than this many CPUs busy: waited for before each figure, and a "
+                        "round of measurements during which they took more is measured again (default 0.3)")
     p.add_argument("--quiet-wait", type=float, default=180.0,
                    help="wait at most this many seconds for that (default 180)")
     p.add_argument("--out", default=os.path.join(HERE, "results"), help="where results JSON files go")

@@ -29,14 +29,16 @@ def percentile(sorted_values: list, q: float):
 
 
 def row(id: str, label: str, csd: dict, ref: dict | None = None, ref_name: str = "", ratio: dict | None = None,
-        target: dict | None = None, others: dict | None = None, load: list | None = None, note: str = "") -> dict:
+        target: dict | None = None, others: dict | None = None, load: list | None = None, busy: list | None = None,
+        note: str = "") -> dict:
     """One line of the results table.
 
     `csd` and `ref` are summaries; `ratio` a summary of per-repetition ratios (csd / ref, or
     whatever `target` compares); `target` is {"text": "≥ 0.5×", "op": ">=" or "<=", "value": x}
     and is judged on the median ratio (or on the csd value when there is no ratio);
     `others` more reference summaries by name (circus, supervisor, …); `load` the 1-minute
-    load average seen at each repetition."""
+    load average seen at each repetition and `busy` the CPUs other users of the machine kept
+    busy during it (suite.OthersMeter)."""
     met = None
     if target is not None:
         judged = (ratio or csd)["median"]
@@ -44,12 +46,17 @@ def row(id: str, label: str, csd: dict, ref: dict | None = None, ref_name: str =
             met = judged >= target["value"] if target["op"] == ">=" else judged <= target["value"]
     return {
         "id": id, "label": label, "csd": csd, "ref": ref, "ref_name": ref_name, "ratio": ratio,
-        "target": target, "met": met, "others": others or {}, "load": load or [], "note": note,
+        "target": target, "met": met, "others": others or {}, "load": load or [], "busy": busy or [], "note": note,
     }
 
 
 def target(op: str, value: float, text: str) -> dict:
     return {"op": op, "value": value, "text": text}
+
+
+def busiest(*per_rep: list) -> list:
+    """Per repetition, the most CPU other users took during any of the given measurements."""
+    return [max(values) for values in zip(*per_rep)]
 
 
 def ratios(numerators, denominators) -> dict:

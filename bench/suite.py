@@ -1,6 +1,8 @@
 """What every benchmark module gets: the settings of this run (full or --quick), the throwaway
-venvs, temp dirs for the servers' sockets and state, the pinning, and the bookkeeping of every
-process the suite starts (all stopped, by pid, when the run ends or is interrupted).
+venvs, temp dirs for the servers' sockets and state, the pinning, the bookkeeping of every
+process the suite starts (all stopped, by pid, when the run ends or is interrupted), and
+`rounds()`: measure a repetition's contenders one after another, again if other users of the
+machine took CPU meanwhile.
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ import subprocess
 import sys
 import time
 
-from machine import Pinning
+from machine import Pinning, busy_seconds, cpu_seconds, own_cpu_seconds, wait_for_quiet
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -33,6 +35,37 @@ class Settings:
         self.kept_sizes = (1_000, 10_000) if quick else (10_000, 100_000, 1_000_000)
         self.oneshot_runs = 3 if quick else 30
         self.shell_runs = 2 if quick else 20
+
+
+ROUND_TRIES = 3
+
+
+class OthersMeter:
+    """How many CPUs other users of the machine kept busy while it ran: the machine's busy time
+    (/proc/stat) less what this run's processes used (this one, the children it has waited for,
+    and every process it tracks). The load average cannot tell: it counts our own load too."""
+
+    def __init__(self, bench: "Bench"):
+        self.bench = bench
+        self.t0 = time.monotonic()
+        self.busy0, self.own0, self.procs0 = busy_seconds(), own_cpu_seconds(), self._procs()
+
+    def _procs(self) -> dict[int, float]:
+        out = {}
+        for pid in list(self.bench._procs):
+            try:
+                out[pid] = cpu_seconds(pid)[0]
+            except (OSError, ValueError):
+                pass  # gone
+        return out
+
+    def read(self) -> float:
+        seconds = max(1e-3, time.monotonic() - self.t0)
+        busy, own, procs = busy_seconds(), own_cpu_seconds(), self._procs()
+        ours = own - self.own0 + sum(cpu - self.procs0.get(pid, 0.0) for pid, cpu in procs.items())
+        # A tracked process reaped meanwhile is in `own` with its whole life: take off what it had before.
+        ours -= sum(cpu for pid, cpu in self.procs0.items() if pid not in procs)
+        return max(0.0, round((busy - self.busy0 - ours) / seconds, 2))
 
 
 class Bench:
@@ -80,6 +113,38 @@ class Bench:
     def say(self, message: str) -> None:
         elapsed = time.monotonic() - self.started
         print(f"[{int(elapsed) // 60:02d}:{int(elapsed) % 60:02d}] {message}", flush=True)
+
+    # -- measuring under a shared machine's conditions -----------------------------------------
+
+    def meter(self) -> OthersMeter:
+        return OthersMeter(self)
+
+    def rounds(self, label: str, steps: list[tuple[str, object]]) -> dict[str, dict]:
+        """Run `steps` ([(name, function returning a result dict)]) one after another: one round
+        of a repetition, whose results are compared with each other. Each result gets
+        `others_cpus` (CPUs other users kept busy meanwhile, unless the step measured it more
+        closely itself). If any step saw more than `quiet_below`, wait for a quieter moment and
+        measure the whole round again, up to ROUND_TRIES times; the calmest round is kept, with
+        `tries` saying how many it took."""
+        best = None
+        for attempt in range(1, ROUND_TRIES + 1):
+            results = {}
+            for name, step in steps:
+                meter = self.meter()
+                result = step()
+                result.setdefault("others_cpus", meter.read())
+                results[name] = result
+            worst = max(r["others_cpus"] for r in results.values())
+            if best is None or worst < best[0]:
+                best = (worst, results)
+            if worst < self.quiet_below:
+                break
+            if attempt < ROUND_TRIES:
+                self.say(f"  {label}: other users took {worst} CPUs meanwhile; waiting, then measuring it again")
+                wait_for_quiet(self.quiet_below, 0 if self.quick else 30, say=self.say)
+        for result in best[1].values():
+            result["tries"] = attempt
+        return best[1]
 
     # -- processes ------------------------------------------------------------------------------
 
