@@ -141,7 +141,8 @@ def describe(results: dict, path: str) -> str:
     busy = [c["before"]["others_busy_cpus"] for c in cond.values() if "before" in c]
     waited = sum(c["before"]["waited_s"] for c in cond.values() if "before" in c)
     versions = ", ".join(f"{k.split(':')[1]} {v}" for k, v in m.get("versions", {}).items()
-                         if k.split(":")[1] in ("csadmin", "pyzmq", "libzmq", "circus", "supervisor"))
+                         if k in ("csd:csadmin", "csd:pyzmq", "csd:libzmq", "circus:circus", "supervisor:supervisor"))
+    during = max((x for r in results["rows"] for x in r.get("busy", [])), default=None)
     text = (f"Run `{os.path.relpath(path, os.path.dirname(HERE))}`: commit `{git['describe']}`"
             f"{' (with uncommitted changes)' if git['dirty'] else ''}, {m['started']} to {m['finished']}; "
             f"{m['machine']['cpus']} CPUs ({m['machine']['cpu_model']}), {m['settings']['pinning']}, "
@@ -149,7 +150,11 @@ def describe(results: dict, path: str) -> str:
             f"Load average {', '.join(map(str, m['loadavg_start']))} at the start, "
             f"{', '.join(map(str, m['loadavg_end']))} at the end; before each figure other users kept "
             f"{min(busy, default=0)}..{max(busy, default=0)} CPUs busy")
-    text += f" (the suite waited {waited:.0f} s in all for quieter moments)." if waited >= 5 else "."
+    text += f" (the suite waited {waited:.0f} s in all for quieter moments)" if waited >= 5 else ""
+    if during is not None:
+        text += (f"; during the rounds kept, they took up to {during:.2f} CPUs (each row's last column: per "
+                 "repetition, the load average / others' CPUs)")
+    text += "."
     if m.get("failed"):
         text += f" Failed: {', '.join(m['failed'])}."
     return text
