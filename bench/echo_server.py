@@ -69,4 +69,7 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    try:
+        main()
+    except KeyboardInterrupt:  # Ctrl-C reaches the whole process group; run.py reports it
+        sys.exit(130)

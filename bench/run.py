@@ -69,8 +69,18 @@ def stage1(args: argparse.Namespace, argv: list[str]) -> int:
         print(f"[setup] venvs ready in {time.monotonic() - t0:.0f} s", flush=True)
         env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME")}
         stage2 = json.dumps({"tmp": tmp, "venvs": made})
-        return subprocess.run([os.path.join(made["csd"], "bin", "python"), os.path.join(HERE, "run.py"), *argv,
-                               "--stage2", stage2], env=env, cwd=tmp).returncode
+        proc = subprocess.Popen([os.path.join(made["csd"], "bin", "python"), os.path.join(HERE, "run.py"), *argv,
+                                 "--stage2", stage2], env=env, cwd=tmp)
+        try:
+            return proc.wait()
+        except KeyboardInterrupt:
+            # Stage 2 got the same Ctrl-C: let it stop its servers and write what it measured.
+            try:
+                return proc.wait(timeout=60)
+            except (KeyboardInterrupt, subprocess.TimeoutExpired):
+                proc.kill()
+                proc.wait()
+                return 130
     except KeyboardInterrupt:
         return 130
     finally:
