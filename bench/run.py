@@ -20,6 +20,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import traceback
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
@@ -123,6 +124,7 @@ def stage2(args: argparse.Namespace) -> int:
             try:
                 rows, raw = module.run(bench)
             except Exception as exc:  # one broken figure must not lose the others
+                traceback.print_exc()
                 bench.say(f"{name}: FAILED: {type(exc).__name__}: {exc}")
                 failed.append(name)
                 results["conditions"][name] = {"before": before, "error": f"{type(exc).__name__}: {exc}"}
@@ -147,13 +149,17 @@ def stage2(args: argparse.Namespace) -> int:
     results["meta"]["failed"] = failed
     path = report.save(results, args.out)
     bench.say(f"results: {os.path.relpath(path, ROOT)}")
-    if "reads" in args.figures and not failed[-1:] == ["interrupted"]:
+    interrupted = "interrupted" in failed
+    if "reads" in args.figures and "reads" not in failed and not interrupted:
         png = report.plot(bench, path, path[:-len(".json")] + ".png" if args.quick else report.PLOT)
         if png:
             bench.say(f"plot: {os.path.relpath(png, ROOT)}")
-    if args.record:
+    if args.record and interrupted:
+        bench.say(f"RESULTS.md left as it was: an interrupted run is not recorded (its file is {path})")
+    elif args.record:
         report.record(path, args.record)
-        bench.say(f"RESULTS.md: column '{args.record}' now shows {os.path.basename(path)}")
+        failed_note = f" (figures that failed: {', '.join(failed)})" if failed else ""
+        bench.say(f"RESULTS.md: column '{args.record}' now shows {os.path.basename(path)}{failed_note}")
     print(report.table(results))
     return 1 if failed else 0
 
