@@ -26,6 +26,7 @@ the open run anyway. If a hot op does emit events, it is committed like any othe
 
 from __future__ import annotations
 
+import logging
 import time
 from typing import Callable
 
@@ -37,7 +38,8 @@ from .audit import AuditTrail
 from .commands import COMMANDS
 from .context import Caller, Context
 from .keys import role_allows
-from .replies import ReplyCache, Reused, fingerprint
+from .reads import ReadCache
+from .replies import LastReplies, ReplyCache, Reused, fingerprint
 from .store import Store
 
 FLUSH_SECONDS = 1.0  # how stale the stored counters of hot ops may get
@@ -68,8 +70,21 @@ class Dispatcher:
         self.audit = audit_trail or AuditTrail(store, log)
         self._last_flush = time.monotonic()
         self._replies = ReplyCache(keep_replies, replies)
-        # Hot ops' replies apart, so a streaming runtime cannot push out the durable ones.
-        self._hot_replies = ReplyCache(keep_replies)
+        # Hot ops' replies apart, so a streaming runtime cannot push out the durable ones; and
+        # only each client's last one (its only retry), so a stream costs no memory per call.
+        self._hot_replies = LastReplies()
+        self._reads = ReadCache(lambda: self.ctx.device.events.last_seq, ctx.device.now)
+
+    @property
+    def log(self):
+        return self._logger
+
+    @log.setter
+    def log(self, logger) -> None:
+        """Set the logger (csd's reload replaces it); a read's DEBUG line is built only if it shows."""
+        self._logger = logger
+        is_enabled_for = getattr(logger, "is_enabled_for", None)
+        self._debug = is_enabled_for(logging.DEBUG) if is_enabled_for else True
 
     def handle(self, client: bytes, frame: bytes, caller: Caller, parts: int = 1) -> bytes:
         """Answer one request. `client` is the socket identity (retry key), `caller` who sent it,
@@ -213,12 +228,17 @@ class Dispatcher:
         # Refusals are remembered too (in memory), so a retry gets the same answer and an id
         # reused for another request is told apart.
         (self._replies if durable else self._hot_replies).remember(client, request_id, fp, reply)
+        if durable:  # the model may have changed (a hot op without events changes no answer a read caches)
+            self._reads.clear()
         for event in emitted:
             self.publish(event.to_dict())
         return reply, outcome
 
     def _read(self, command, request_id, parsed, caller) -> tuple[bytes, str]:
         try:
+            if getattr(command, "CACHED", False):
+                return self._reads.answer(command.NAME, parsed, request_id,
+                                          lambda: command.execute(self.ctx, parsed, caller)), "ok"
             return protocol.ok(request_id, command.execute(self.ctx, parsed, caller)), "ok"
         except errors.CsError as exc:  # e.g. NOT_FOUND
             return protocol.error(request_id, exc), exc.code
@@ -264,6 +284,7 @@ class Dispatcher:
             if device.has_unsaved_runs() and time.monotonic() - self._last_flush >= FLUSH_SECONDS:
                 self._flush([])
             return
+        self._reads.clear()
         emitted = change.events
         self._flush(emitted)
         for event in emitted:
@@ -290,6 +311,8 @@ class Dispatcher:
         device.runs_saved(runs)
 
     def _log(self, mutating, request_id, op, caller, outcome, started) -> None:
+        if not (mutating or self._debug):  # a filtered DEBUG line: not even its fields are built
+            return
         emit = self.log.info if mutating else self.log.debug
         emit(
             "request", id=request_id, op=op, client=caller.name, role=caller.role,

@@ -8,8 +8,9 @@
 
 `csd keys` (keys_cli.py) writes the registry atomically (temp file + rename) under a lock; the
 daemon only reads it, through `Registry`, which re-reads the file whenever its identity (inode,
-mtime, size) changes: checked on every message, so a revoked key is refused from its very next
-message with no signal to deliver and no pid file to trust. SIGHUP forces a re-read too.
+mtime, size) changes: checked once per batch of messages, after they were received (daemon/
+server.py), so a key revoked before a message was sent is refused from that very message, with
+no signal to deliver and no pid file to trust. SIGHUP forces a re-read too.
 
 A registry that cannot be read admits nobody (fail closed).
 """
@@ -164,6 +165,7 @@ class Registry:
         self._signature = None  # (inode, mtime_ns, size) of the file last loaded
         self._roles: dict[str, str] = {}  # active key name -> role
         self._names: dict[str, str] = {}  # active public key (Z85) -> name
+        self.loaded = object()  # a new token each time the file is read: what was derived from the old one is stale
         self.refresh(force=True)
 
     def refresh(self, force: bool = False) -> None:
@@ -184,6 +186,7 @@ class Registry:
             signature = None if isinstance(exc, OSError) else signature
             self.log.error("key_registry_unreadable", path=self.path, reason=str(exc), effect="nobody is admitted")
         self._signature = signature
+        self.loaded = object()
         active = [e for e in entries if not e.get("revoked") and e.get("role") in RANK]
         self._roles = {e["name"]: e["role"] for e in active}
         self._names = {e["public_key"]: e["name"] for e in active}

@@ -16,9 +16,12 @@ from collections import OrderedDict
 from csadmin import protocol
 
 
+_CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=True)  # one, not one per call
+
+
 def fingerprint(op: str, args: dict) -> str:
     """What a request asks for, canonically (key order does not matter; 1 and "1" differ)."""
-    text = json.dumps([op, args], sort_keys=True, separators=(",", ":"), ensure_ascii=True)
+    text = _CANONICAL.encode([op, args])
     return hashlib.blake2b(text.encode(), digest_size=16).hexdigest()
 
 
@@ -57,3 +60,33 @@ class ReplyCache:
         if len(self._entries) > self.keep:
             self._entries.popitem(last=False)
         return client, key, fp, reply
+
+
+class LastReplies:
+    """Each client's last reply only, for hot ops (run.stream, run.heartbeat): a client waits
+    for its reply before it sends its next request, so the last one is the only one it can
+    retry. A retry of it gets the first reply (samples are never counted twice); its id reused
+    for another request is refused (`Reused`); an earlier id is not remembered. Memory: one
+    entry per client (socket identity), at most `clients`, the least recently heard first out.
+    Same interface as ReplyCache."""
+
+    def __init__(self, clients: int = 10_000):
+        self.clients = clients
+        self._last: OrderedDict[bytes, tuple[str, str, bytes]] = OrderedDict()  # client -> (id key, fp, reply)
+
+    def __len__(self) -> int:
+        return len(self._last)
+
+    def lookup(self, client: bytes, request_id, fp: str) -> bytes | None:
+        entry = self._last.get(client)
+        if entry is None or entry[0] != protocol.id_key(request_id):
+            return None
+        if entry[1] != fp:
+            raise Reused()
+        return entry[2]
+
+    def remember(self, client: bytes, request_id, fp: str, reply: bytes) -> None:
+        self._last[client] = (protocol.id_key(request_id), fp, reply)
+        self._last.move_to_end(client)
+        if len(self._last) > self.clients:
+            self._last.popitem(last=False)

@@ -92,6 +92,10 @@ class Device:
             return Health.OK
         return Health(self.lifecycle.value)
 
+    def now(self) -> int:
+        """The model's time (ms), from its injected clock."""
+        return self._clock()
+
     def show(self) -> dict:
         return {
             "systemType": "cs2",

@@ -95,6 +95,8 @@ class Runs:
 
     def _rule(self, request: str, run: Run):
         rule = RUN_RULES[(request, run.phase)]
+        if not isinstance(rule, (Refuse, Already)):  # going ahead: no message to fill (hot ops pass here)
+            return rule
         fields = {"run_id": run.run_id, "reason": run.abort_reason, "until": utc(run.programming_until)}
         if isinstance(rule, Refuse):
             raise rule.refusal(**fields)

@@ -9,6 +9,7 @@ from ..args import Arg
 
 NAME = "system.show"
 MUTATING = False
+CACHED = True  # the answer depends only on the model: encoded once per change (daemon/reads.py)
 ROLE = "viewer"  # the least role allowed (admin > operator > viewer)
 ARGS = {"detailed": Arg(bool, help="add daemon and timing details")}
 

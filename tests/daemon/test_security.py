@@ -205,6 +205,48 @@ def test_revoked_key_is_refused_from_its_next_message(csd):
     assert [e["outcome"] for e in _audit(csd) if e["name"] == "runtime-1"] == ["PERMISSION_DENIED"]
 
 
+def test_revocation_applies_to_the_very_next_message_while_csd_is_busy(csd):
+    """csd checks the registry once per batch of received messages (not per message): with
+    other clients keeping it busy, a key revoked and used at once (no sleep) is still refused,
+    every time."""
+    ctx = zmq.Context()
+    flood = [csd.secure(ctx.socket(zmq.DEALER)) for _ in range(8)]
+    poller = zmq.Poller()
+    for sock in flood:
+        sock.setsockopt(zmq.LINGER, 0)
+        sock.connect(csd.endpoint)
+        poller.register(sock, zmq.POLLIN)
+    sent = 0
+
+    def keep_busy():  # 8 reads in flight at all times, from another key
+        nonlocal sent
+        for sock, _ in poller.poll(0):
+            sock.recv()
+            sock.send(protocol.request(f"f{sent}", "system.show"))
+            sent += 1
+
+    try:
+        for sock in flood:
+            sock.send(protocol.request(f"f{sent}", "system.show"))
+            sent += 1
+        for attempt in range(20):
+            name = f"revoked-{attempt}"
+            key = csd.add_key(name, "operator")
+            with csd.client(key=key, retries=0) as c:
+                assert c.whoami()["role"] == "operator"
+                keep_busy()
+                csd.keys.revoke(name)
+                with pytest.raises(errors.PermissionDenied) as info:
+                    c.system_show()
+                assert "not registered" in info.value.message
+                keep_busy()
+        assert sent > len(flood)
+    finally:
+        for sock in flood:
+            sock.close(0)
+        ctx.term()
+
+
 def test_sighup_reloads_the_registry_and_keeps_serving(csd):
     csd.proc.send_signal(signal.SIGHUP)
     wait_until(lambda: csd.log().count("key_registry_loaded") >= 2, what="the registry reload")
