@@ -17,9 +17,10 @@ request is refused (daemon/replies.py). Nothing here raises to the loop (the loo
 and no traceback ever goes on the wire.
 
 Hot ops (a command module with `DURABLE = False`: run.stream, run.heartbeat) change only
-counters and deadlines in memory. They are not fsynced per call: their reply is cached in memory
-only (a retry within the daemon's life still gets the first reply, so samples are never counted
-twice), and the runs they touched are written by `tick()` at most `FLUSH_SECONDS` later, or with
+counters and deadlines in memory. They are not fsynced per call: each client's last hot reply is
+kept in memory only (a client waits for a reply before its next request, so the last one is the
+only one it retries: a retry within the daemon's life gets the first reply, so samples are never
+counted twice, and a stream costs no memory per call), and the runs they touched are written by `tick()` at most `FLUSH_SECONDS` later, or with
 the next durable change. A crash loses at most that much of their counters, and a restart aborts
 the open run anyway. If a hot op does emit events, it is committed like any other change.
 """
