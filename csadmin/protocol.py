@@ -119,6 +119,7 @@ def _no_constants(name: str):
     raise ValueError(f"{name} is not a JSON number")
 
 
+_ENVELOPE = frozenset(("v", "id", "op", "args"))
 _DECODER = json.JSONDecoder(parse_constant=_no_constants)  # one, not one per call (as json.loads(...) makes)
 
 
@@ -148,7 +149,7 @@ def decode_request(frame: bytes) -> tuple[str | int, str, dict]:
     if not isinstance(msg, dict):
         raise _bad("The request must be a JSON object.")
     request_id = msg.get("id")
-    if _SURROGATE_ESCAPE.search(text) and _has_lone_surrogate(msg):
+    if "\\u" in text and _SURROGATE_ESCAPE.search(text) and _has_lone_surrogate(msg):  # `in` first: cheaper than the regex
         op = msg.get("op")
         raise ProtocolError(
             errors.BadRequest("The request holds a lone UTF-16 surrogate (a \\ud800-\\udfff escape without its pair), "
@@ -167,7 +168,7 @@ def decode_request(frame: bytes) -> tuple[str | int, str, dict]:
                                       f"This daemon speaks version {VERSION}; upgrade the client."),
             request_id,
         )
-    extra = set(msg) - {"v", "id", "op", "args"}
+    extra = () if msg.keys() <= _ENVELOPE else set(msg) - _ENVELOPE
     if extra:
         raise _bad(f"Unknown envelope keys: {', '.join(sorted(extra))}.", request_id)
     op = msg.get("op")

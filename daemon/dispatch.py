@@ -279,8 +279,11 @@ class Dispatcher:
         except OSError as exc:  # not fatal: the record is a safety check, retried next time
             self.log.error("identity_write_failed", path=self.store.identity.path, reason=str(exc))
         device = self.ctx.device
-        with device.change() as change:
-            advanced = device.advance()
+        due = device.next_deadline()
+        advanced = False
+        if due is not None and due <= device.now():  # a transaction only when a timer is due
+            with device.change() as change:
+                advanced = device.advance()
         if not advanced:
             if device.has_unsaved_runs() and time.monotonic() - self._last_flush >= FLUSH_SECONDS:
                 self._flush([])
