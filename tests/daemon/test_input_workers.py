@@ -261,3 +261,30 @@ def test_the_token_survives_kill_9_like_the_run(csd, opened):
     finally:
         db.close()
     assert [r["joinTokenDigest"] for r in stored if r["runId"] == run.id] != [None]
+
+
+def test_cs_runs_show_lists_the_workers_and_the_shell_toolbar_counts_them(csd, opened):
+    from tests.csadmin.terminal import Terminal
+
+    client, run = opened
+    workers = [worker_client(csd, f"w{i}") for i in range(3)]
+    term = Terminal(csd)
+    try:
+        fed = [w.join_run(run.id, run.join_token, heartbeat=False) for w in workers]
+        for n, worker in zip((300, 300, 10), fed):
+            worker.stream(n)
+        shown = csd.cs("runs", "show", run.id)
+        assert shown.returncode == 0, shown.stderr
+        assert "Input workers: 3 of 4 joined" in shown.stdout
+        lines = {line.split()[0]: line.split() for line in shown.stdout.splitlines() if line.startswith("  worker-")}
+        assert lines["worker-1"][:4] == ["worker-1", "worker", "ACTIVE", "300"] and lines["worker-3"][3] == "10"
+        assert "worker-3 fed 1.6% of the samples" in shown.stdout and "1 worker slot never joined" in shown.stdout
+        data = json.loads(csd.cs("--output-format", "json", "runs", "show", run.id).stdout)
+        assert data["inputReport"]["slow"] == ["worker-3"] and "joinToken" not in data
+        assert_sums(data)
+        term.wait_for(lambda t: "3 workers" in t.toolbar(), what="the toolbar to count the workers")
+        assert f"fabric run {run.id} (job-7), 3 workers" in term.toolbar()
+    finally:
+        term.close()
+        for w in workers:
+            w.close()
