@@ -113,7 +113,8 @@ def rows(raw: dict) -> list[dict]:
     out.append(row(
         "stream_16_vs_1", "aggregate `run.stream` req/s, 16 concurrent streamers vs 1 (issue #15)",
         summary(rates("stream16"), "req/s"), summary(rates("stream"), "req/s"), "1 streamer",
-        ratios(rates("stream16"), rates("stream")), load=[r["load1"] for r in raw["stream16"]],
+        ratios(rates("stream16"), rates("stream")), target(">=", 1.0, "≥ 1× one client (issue #15)"),
+        load=[r["load1"] for r in raw["stream16"]],
         busy=busy("stream16", "stream"),
         note="16 input workers, each with its own operator key, joined to the run with its token "
              "(issue #15), against the opener's own client",

@@ -128,7 +128,8 @@ class Run:
         )
 
     def copy(self) -> "Run":
-        # `program` and `performance` are replaced, never changed in place; workers' counters are.
+        # `program`, `performance` and each Worker are replaced, never changed in place: copying
+        # the dict of workers is enough (a stream from one of 16 workers copies no worker).
         twin = copy.copy(self)
-        twin.workers = {client: copy.copy(w) for client, w in self.workers.items()}
+        twin.workers = dict(self.workers)
         return twin

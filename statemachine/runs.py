@@ -202,11 +202,11 @@ class Runs:
         self._rule("stream", run)
         self._touch(run)
         run.total_samples += samples
-        self._renew(run, worker, self._clock())
         if worker is None:
+            self._renew(run, None, self._clock())
             run.opener_samples += samples
         else:
-            run.workers[client].samples += samples  # the touched run's own worker (a copy was kept)
+            run.workers[client] = worker.fed(samples, self._clock())
         return run
 
     def heartbeat(self, run_id: str, client: str) -> Run:
@@ -268,7 +268,7 @@ class Runs:
             return run, worker, False
         self._rule("leave", run)
         self._touch(run)
-        run.workers[client].left_at = self._clock()
+        run.workers[client] = worker.gone(self._clock())
         return run, run.workers[client], True
 
     def close(self, run_id: str, client: str, reason: str | None = None) -> tuple[Run, bool]:
@@ -408,7 +408,7 @@ class Runs:
         if worker is None:
             run.lease_until = now + run.lease_ms
         else:
-            run.workers[worker.client].last_seen = now
+            run.workers[worker.client] = worker.seen(now)
 
     def _settle_programming(self, run: Run) -> None:
         # The timer may not have fired yet when a request arrives just after the deadline.

@@ -45,7 +45,8 @@ def token_matches(token: str, digest: str | None) -> bool:
 @dataclass
 class Worker:
     """One input worker of a run. `client` is how csd knows its process (key name and identity
-    prefix, as for the opener); times are ms since the epoch."""
+    prefix, as for the opener); times are ms since the epoch. A record is replaced, never changed
+    in place (`fed`, `seen`, `gone`), so that keeping a run's state for an undo copies no worker."""
 
     name: str
     client: str
@@ -53,6 +54,15 @@ class Worker:
     last_seen: int
     samples: int = 0
     left_at: int | None = None
+
+    def fed(self, samples: int, now: int) -> "Worker":
+        return Worker(self.name, self.client, self.joined_at, now, self.samples + samples, self.left_at)
+
+    def seen(self, now: int) -> "Worker":
+        return Worker(self.name, self.client, self.joined_at, now, self.samples, self.left_at)
+
+    def gone(self, now: int) -> "Worker":
+        return Worker(self.name, self.client, self.joined_at, self.last_seen, self.samples, now)
 
     def status(self, now: int, lease_ms: int) -> str:
         if self.left_at is not None:
