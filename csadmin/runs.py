@@ -51,12 +51,17 @@ class Run:
 
     # -- the runtime's calls -------------------------------------------------------------------
 
-    def program(self, program: dict, wait: bool = True, timeout: float | None = None) -> dict:
+    def program(self, program: dict, wait: bool = True, timeout: float | None = None,
+                workers: int | None = None) -> dict:
         """Program the fabric with a compiled artifact's descriptor (once per run). With `wait`,
         return once the fabric is PROGRAMMED (`timeout` defaults to the expected programming
-        time plus the client's timeout). Raises IncompatibleProgram, ReprogramForbidden, ..."""
-        record = self.client.call("run.program", run_id=self.id, program=program)
+        time plus the client's timeout). With `workers=N` (for a run opened without), N input
+        workers may join it from now on with `self.join_token`. Raises IncompatibleProgram,
+        ReprogramForbidden, ..."""
+        args = {"workers": workers} if workers else {}
+        record = self.client.call("run.program", run_id=self.id, program=program, **args)
         self.record = record
+        self.join_token = record.get("joinToken", self.join_token)
         if not wait or record["fabric"] == "PROGRAMMED":
             return record
         expected = (record["programmingUntil"] - record["programmingStartedAt"]) / 1000

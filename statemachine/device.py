@@ -244,10 +244,15 @@ class Device:
         run, worker, changed = self._runs.leave(run_id, client)
         return {**self._runs.record(run), "worker": worker.name, "changed": changed}
 
-    def program_run(self, run_id: str, client: str, program: dict) -> dict:
-        """Program the fabric of a run, once, with a descriptor checked by programs.parse_program.
+    def program_run(
+        self, run_id: str, client: str, program: dict, worker_slots: int = 0, token_digest: str | None = None
+    ) -> dict:
+        """Program the fabric of a run, once, with a descriptor checked by programs.parse_program;
+        with `worker_slots`, the run admits input workers from now on, as with open_run.
         Returns the run's record (PROGRAMMING until `programmingUntil`)."""
-        return self._runs.record(self._runs.program(run_id, client, program, self.serial, self.active_mode))
+        return self._runs.record(self._runs.program(
+            run_id, client, program, self.serial, self.active_mode, worker_slots, token_digest
+        ))
 
     def stream(self, run_id: str, client: str, samples: int) -> dict:
         """Count samples fed to the programmed fabric by its opener (renewing the lease) or by

@@ -171,16 +171,27 @@ class Runs:
         self.events.emit("EventTrainingStarted", now, runId=run.run_id, owner=owner, mode=run.mode, **job)
         return run
 
-    def program(self, run_id: str, client: str, program: dict, serial: str, execmode: ExecMode) -> Run:
-        """Start programming the fabric with `program` (checked by programs.parse_program)."""
+    def program(
+        self, run_id: str, client: str, program: dict, serial: str, execmode: ExecMode, worker_slots: int = 0,
+        token_digest: str | None = None,
+    ) -> Run:
+        """Start programming the fabric with `program` (checked by programs.parse_program); with
+        `worker_slots`, admit that many input workers from now on (if the run was opened without)."""
         run = self.get(run_id, client)
         self._rule("program", run)
         self._check_program(run, program, serial, execmode)
+        if worker_slots and run.worker_slots:
+            raise InvalidArgument(
+                f"Run {run_id} already admits {run.worker_slots} input workers (asked for at run.open).",
+                "Program it without `workers`; its workers join with the token run.open gave.",
+            )
         now = self._clock()
         duration = math.ceil(program["size_bytes"] * 1000 / self.program_bytes_per_second)
         self._touch(run)
         self._renew(run, None, now)
         run.program = dict(program)
+        if worker_slots:
+            run.worker_slots, run.token_digest = worker_slots, token_digest
         run.fabric = Fabric.PROGRAMMING
         run.programming_started_at = now
         run.programming_until = now + duration

@@ -15,12 +15,10 @@ never shows it in runs.show, events or the audit trail). A retried run.open gets
 result: the run (runs.show's keys), `message` and, with workers, `joinToken`.
 """
 
-import secrets
-
 from csadmin.statemachine.programs import parse_mode
-from csadmin.statemachine.workers import MAX_SLOTS, token_digest
 
-from ..args import Arg, at_most, lease_seconds, label
+from .. import join_tokens
+from ..args import Arg, lease_seconds, label
 
 NAME = "run.open"
 MUTATING = True
@@ -29,20 +27,17 @@ ARGS = {
     "mode": Arg(str, required=True, parse=parse_mode, help="train or eval"),
     "owner": Arg(str, parse=label, help="the runtime's label, e.g. a job name"),
     "lease_seconds": Arg(float, parse=lease_seconds, help="seconds without a call before the run is aborted"),
-    "workers": Arg(int, parse=at_most(MAX_SLOTS), help="input worker slots; the reply carries their joinToken"),
+    "workers": join_tokens.WORKERS,
 }
 
 
 def execute(ctx, args, caller):
     lease = args.get("lease_seconds")
     slots = args.get("workers", 0)
-    token = secrets.token_urlsafe(32) if slots else None  # 256 random bits
+    token, digest = join_tokens.draw(slots)
     run = ctx.device.open_run(
         args.get("owner") or caller.name, caller.client, args["mode"], None if lease is None else int(lease * 1000),
-        worker_slots=slots, token_digest=token_digest(token) if token else None,
+        worker_slots=slots, token_digest=digest,
     )
     message = f"Run {run['runId']} is open and holds the fabric; program it with run.program."
-    if not token:
-        return {**run, "message": message}
-    message += f" {slots} input worker(s) may join it with run.join and the joinToken."
-    return {**run, "message": message, "joinToken": token}
+    return join_tokens.handed_out({**run, "message": message}, token, slots)

@@ -288,3 +288,18 @@ def test_cs_runs_show_lists_the_workers_and_the_shell_toolbar_counts_them(csd, o
         term.close()
         for w in workers:
             w.close()
+
+
+def test_worker_slots_asked_for_when_programming(csd):
+    with Client(timeout=10, connect=csd.connection_file, key=csd.add_key("runtime", "operator")) as client:
+        run = client.open_run(mode="train", owner="job-8")
+        assert run.join_token is None
+        run.program(program_for(client), workers=1)
+        assert run.join_token and run.record["workerSlots"] == 1
+        with worker_client(csd, "w1") as wc, wc.join_run(run.id, run.join_token) as worker:
+            worker.stream(4)
+        run.stream(6)
+        run.close()
+    assert_sums(run.record)
+    assert {w["name"]: (w["status"], w["samples"]) for w in run.record["workers"]} == {
+        "job-8": ("CLOSED", 6), "worker-1": ("LEFT", 4)}

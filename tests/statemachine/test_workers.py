@@ -96,3 +96,20 @@ def test_workers_and_the_digest_survive_the_store_form_but_not_the_wire():
     back = Run.from_dict(stored)
     assert back.workers[WORKER].samples == 3 and back.token_digest == token_digest(TOKEN)
     assert not token_matches(TOKEN, None)
+
+
+def test_slots_may_be_asked_for_at_program_time_once():
+    from tests.statemachine.test_runs_table import make_device, program
+
+    device, clock = make_device()
+    run = device.open_run("job", CLIENT, RunMode.TRAIN)["runId"]
+    with pytest.raises(errors.PermissionDenied):
+        device.join_run(run, SECOND, TOKEN)  # no slots yet
+    record = device.program_run(run, CLIENT, program(), worker_slots=2, token_digest=token_digest(TOKEN))
+    assert record["workerSlots"] == 2 and record["inputReport"]["neverJoined"] == 2
+    assert device.join_run(run, SECOND, TOKEN)["worker"] == "worker-1"
+    device2, _ = make_device()
+    opened = device2.open_run("job", CLIENT, RunMode.TRAIN, worker_slots=1, token_digest=token_digest(TOKEN))["runId"]
+    with pytest.raises(errors.InvalidArgument):
+        device2.program_run(opened, CLIENT, program(), worker_slots=2, token_digest=token_digest("other"))
+    assert device2.show_run(opened)["fabric"] == "UNPROGRAMMED", "the refused program changed nothing"
