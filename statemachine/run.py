@@ -51,7 +51,7 @@ class Run:
     run_id: str
     number: int
     owner: str  # the runtime's label for itself (e.g. a job name)
-    client: str  # the caller that opened it; only it may use the run
+    client: str  # the caller that opened it; only it (and the input workers it admits) may use the run
     mode: str
     lease_ms: int
     opened_at: int
