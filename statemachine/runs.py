@@ -23,7 +23,7 @@ from .performance import performance_record
 from .programs import RunMode
 from .run import Fabric, Run, RunStatus, run_id_of, seconds, utc
 from .run_rules import PROGRAM_RULES, RUN_RULES, Already, Refuse
-from .workers import Worker, breakdown, token_matches
+from .workers import ACTIVE, Worker, breakdown, token_matches
 
 
 # -- the book of runs ---------------------------------------------------------------------------
@@ -93,7 +93,12 @@ class Runs:
             return None
         return {"runId": run.run_id, "owner": run.owner, "since": run.opened_at, "mode": run.mode,
                 "fabric": run.fabric.value, "slurmJob": run.slurm_job,
-                "workers": sum(w.left_at is None for w in run.workers.values())}
+                "workers": self._feeding(run)}
+
+    def _feeding(self, run: Run) -> int:
+        """How many of the run's input workers feed it now (joined, neither left nor lost)."""
+        now = self._clock()
+        return sum(w.status(now, run.lease_ms) == ACTIVE for w in run.workers.values())
 
     def fabric(self) -> Fabric:
         """The wafer's fabric: the holder's, or UNPROGRAMMED when no run holds it."""
