@@ -64,10 +64,6 @@ def _not_saved() -> errors.Internal:
     )
 
 
-class _NothingToWrite(Exception):
-    """A group of refusals only: there is nothing to commit."""
-
-
 class Dispatcher:
     def __init__(
         self,
@@ -251,15 +247,13 @@ class Dispatcher:
         group = self._group
         if not group:
             return
+        runs = []
         try:
-            runs = group.dirty_runs()
-            if not group.events and not any(s.row for s in group.staged):
-                raise _NothingToWrite  # refusals only: the model is as the store has it
-            self._write(group.events, runs,
-                        [(s.client, protocol.id_key(s.request_id), s.fp, s.reply) for s in group.staged if s.row],
-                        [s.row for s in group.staged if s.row])
-        except _NothingToWrite:
-            pass
+            if group.events or any(s.row for s in group.staged):  # else refusals only: nothing changed
+                runs = group.dirty_runs()
+                self._write(group.events, runs,
+                            [(s.client, protocol.id_key(s.request_id), s.fp, s.reply) for s in group.staged if s.row],
+                            [s.row for s in group.staged if s.row])
         except Exception as exc:  # not saved (or a bug): the model goes back to before the group
             staged = group.close(exc)
             self.log.exception("persist_failed", ops=[s.op for s in staged], ids=[s.request_id for s in staged])

@@ -212,6 +212,7 @@ class Server:
                         except BlockingIOError:
                             pass
                     dispatcher.tick()
+                    self._send_ready()  # what a commit tick() had to make first answered (normally none)
                     if self._reload_requested:
                         self._reload_requested = False
                         self.reload()

@@ -253,3 +253,16 @@ def test_a_read_a_hot_op_or_a_retry_commits_the_group_first(rig):
     assert [r["id"] for r in first] == ["j"] and first[0]["ok"]
     assert json.loads(retry) == first[0]  # the first reply, once it was durable
     assert [e["type"] for e in rig.published].count("EventSlurmJobStarted") <= 1
+
+
+def test_a_group_of_refusals_only_commits_nothing_and_leaves_unsaved_runs_unsaved(rig):
+    assert rig.ask(ADMIN, "slurm.job.begin", job_id="42", user="alice")["ok"]
+    run = rig.ask(RUNTIME, "run.open", mode="train")["result"]["runId"]
+    assert rig.ask(RUNTIME, "run.program", run_id=run, program=PROGRAM)["ok"]
+    assert rig.ask(RUNTIME, "run.stream", run_id=run, samples=5)["ok"]
+    disk = rig.store.db = CountingDisk(rig.disk.db)
+    assert rig.submit(ADMIN, "runs.abort", run_id="run-000009") is None
+    rig.dispatcher.commit_group()
+    (refused,) = rig.replies()
+    assert refused["error"]["code"] == "NOT_FOUND" and disk.commits == 0
+    assert [r["runId"] for r in rig.device.unsaved_runs()] == [run]  # still to be written by the flush
