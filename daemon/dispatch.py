@@ -237,7 +237,8 @@ class Dispatcher:
         except Exception:
             failure = self._bug(command, request_id)
             reply, outcome, message = protocol.error(request_id, failure), failure.code, failure.message
-        self._group.add(Staged(client, request_id, fp, reply, outcome, command.NAME, args, caller, started, row, message))
+        self._group.add(Staged(client, request_id, protocol.id_key(request_id), fp, reply, outcome, command.NAME, args,
+                               caller, started, row, message))
         return None, ""
 
     def commit_group(self) -> None:
@@ -252,7 +253,7 @@ class Dispatcher:
             if group.events or any(s.row for s in group.staged):  # else refusals only: nothing changed
                 runs = group.dirty_runs()
                 self._write(group.events, runs,
-                            [(s.client, protocol.id_key(s.request_id), s.fp, s.reply) for s in group.staged if s.row],
+                            [(s.client, s.key, s.fp, s.reply) for s in group.staged if s.row],
                             [s.row for s in group.staged if s.row])
         except Exception as exc:  # not saved (or a bug): the model goes back to before the group
             staged = group.close(exc)

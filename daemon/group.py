@@ -27,6 +27,7 @@ class Staged:
 
     client: bytes
     request_id: object
+    key: str  # the request id as the reply cache and the store key it (protocol.id_key)
     fp: str  # what it asked (daemon/replies.py)
     reply: bytes  # sent once the group is committed
     outcome: str  # "ok" or the error code
@@ -48,7 +49,7 @@ class Group:
         self._keys: set[tuple[bytes, str]] = set()
 
     def __bool__(self) -> bool:
-        return self._outer is not None
+        return self._outer is not None or bool(self.staged)
 
     def holds(self, client: bytes, request_id) -> bool:
         """Whether this request id of this client is waiting in the group (a retry must wait for it)."""
@@ -57,14 +58,22 @@ class Group:
     def apply(self, execute: Callable[[], dict]) -> dict:
         """Run `execute()` (a request on the model) in its own change inside the group's; if it
         raises, only what it did is undone."""
-        if self._outer is None:
-            self._outer = self._device.change().__enter__()
-        with self._device.change():
-            return execute()
+        if self._outer is not None:
+            with self._device.change():
+                return execute()
+        # The group's first request needs no change of its own: the group's undoes only it.
+        outer = self._device.change().__enter__()
+        try:
+            result = execute()
+        except BaseException as exc:
+            outer.__exit__(type(exc), exc, exc.__traceback__)
+            raise
+        self._outer = outer
+        return result
 
     def add(self, staged: Staged) -> None:
         self.staged.append(staged)
-        self._keys.add((staged.client, protocol.id_key(staged.request_id)))
+        self._keys.add((staged.client, staged.key))
 
     @property
     def events(self) -> list[Event]:

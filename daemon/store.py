@@ -51,6 +51,7 @@ _GLOB_SPECIAL = frozenset("*?[")
 AUDIT_COLUMNS = ("time", "name", "role", "op", "args", "outcome", "message")
 IDENTITY_EVERY_SECONDS = 10.0  # how often the committed seq is recorded outside the database
 
+_INSERT_REPLY = "INSERT INTO replies (client, request_id, fingerprint, reply) VALUES (?, ?, ?, ?)"
 _INSERT_AUDIT = f"INSERT INTO audit ({', '.join(AUDIT_COLUMNS)}) VALUES ({', '.join('?' * len(AUDIT_COLUMNS))})"
 
 
@@ -283,8 +284,7 @@ class Store:
                     [(r["number"], r["runId"], json.dumps(r)) for r in runs],
                 )
             if replies:
-                db.executemany("INSERT INTO replies (client, request_id, fingerprint, reply) VALUES (?, ?, ?, ?)",
-                               replies)
+                db.executemany(_INSERT_REPLY, replies)
             if audit:
                 db.executemany(_INSERT_AUDIT, audit)
             self._count(events=len(events), replies=len(replies), audit=len(audit or ()))
@@ -330,7 +330,9 @@ class Store:
             if force or self._over[table] or self._since_prune[table] >= max(1, min(keep // 100, PRUNE_STEP)):
                 key = keys[table]
                 # Keys are dense (seq and n only grow), so MAX - keep is where the kept rows begin.
-                low, high = self.db.execute(f"SELECT MIN({key}), MAX({key}) FROM {table}").fetchone()
+                # Two subqueries: SQLite reads a lone MIN or MAX off the key, but scans for both at once.
+                low, high = self.db.execute(
+                    f"SELECT (SELECT MIN({key}) FROM {table}), (SELECT MAX({key}) FROM {table})").fetchone()
                 if low is not None:
                     cut = high - keep
                     self.db.execute(f"DELETE FROM {table} WHERE {key} <= ?", (min(cut, low + PRUNE_STEP - 1),))
