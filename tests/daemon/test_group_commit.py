@@ -11,6 +11,7 @@ fails; tests/daemon/test_unsaved_change.py fills a real csd's disk.
 from __future__ import annotations
 
 import json
+import os
 import threading
 import time
 
@@ -90,3 +91,54 @@ def test_concurrent_changes_acknowledged_before_a_kill9_are_all_on_disk_exactly_
     finally:
         stop.set()
         ctx.destroy(linger=0)
+
+
+def test_concurrent_changes_whose_commit_fails_on_a_full_disk_are_all_refused_and_then_retried(make_csd):
+    """Several admins' changes arriving together (one group, as a rule) on a disk that is full:
+    each is answered INTERNAL "not saved", the model and the event log are exactly as before,
+    and each, retried once there is room, is made exactly once."""
+    csd = make_csd(log_level="warning", file_size_limited=True).start()
+    ctx = zmq.Context()
+    socks = [_dealer(ctx, csd, f"admin-{n}".encode()) for n in range(CLIENTS)]
+    requests = [protocol.request(f"full-{n}", "slurm.job.begin" if n == 0 else "config.execmode.setup",
+                                 {"job_id": "42", "user": "alice"} if n == 0 else {"mode": MODES[n % 2]})
+                for n in range(CLIENTS)]
+
+    def all_at_once() -> list[dict]:
+        for sock, frame in zip(socks, requests):
+            sock.send(frame)
+        replies = []
+        for sock in socks:
+            assert sock.poll(10_000, zmq.POLLIN), "no answer"
+            replies.append(json.loads(sock.recv()))
+        return replies
+
+    def state(c) -> dict:
+        return {"system": {k: v for k, v in c.system_show().items() if k != "time"},
+                "events": c.call("events.show")["events"]}
+
+    try:
+        with csd.client() as c:
+            c.system_standby()
+            c.wait_for(state="STANDBY", timeout=20)
+            before = state(c)
+            wal = os.path.join(csd.state_dir, "csd.sqlite3-wal")
+            csd.limit_file_size(os.path.getsize(wal))
+            refused = all_at_once()
+            for reply in refused:
+                assert reply["ok"] is False and reply["error"]["code"] == "INTERNAL", reply
+                assert "could not be saved, so it was not made" in reply["error"]["message"]
+            assert state(c) == before  # nothing of any of them: state, events, seqs
+
+            csd.limit_file_size(None)  # room again
+            retried = all_at_once()
+            assert all(reply["ok"] for reply in retried), retried
+            assert state(c)["system"]["slurmJob"]["jobId"] == "42"
+            assert all_at_once() == retried  # answered from the reply cache: made once
+            audited = c.audit_show(max_count=100)
+        made = [e["op"] for e in audited if e["outcome"] == "ok" and e["op"] in ("slurm.job.begin", "config.execmode.setup")]
+        assert sorted(made) == sorted(["slurm.job.begin"] + ["config.execmode.setup"] * (CLIENTS - 1))
+    finally:
+        for sock in socks:
+            sock.close(0)
+        ctx.term()
