@@ -19,7 +19,7 @@ from transitions import Machine
 from csadmin.states import PENDING_STATES, ExecMode, Health, Lifecycle
 
 from .change import Change
-from .defaults import KEEP_EVENTS, KEEP_RUNS, SERIAL, Timings
+from .defaults import EVENTS_IN_MEMORY, KEEP_RUNS, SERIAL, Timings
 from .events import Event, EventLog
 from .lifecycle_rules import LIFECYCLE_TRANSITIONS, REQUEST_RULES, SET_EXECMODE_EVENTS, SETTLED_EVENTS
 from .programs import RunMode
@@ -59,13 +59,13 @@ class Device:
         clock: Callable[[], int],
         timings: Timings = Timings(),
         serial: str = SERIAL,
-        keep_events: int = KEEP_EVENTS,
+        events_in_memory: int = EVENTS_IN_MEMORY,
         keep_runs: int = KEEP_RUNS,
     ):
         self._clock = clock
         self.timings = timings
         self.serial = serial
-        self.events = EventLog(keep_events)  # read it freely; it changes only through this class
+        self.events = EventLog(events_in_memory)  # the newest events; it changes only through this class
         self.configured_mode = ExecMode.PIPELINED
         self.active_mode = ExecMode.PIPELINED
         self.pending_until: int | None = None
