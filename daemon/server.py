@@ -1,8 +1,9 @@
 """The serving loop: one thread, one `zmq.Poller`; its timers are the device's timed transition
 and the systemd watchdog ping. (What happens before it serves is daemon/boot.py.)
 
-Requests arrive on a ROUTER socket and are answered in arrival order; events go out on a PUB
-socket after they are durable. Both are CURVE servers; the ZAP authenticator (auth.py) is polled
+Requests arrive on a ROUTER socket and are handled in arrival order; the durable changes of one
+loop turn are committed together (group commit, daemon/group.py) and answered after that
+commit; events go out on a PUB socket after they are durable. Both are CURVE servers; the ZAP authenticator (auth.py) is polled
 by the same loop, and each request's caller comes from its User-Id and the key registry.
 SIGTERM/SIGINT wake the poller through a self-pipe and the loop drains and exits (finite
 LINGER, so shutdown never hangs on a gone peer); SIGHUP wakes it to reload the config file and
@@ -217,6 +218,7 @@ class Server:
                         except BlockingIOError:
                             pass
                     dispatcher.tick()
+                    self._send_ready()  # what a commit tick() had to make first answered (normally none)
                     if self._reload_requested:
                         self._reload_requested = False
                         self.reload()
@@ -232,10 +234,10 @@ class Server:
 
     def _serve_batch(self) -> None:
         """Receive what is waiting (up to BATCH messages), then check the key registry once, then
-        answer them in order. Checking after receiving is what keeps revocation immediate at one
-        stat per batch instead of one per message: every message in hand was sent before the
-        check, so a registry file changed before a message was sent is re-read before it is
-        answered."""
+        answer them in order, then commit the durable changes among them as one group and send
+        their replies. Checking after receiving is what keeps revocation immediate at one stat per
+        batch instead of one per message: every message in hand was sent before the check, so a
+        registry file changed before a message was sent is re-read before it is answered."""
         router, batch = self.router, []
         while True:  # the poller said a message waits; after each, ask whether another does
             try:
@@ -250,16 +252,20 @@ class Server:
             if len(batch) >= BATCH or not router.get(EVENTS) & POLLIN:
                 break
         self.registry.refresh()
-        for identity, frames in batch:
-            self._answer(identity, frames)
+        try:
+            for identity, frames in batch:
+                self._answer(identity, frames)
+        finally:  # the turn's durable changes: one commit, then their replies
+            self.dispatcher.commit_group()
+            self._send_ready()
 
     def _answer(self, identity: bytes, frames: list[zmq.Frame]) -> None:
         """Answer one message from the request socket (`identity`, then its frames), whatever it
         holds: one frame is a request; more are refused (never echoed), and any exception raised
         while handling it is answered INTERNAL (with the request's id when it can be read)."""
         payload = frames[-1]
-        try:
-            reply = self.dispatcher.handle(identity, payload.bytes, self._caller(identity, payload),
+        try:  # None: a durable change, answered after the turn's group commit
+            reply = self.dispatcher.submit(identity, payload.bytes, self._caller(identity, payload),
                                            parts=len(frames))
         except Exception as exc:
             self._failed(exc, "request_failed")
@@ -268,6 +274,15 @@ class Server:
             except protocol.ProtocolError:
                 request_id = None
             reply = protocol.error(request_id, errors.Internal("csd failed while handling this request; it carries on serving."))
+        self._send_ready()  # replies of a group this request had committed first go before its own
+        if reply is not None:
+            self._send(identity, reply)
+
+    def _send_ready(self) -> None:
+        for identity, reply in self.dispatcher.take_ready():
+            self._send(identity, reply)
+
+    def _send(self, identity: bytes, reply: bytes) -> None:
         try:  # two sends, not send_multipart: its Python wrapper costs more than the two calls
             self.router.send(identity, MORE_NOBLOCK)
             self.router.send(reply, NOBLOCK)

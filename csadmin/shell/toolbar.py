@@ -23,4 +23,7 @@ def toolbar_text(live: LiveState, now_ms: int | None = None) -> str:
         mode += f" → {snap['configuredExecmode']} on activate"
     holder = snap.get("runHolder")
     fabric = f"run {holder['runId']} ({holder['owner']})" if holder else "free"
+    workers = holder.get("workers", 0) if holder else 0  # input workers feeding it (issue #15)
+    if workers:
+        fabric += f", {workers} worker{'s' if workers != 1 else ''}"
     return f" {snap['serial']} │ {state} │ systemHealth {snap['systemHealth']} │ {mode} │ fabric {fabric} "

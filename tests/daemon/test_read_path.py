@@ -120,3 +120,23 @@ def test_cached_replies_are_byte_for_byte_what_encoding_the_answer_gives(rig):
         reply = rig.dispatcher.handle(ADMIN.session.encode(), frame, ADMIN)
         assert reply == protocol.ok(request_id, rig.device.show())
         assert json.loads(reply)["id"] == request_id
+
+
+def test_a_read_after_staged_changes_shows_them_committed_or_undone(rig):
+    """Group commit stages durable changes; a read commits the group first, and the cached answer
+    follows the model whether that commit succeeds or fails (and the group is undone)."""
+    dispatcher, device = rig.dispatcher, rig.device
+    cached = show(rig)
+    staged = protocol.request("g-1", "system.standby", {})
+    assert dispatcher.submit(ADMIN.session.encode(), staged, ADMIN) is None  # waits for the group's commit
+    assert show(rig)["state"] == "PENDING_STANDBY" and show(rig) == device.show()
+    assert [json.loads(reply)["id"] for _, reply in dispatcher.take_ready()] == ["g-1"]
+    rig.clock.tick(1_000)
+    dispatcher.tick()
+    assert show(rig)["state"] == "STANDBY"
+    rig.disk.full = True
+    toggle = protocol.request("g-2", "config.execmode.setup", {"mode": "WEIGHT_STREAMING"})
+    assert dispatcher.submit(ADMIN.session.encode(), toggle, ADMIN) is None
+    assert show(rig)["configuredExecmode"] == cached["configuredExecmode"]  # not saved: undone
+    assert show(rig) == device.show()
+    assert json.loads(dispatcher.take_ready()[0][1])["error"]["code"] == "INTERNAL"
