@@ -15,7 +15,7 @@ import time
 import load
 from contenders import Csd, Echo
 from machine import loadavg
-from hotops import open_programmed_run, streamers
+from hotops import open_programmed_run, siblings
 from stats import row, summary, target
 
 NAME = "memory"
@@ -47,7 +47,7 @@ def run(bench) -> tuple[list[dict], dict]:
         idle = {"csd": settled_rss(csd), "echo+CURVE": settled_rss(echo)}
         echo.stop()
         client, r = open_programmed_run(csd)
-        ids, curves = streamers(csd, client, CLIENTS)
+        ids, curves = siblings(csd, client, CLIENTS)
         before = settled_rss(csd)
         load1, meter = [loadavg()[0]], bench.meter()
         reads = drive(bench, csd.target(), n)
