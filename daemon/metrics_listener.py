@@ -39,9 +39,9 @@ INDEX = b"csd: Prometheus metrics at /metrics\n"
 
 
 class MetricsListener:
-    """Serves `registry` on `endpoint` from a thread of its own, once `start()`ed, until
-    `close()`. `on_error(exc)` hears of a failure to render (answered 500; the listener
-    carries on)."""
+    """Serves `registry` on `endpoint` from a thread of its own, once `start()`ed (or entered
+    with `with`), until `close()`. `on_error(exc)` hears of a failure to render (answered 500;
+    the listener carries on)."""
 
     def __init__(self, registry, endpoint: MetricsEndpoint, on_error: Callable[[BaseException], None] | None = None,
                  render_seconds: float = RENDER_SECONDS, min_interval: float = MIN_INTERVAL, timeout: float = TIMEOUT):
@@ -55,6 +55,13 @@ class MetricsListener:
         self._cache: dict[str, tuple[float, bytes]] = {}  # content type → (rendered at, page)
         self._server: _Server | None = None
         self._thread: threading.Thread | None = None
+
+    def __enter__(self) -> "MetricsListener":
+        self.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
 
     def start(self) -> None:
         """Bind (raises OSError, e.g. the port is taken) and start serving."""

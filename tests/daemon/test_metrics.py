@@ -37,14 +37,17 @@ def new_metrics() -> Metrics:
     return Metrics("9.9.9", COMMANDS, protocol.ERROR_CODES)
 
 
+def listener_for(metrics: Metrics, endpoint: str = "0", **settings) -> MetricsListener:
+    """A listener on 127.0.0.1 (a free port) rendering every scrape afresh, unpaced, unless told."""
+    return MetricsListener(metrics.registry, parse(endpoint), **{"render_seconds": 0, "min_interval": 0, **settings})
+
+
 @pytest.fixture
 def served():
-    """A metric set and its listener on 127.0.0.1, a free port; closed afterwards."""
+    """A metric set and its listener, serving; closed afterwards."""
     metrics = new_metrics()
-    listener = MetricsListener(metrics.registry, parse("0"), render_seconds=0, min_interval=0)
-    listener.start()
-    yield metrics, listener
-    listener.close()
+    with listener_for(metrics) as listener:
+        yield metrics, listener
 
 
 def get(listener: MetricsListener, path: str = "/metrics", method: str = "GET", accept: str | None = None):
@@ -305,9 +308,7 @@ def test_head_index_unknown_paths_and_methods(served):
 def test_a_collector_that_fails_gets_a_500_and_the_listener_carries_on():
     metrics = new_metrics()
     errors = []
-    listener = MetricsListener(metrics.registry, parse("0"), on_error=errors.append, render_seconds=0, min_interval=0)
-    listener.start()
-    try:
+    with listener_for(metrics, on_error=errors.append) as listener:
         class Broken:
             def collect(self):
                 raise RuntimeError("a bug in a collector")
@@ -319,15 +320,11 @@ def test_a_collector_that_fails_gets_a_500_and_the_listener_carries_on():
         assert [str(e) for e in errors] == ["a bug in a collector"]
         metrics.registry.unregister(broken)
         assert get(listener)[0] == 200
-    finally:
-        listener.close()
 
 
 def test_a_page_is_rendered_at_most_once_per_render_period():
     metrics = new_metrics()
-    listener = MetricsListener(metrics.registry, parse("0"), render_seconds=0.3, min_interval=0)
-    listener.start()
-    try:
+    with listener_for(metrics, render_seconds=0.3) as listener:
         metrics.observe_samples(1)
         first = scrape(listener)
         metrics.observe_samples(1)
@@ -337,38 +334,23 @@ def test_a_page_is_rendered_at_most_once_per_render_period():
         wait_until(lambda: value(scrape(listener), "csd_samples_streamed_total") == 2, timeout=10,
                    what="a fresh page after render_seconds")
         assert listener.renders >= 2
-    finally:
-        listener.close()
 
 
 def test_a_scrape_storm_is_paced():
-    metrics = new_metrics()
-    listener = MetricsListener(metrics.registry, parse("0"), render_seconds=0, min_interval=0.1)
-    listener.start()
-    try:
+    with listener_for(new_metrics(), min_interval=0.1) as listener:
         started = time.monotonic()
         for _ in range(5):
             assert get(listener)[0] == 200
         assert time.monotonic() - started >= 0.4  # 5 requests, each at least 0.1 s after the one before
-    finally:
-        listener.close()
 
 
 def test_a_silent_connection_is_dropped_and_the_next_scraper_served():
-    metrics = new_metrics()
-    listener = MetricsListener(metrics.registry, parse("0"), render_seconds=0, min_interval=0, timeout=0.5)
-    listener.start()
-    try:
-        silent = socket.create_connection(("127.0.0.1", listener.bound.port))
-        try:
-            started = time.monotonic()
-            assert get(listener)[0] == 200  # served once the silent one's time is up
-            assert silent.recv(100) == b""  # ... which was closed without an answer
-            assert time.monotonic() - started < 10
-        finally:
-            silent.close()
-    finally:
-        listener.close()
+    with listener_for(new_metrics(), timeout=0.5) as listener, \
+            socket.create_connection(("127.0.0.1", listener.bound.port)) as silent:
+        started = time.monotonic()
+        assert get(listener)[0] == 200  # served once the silent one's time is up
+        assert silent.recv(100) == b""  # ... which was closed without an answer
+        assert time.monotonic() - started < 10
 
 
 def test_close_releases_the_port_and_ends_the_thread():
@@ -392,11 +374,10 @@ def test_a_taken_port_fails_the_start():
             listener.start()
 
 
-def test_ipv6_loopback(served):
+def test_ipv6_loopback():
     if not socket.has_ipv6:
         pytest.skip("no IPv6 here")
-    metrics = new_metrics()
-    listener = MetricsListener(metrics.registry, parse("[::1]:0"), render_seconds=0, min_interval=0)
+    listener = listener_for(new_metrics(), "[::1]:0")
     try:
         listener.start()
     except OSError as exc:
@@ -418,7 +399,7 @@ def test_every_scrape_sees_one_consistent_state_while_the_loop_changes_it():
     """The loop publishes views and counts as fast as it can while scrapes run: each scrape must
     show exactly one state, one health, and a holder exactly when the fabric is held."""
     metrics = new_metrics()
-    listener = MetricsListener(metrics.registry, parse("0"), render_seconds=0, min_interval=0)
+    listener = listener_for(metrics)
     listener.start()
     stop = threading.Event()
     shows = [
