@@ -6,7 +6,7 @@ targets a test names every `scrape_interval` seconds, queried through its HTTP A
     with Prometheus(["127.0.0.1:9464"]) as prom:   # host:port of each /metrics to scrape
         prom.wait_until_up()
         prom.wait_for('csd_system_health{health="DEGRADED"} == 1', what="health DEGRADED")
-        prom.query_range('csd_system_health{health="DEGRADED"}', start, end)
+        prom.changes('csd_system_health{health="DEGRADED"}', start)   # [0.0, 1.0, 0.0]
 
 Where the package is missing, `unavailable()` says so and the tests using it skip with that reason.
 """
@@ -162,6 +162,16 @@ class Prometheus:
         data = self.api("query_range", query=expr, start=start, end=end, step=step or self.scrape_interval)
         assert data["resultType"] == "matrix", data
         return data["result"]
+
+    def changes(self, expr: str, start: float, end: float | None = None) -> list[float]:
+        """The successive distinct values the one series of `expr` took from `start` to `end`
+        (default: now), as Prometheus stored them: e.g. [0, 1, 0] for a gauge that went up and
+        back down."""
+        # A step finer than the scrape interval, so that no stored sample falls between two steps.
+        series = self.query_range(expr, start, end if end is not None else time.time(), self.scrape_interval / 4)
+        assert len(series) == 1, f"{expr} should be one series, not {len(series)}: {series}"
+        points = [float(v) for _, v in series[0]["values"]]
+        return [v for i, v in enumerate(points) if i == 0 or v != points[i - 1]]
 
     def active_targets(self) -> list[dict]:
         return self.api("targets", state="active")["activeTargets"]
