@@ -44,8 +44,10 @@ class MetricsListener:
     the listener carries on)."""
 
     def __init__(self, registry, endpoint: MetricsEndpoint, on_error: Callable[[BaseException], None] | None = None,
-                 render_seconds: float = RENDER_SECONDS, min_interval: float = MIN_INTERVAL, timeout: float = TIMEOUT):
+                 render_seconds: float = RENDER_SECONDS, min_interval: float = MIN_INTERVAL, timeout: float = TIMEOUT,
+                 clock: Callable[[], float] = time.monotonic):
         self.registry = registry
+        self.clock = clock  # seconds, for the render cache's age
         self.endpoint = endpoint
         self.on_error = on_error
         self.render_seconds = render_seconds
@@ -78,7 +80,8 @@ class MetricsListener:
         return MetricsEndpoint(host, port)
 
     def close(self) -> None:
-        """Stop serving and release the port; returns once the thread has ended."""
+        """Stop serving and release the port; returns once the thread has ended (at most
+        `timeout` seconds if a client is halfway through sending its request)."""
         if self._server is None:
             return
         self._server.shutdown()
@@ -89,7 +92,7 @@ class MetricsListener:
     def page(self, accept: str | None) -> tuple[bytes, str]:
         """The metrics page for a scraper that accepts `accept`, and its content type."""
         encoder, content_type = choose_encoder(accept or "")
-        now = time.monotonic()
+        now = self.clock()
         cached = self._cache.get(content_type)
         if cached is not None and now - cached[0] < self.render_seconds:
             return cached[1], content_type

@@ -22,7 +22,7 @@ from daemon.metrics import ABORT_CAUSES, DENIAL_REASONS, HEALTH_VALUES, Metrics,
 from daemon.metrics_endpoint import MetricsEndpoint, parse
 from daemon.metrics_listener import MetricsListener
 from statemachine import faults
-from tests.harness import ROOT, wait_until
+from tests.harness import ROOT
 
 SHOW = {  # a system.show result, as csd answers it
     "systemType": "cs2", "serial": "CS2-0042", "state": "ACTIVE", "systemHealth": "OK",
@@ -324,16 +324,20 @@ def test_a_collector_that_fails_gets_a_500_and_the_listener_carries_on():
 
 def test_a_page_is_rendered_at_most_once_per_render_period():
     metrics = new_metrics()
-    with listener_for(metrics, render_seconds=0.3) as listener:
+    now = [100.0]  # the listener's clock, in seconds, moved by the test
+    with listener_for(metrics, render_seconds=1.0, clock=lambda: now[0]) as listener:
         metrics.observe_samples(1)
         first = scrape(listener)
         metrics.observe_samples(1)
-        again = scrape(listener)
-        assert listener.renders == 1 and again == first  # the cached page, within render_seconds
-        # Once the period is over the next scrape sees the new count.
-        wait_until(lambda: value(scrape(listener), "csd_samples_streamed_total") == 2, timeout=10,
-                   what="a fresh page after render_seconds")
-        assert listener.renders >= 2
+        now[0] += 0.999
+        assert scrape(listener) == first and listener.renders == 1  # the cached page, within the period
+        now[0] += 0.001
+        assert value(scrape(listener), "csd_samples_streamed_total") == 2 and listener.renders == 2
+        # Each content type is cached apart: an OpenMetrics scraper gets its own render.
+        assert get(listener, accept="application/openmetrics-text;version=1.0.0")[0] == 200
+        assert listener.renders == 3
+        assert get(listener, accept="application/openmetrics-text;version=1.0.0")[0] == 200
+        assert listener.renders == 3
 
 
 def test_a_scrape_storm_is_paced():
