@@ -22,11 +22,9 @@ from __future__ import annotations
 
 import argparse
 import http.client
-import json
 import multiprocessing
 import os
 import statistics
-import subprocess
 import sys
 import tempfile
 import threading
@@ -34,6 +32,7 @@ import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
+sys.path.insert(0, os.path.join(ROOT, "bench"))  # denial_flood.start_csd
 
 CONFIGS = ("off", "on", "prom", "hammer", "raw-hammer")
 
@@ -98,33 +97,13 @@ def serve(argv: list[str]) -> int:
 
 
 def start_csd(tmp: str, config: str):
-    state = os.path.join(tmp, "state")
-    admin = os.path.join(tmp, "admin.key_secret")
-    if not os.path.exists(admin):
-        subprocess.run([sys.executable, "-m", "daemon", "keys", "init", "--state-dir", state, "--out", admin],
-                       check=True, stdout=subprocess.DEVNULL, cwd=ROOT)
-    port_file = os.path.join(tmp, "metrics.port")
-    if os.path.exists(port_file):
-        os.unlink(port_file)
-    env = dict(os.environ, BENCH_METRICS=config, BENCH_METRICS_PORT_FILE=port_file)
-    proc = subprocess.Popen(
-        [sys.executable, os.path.abspath(__file__), "--serve", "--state-dir", state, "--endpoint", f"ipc://{tmp}/csd.sock",
-         "--events-endpoint", f"ipc://{tmp}/ev.sock", "--connection-file", f"{tmp}/csd.json", "--log-level", "warning",
-         "--config", os.devnull],
-        env=env, stdout=open(os.path.join(tmp, "csd.log"), "ab"), stderr=subprocess.STDOUT, cwd=ROOT,
-    )
-    from csadmin.client import Client
+    """csd with the metrics hooked in (`--serve` below) as `config` says; (process, admin key,
+    the listener's port or None)."""
+    from denial_flood import start_csd as start
 
-    deadline = time.monotonic() + 20
-    while True:
-        try:
-            with Client(connect=f"{tmp}/csd.json", key=admin, timeout=0.5, retries=0) as c:
-                c.hello()
-            break
-        except Exception:
-            if time.monotonic() > deadline or proc.poll() is not None:
-                raise SystemExit(f"csd did not start: see {tmp}/csd.log")
-            time.sleep(0.05)
+    port_file = os.path.join(tmp, "metrics.port")
+    proc, admin, _ = start(ROOT, tmp, daemon=[sys.executable, os.path.abspath(__file__), "--serve"],
+                           env={"BENCH_METRICS": config, "BENCH_METRICS_PORT_FILE": port_file})
     port = None
     if config != "off":
         while not os.path.exists(port_file):
@@ -172,20 +151,12 @@ def round_trips(tmp: str, admin: str, seconds: float) -> list[float]:
 
 def throughput(tmp: str, admin: str, seconds: float, in_flight: int = 16) -> float:
     import zmq
+    from denial_flood import dealer
 
     from csadmin import protocol
-    from csadmin.keyfile import read_key_file
 
-    with open(f"{tmp}/csd.json") as f:
-        info = json.load(f)
-    public, secret = read_key_file(admin)
     ctx = zmq.Context()
-    s = ctx.socket(zmq.DEALER)
-    s.setsockopt(zmq.LINGER, 0)
-    s.setsockopt(zmq.CURVE_SERVERKEY, info["server_key"].encode())
-    s.setsockopt(zmq.CURVE_PUBLICKEY, public.encode())
-    s.setsockopt(zmq.CURVE_SECRETKEY, secret.encode())
-    s.connect(info["endpoint"])
+    s = dealer(ctx, f"{tmp}/csd.json", admin)
     n = done = 0
     for _ in range(in_flight):
         n += 1
