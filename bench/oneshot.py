@@ -1,59 +1,77 @@
 """One-shot `cs system show` wall time against `python -c "import zmq"` (DESIGN §6: ≤ 1.4×).
 
-Run by hand: `python bench/oneshot.py [N]`. Builds a wheel, installs it in a throwaway venv
-(PYTHONDONTWRITEBYTECODE=1 is set on these machines, so a source checkout would recompile on
-every start), starts csd, then times both commands alternately, N runs each, same conditions.
+How: csd runs from the installed wheel (compiled: PYTHONDONTWRITEBYTECODE=1 is set on these
+machines, so a source checkout would recompile on every start); `cs` finds it through its
+connection file and an admin key, with CURVE as deployed. The two commands run in pairs, in a
+random order within each pair and with a random pause between pairs (a fixed rhythm can fall
+into step with a periodic load on a shared machine and always hit the same command),
+`oneshot_runs` pairs, as whole processes (spawn to exit), measured again if other users took
+CPU meanwhile (suite.rounds); the table gives the medians and the ratio of the medians.
+
+`python bench/oneshot.py` still works: it runs this figure through run.py.
 """
 
+from __future__ import annotations
+
 import os
+import random
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+NAME = "oneshot"
+HERE = os.path.dirname(os.path.abspath(__file__))
 
 
-def main(n: int = 30) -> None:
-    tmp = tempfile.mkdtemp(prefix="cs-bench-")
-    venv = os.path.join(tmp, "venv")
-    subprocess.run([sys.executable, "-m", "venv", venv], check=True)
-    py = os.path.join(venv, "bin", "python")
-    subprocess.run([py, "-m", "pip", "install", "-q", ROOT], check=True)
-    # Compile the installed packages once, as a distro or pip normally leaves them.
-    subprocess.run([py, "-m", "compileall", "-q", os.path.join(venv, "lib")], check=True,
-                   env=dict(os.environ, PYTHONDONTWRITEBYTECODE=""))
-    endpoint = f"ipc://{tmp}/csd.sock"
-    key = f"{tmp}/admin.key_secret"
-    subprocess.run([os.path.join(venv, "bin", "csd"), "keys", "init", "--state-dir", f"{tmp}/state", "--out", key],
-                   check=True, stdout=subprocess.DEVNULL)
-    csd = subprocess.Popen([os.path.join(venv, "bin", "csd"), "--state-dir", f"{tmp}/state", "--endpoint", endpoint,
-                            "--events-endpoint", f"ipc://{tmp}/ev.sock"], stdout=subprocess.DEVNULL)
-    # CURVE as deployed: the connection file csd writes next to its socket, and an admin key.
-    env = dict(os.environ, CS_CONNECT=f"{tmp}/csd.json", CS_KEY=key)
-    cs = [os.path.join(venv, "bin", "cs"), "system", "show"]
-    zmq_only = [py, "-c", "import zmq"]
-    deadline = time.monotonic() + 20
-    while subprocess.run(cs, env=env, capture_output=True).returncode != 0:
-        assert time.monotonic() < deadline, "csd did not start"
-        time.sleep(0.1)
-    times = {"cs system show": [], "python -c 'import zmq'": []}
+def wall_ms(argv: list[str], env: dict, cwd: str) -> float:
+    t0 = time.perf_counter()
+    subprocess.run(argv, env=env, cwd=cwd, check=True, stdout=subprocess.DEVNULL, stdin=subprocess.DEVNULL)
+    return (time.perf_counter() - t0) * 1000
+
+
+def run(bench) -> tuple[list[dict], dict]:
+    from contenders import Csd
+    from machine import loadavg
+    from stats import row, summary, target
+
+    csd = Csd(bench)
     try:
-        for _ in range(n):
-            for name, cmd in (("cs system show", cs), ("python -c 'import zmq'", zmq_only)):
-                t0 = time.perf_counter()
-                subprocess.run(cmd, env=env, check=True, stdout=subprocess.DEVNULL)
-                times[name].append((time.perf_counter() - t0) * 1000)
+        csd.start()
+        env = {k: v for k, v in os.environ.items() if not k.startswith("CS_")}
+        env.update(CS_CONNECT=csd.connection_file, CS_KEY=csd.key_files["admin"])
+        commands = {"cs system show": bench.pinning.client([bench.bin("csd", "cs"), "system", "show"]),
+                    "python -c 'import zmq'": bench.pinning.client([sys.executable, "-c", "import zmq"])}
+        # `python -c` imports from its working directory first: an empty one, as from a quiet
+        # home dir (a big or busy one, such as /tmp on a shared machine, slows every import).
+        cwd = bench.tmpdir("oneshot-cwd")
+        for argv in commands.values():
+            wall_ms(argv, env, cwd)  # page cache warm for both
+
+        def pairs() -> dict:
+            times = {name: [] for name in commands}
+            load1 = loadavg()[0]
+            names = list(commands)
+            for _ in range(bench.settings.oneshot_runs):
+                random.shuffle(names)  # neither always goes first,
+                for name in names:
+                    times[name].append(wall_ms(commands[name], env, cwd))
+                time.sleep(random.uniform(0, 0.05))  # nor keeps step with a periodic neighbour
+            return {"ms": times, "load1": load1}
+
+        result = bench.rounds("one-shot", [("pairs", pairs)])["pairs"]
     finally:
-        csd.terminate()
-        csd.wait()
-    med = {k: statistics.median(v) for k, v in times.items()}
-    for k, v in med.items():
-        print(f"{k:28s} median {v:6.1f} ms  (n={n}, min {min(times[k]):.1f}, max {max(times[k]):.1f})")
-    ratio = med["cs system show"] / med["python -c 'import zmq'"]
-    print(f"ratio: {ratio:.2f}x (target <= 1.4x)")
+        csd.stop()
+    times = result["ms"]
+    cs, zmq_only = times["cs system show"], times["python -c 'import zmq'"]
+    ratio = statistics.median(cs) / statistics.median(zmq_only)
+    bench.say(f"  cs system show {statistics.median(cs):.1f} ms, python -c 'import zmq' "
+              f"{statistics.median(zmq_only):.1f} ms: {ratio:.2f}×")
+    return [row("oneshot", "one-shot `cs system show` wall time", summary(cs, "ms"), summary(zmq_only, "ms"),
+                "`python -c \"import zmq\"`", {**summary([ratio]), "unit": ""}, target("<=", 1.4, "≤ 1.4×"),
+                load=[result["load1"]], busy=[result["others_cpus"]],
+                note=f"{len(cs)} runs each, in random order; ratio of the medians")], result
 
 
 if __name__ == "__main__":
-    main(int(sys.argv[1]) if len(sys.argv) > 1 else 30)
+    sys.exit(subprocess.call([sys.executable, os.path.join(HERE, "run.py"), "--only", "oneshot", *sys.argv[1:]]))
