@@ -41,7 +41,7 @@ def start_csd(source: str, tmp: str, daemon: list[str] | None = None, env: dict 
     environment for it."""
     state = os.path.join(tmp, "state")
     env = dict(os.environ, PYTHONPATH=source, **(env or {}))
-    run = [sys.executable, "-m", "daemon"]
+    run = daemon or [sys.executable, "-m", "csadmin.daemon"]
     admin, viewer = os.path.join(tmp, "admin.key_secret"), os.path.join(tmp, "viewer.key_secret")
     subprocess.run(run + ["keys", "init", "--state-dir", state, "--out", admin], check=True, env=env,
                    stdout=subprocess.DEVNULL, cwd=source)

@@ -115,7 +115,7 @@ def git_commit(root: str) -> dict:
 
 class Pinning:
     """Which CPUs servers and load generators may run on (`taskset -c`), the same for every
-    contender (DESIGN §6: both sides of a comparison must see the same conditions).
+    contender (both sides of a comparison must see the same conditions).
     Spec: "" (not pinned), "0" (everything on CPU 0), "0:1" (servers on 0, clients on 1)."""
 
     def __init__(self, spec: str = ""):

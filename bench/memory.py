@@ -80,5 +80,5 @@ def run(bench) -> tuple[list[dict], dict]:
         row("rss_idle", "idle RSS (fresh csd, after a few requests)", mb(idle["csd"]), mb(idle["echo+CURVE"]),
             "bare echo+CURVE process", target=None, load=load1[:1],
             others={"difference": {"value": mb(idle["csd"] - idle["echo+CURVE"])}},
-            note="DESIGN §6: within ~3 MB of the bare echo"),
+            note="docs/design.md: within ~3 MB of the bare echo"),
     ], raw

@@ -44,16 +44,16 @@ def serve(argv: list[str]) -> int:
     import time as _time
 
     from csadmin import __version__, protocol
-    from daemon import dispatch, main, server
-    from daemon.commands import COMMANDS
-    from daemon.metrics import Metrics
-    from daemon.metrics_endpoint import parse
-    from daemon.metrics_listener import MetricsListener
+    from csadmin.daemon import dispatch, main, server
+    from csadmin.daemon.commands import COMMANDS
+    from csadmin.daemon.metrics import Metrics
+    from csadmin.daemon.metrics_endpoint import parse
+    from csadmin.daemon.metrics_listener import MetricsListener
 
     config = os.environ["BENCH_METRICS"]
     if config == "off":
         return main.main(argv)
-    metrics = Metrics(__version__, COMMANDS, protocol.ERROR_CODES)
+    metrics = Metrics(__version__, COMMANDS, errors.WIRE_CODES)
     raw = config == "raw-hammer"
     listener = MetricsListener(metrics.registry, parse("0"), **({"render_seconds": 0, "min_interval": 0} if raw else {}))
     start, publish, housekeeping, close = (server.Server.start, server.Server._publish,
@@ -214,11 +214,11 @@ def micro(n: int = 200_000) -> None:
     import timeit
 
     from csadmin import __version__, protocol
-    from daemon.commands import COMMANDS
-    from daemon.metrics import Metrics
+    from csadmin.daemon.commands import COMMANDS
+    from csadmin.daemon.metrics import Metrics
     from prometheus_client.exposition import choose_encoder
 
-    m = Metrics(__version__, COMMANDS, protocol.ERROR_CODES)
+    m = Metrics(__version__, COMMANDS, errors.WIRE_CODES)
     show = {"serial": "CS2-0001", "state": "ACTIVE", "systemHealth": "OK", "activeExecmode": "PIPELINED",
             "configuredExecmode": "PIPELINED", "seq": 1,
             "runHolder": {"runId": "run-000001", "owner": "job", "mode": "train", "fabric": "PROGRAMMED"}}

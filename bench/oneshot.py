@@ -1,4 +1,4 @@
-"""One-shot `cs system show` wall time against `python -c "import zmq"` (DESIGN §6: ≤ 1.4×).
+"""One-shot `cs system show` wall time against `python -c "import zmq"` (docs/design.md, Performance targets: ≤ 1.4×).
 
 How: csd runs from the installed wheel (compiled: PYTHONDONTWRITEBYTECODE=1 is set on these
 machines, so a source checkout would recompile on every start); `cs` finds it through its

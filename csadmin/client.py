@@ -9,231 +9,48 @@
             run.stream(256)
             perf = run.close(performance_dir=".")
 
-Requests travel on a DEALER socket with a request id; a call that gets no answer within its
-share of `timeout` is resent with the *same* id (the daemon answers a retried mutating request
-with its first reply, so a retry never causes a second change). Errors raise the class of
-their code from `csadmin.errors`. Importing this module loads only pyzmq and the stdlib.
-
-Every connection is CURVE-encrypted and authenticated: the client needs csd's public key (from
-its connection file `csd.json`, or `server_key`) and its own secret key file (`key`, made by
-`csd keys add`); see csadmin/connection.py for where each is looked for.
-
-Every socket is made with LINGER 0, after the keys are read (so an unusable key raises before
-any socket exists) and closed again on every error path; `close()` closes whatever is still open
-on a context it made, so it never blocks.
+One method per csd operation (its module in daemon/commands/ documents it: `system_standby`
+is `system.standby`, in daemon/commands/system_standby.py), plus waiting and following events
+(csadmin/follow.py). How requests travel, time out and are retried is csadmin/transport.py's;
+errors raise the class of their code from `csadmin.errors`. Importing this module loads only
+pyzmq and the stdlib.
 """
 
 from __future__ import annotations
 
-import os
-import struct
-import time
-from typing import Callable, Iterator
-
 import zmq
 
-from . import errors, protocol
-from .connection import check_listening, resolve
+from . import connection, errors
+from .follow import EventStream, until
+from .transport import Transport
 
 
-_HANDSHAKE_FAILURES = zmq.EVENT_HANDSHAKE_FAILED_AUTH | zmq.EVENT_HANDSHAKE_FAILED_NO_DETAIL
+def _given(**args) -> dict:
+    """The arguments a caller gave (None: left out, so csd applies its default)."""
+    return {k: v for k, v in args.items() if v is not None}
 
 
-class Client:
-    def __init__(
-        self,
-        endpoint: str | None = None,
-        timeout: float = 5.0,
-        retries: int = 2,
-        context: zmq.Context | None = None,
-        identity: bytes | None = None,
-        *,
-        connect: str | None = None,
-        key: str | None = None,
-        server_key: str | None = None,
-    ):
-        """`endpoint`: the daemon's request socket (default: from the connection file, else
-        `$CS_ENDPOINT` or the local ipc socket). `timeout`: seconds a call may take in all,
-        spread over `retries` + 1 sends. `connect`: a connection file (`$CS_CONNECT`); `key`:
-        this client's secret key file (`$CS_KEY`); `server_key`: csd's public key, Z85
-        (`$CS_SERVER_KEY`). Files are read at the first call, not here. `identity`: the
-        socket's routing id (default random), which csd reports as the caller's session."""
-        self._given = (endpoint, server_key, connect, key)
-        self._resolved = None
-        self.endpoint = endpoint or protocol.default_endpoint()
-        self.timeout = timeout
-        self.retries = retries
-        self._own_context = context is None
-        self._ctx = context or zmq.Context()
-        self._identity = identity or os.urandom(16).hex().encode()
+class Client(Transport):
+    """A connection to csd and its operations; see Transport for the connection's settings."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
         self._runs: list = []  # open runs whose heartbeats stop when this client closes
-        self._sock: zmq.Socket | None = None
-        self._monitor: zmq.Socket | None = None
-        self._events_endpoint: str | None = None
-
-    def target(self) -> str:
-        """The endpoint this client talks to, resolved from the connection file if need be
-        (raises NoCredentials or Unreachable if it cannot be)."""
-        return self._credentials().endpoint
-
-    @property
-    def session(self) -> str:
-        """This client's connection identity, as events it causes name it (`details.by.session`)."""
-        return self._identity.decode()
-
-    # -- plumbing ------------------------------------------------------------------------------
-
-    def _credentials(self):
-        if self._resolved is None:
-            endpoint, server_key, connect, key = self._given
-            self._resolved = resolve(endpoint, server_key, connect, key)
-            self.endpoint = self._resolved.endpoint
-            self._events_endpoint = self._events_endpoint or self._resolved.events_endpoint
-        return self._resolved
-
-    def _new_socket(self, kind: int, endpoint: str, **options) -> zmq.Socket:
-        """A CURVE socket of `kind` with this client's keys, connected to `endpoint`. The keys
-        are read before the socket exists; if anything fails after, the socket is closed again
-        (an open socket would make Context.term() block forever)."""
-        creds = self._credentials()
-        sock = self._ctx.socket(kind)
-        try:
-            sock.setsockopt(zmq.LINGER, 0)
-            sock.setsockopt(zmq.CURVE_SERVERKEY, creds.server_key.encode())
-            sock.setsockopt(zmq.CURVE_PUBLICKEY, creds.public_key.encode())
-            sock.setsockopt(zmq.CURVE_SECRETKEY, creds.secret_key.encode())
-            for option, value in options.items():
-                sock.setsockopt(getattr(zmq, option), value)
-            if kind == zmq.DEALER:
-                # Watch the first handshake, so a refused key fails at once and says so instead
-                # of timing out; dropped after the first reply (later refusals arrive as replies).
-                self._monitor = sock.get_monitor_socket(_HANDSHAKE_FAILURES)
-            sock.connect(endpoint)
-        except BaseException as exc:
-            if kind == zmq.DEALER:
-                self._stop_monitor(sock)
-            sock.close(0)
-            if isinstance(exc, zmq.ZMQError):
-                raise errors.Unreachable(f"Cannot connect to {endpoint}: {exc}.",
-                                         "Check the endpoint (--endpoint, CS_ENDPOINT or the connection file).") from None
-            raise
-        return sock
-
-    def _socket(self) -> zmq.Socket:
-        if self._sock is None:
-            # A named ipc endpoint with nothing behind it says more than a missing key would.
-            check_listening(self._given[0] or os.environ.get("CS_ENDPOINT"))
-            self._credentials()
-            check_listening(self.endpoint)
-            # A stable identity lets the daemon recognise our retries as ours.
-            self._sock = self._new_socket(zmq.DEALER, self.endpoint, ROUTING_ID=self._identity)
-        return self._sock
-
-    def _wait(self, sock: zmq.Socket, timeout_ms: int) -> bool:
-        """Wait for a reply; raise if the handshake is refused meanwhile."""
-        if self._monitor is None:
-            return bool(sock.poll(timeout_ms, zmq.POLLIN))
-        poller = zmq.Poller()
-        poller.register(sock, zmq.POLLIN)
-        poller.register(self._monitor, zmq.POLLIN)
-        ready = dict(poller.poll(timeout_ms))
-        if self._monitor in ready:
-            self._handshake_failed()
-        return sock in ready
-
-    def _handshake_failed(self) -> None:
-        while self._monitor.poll(0, zmq.POLLIN):
-            event, value = struct.unpack("=HI", self._monitor.recv_multipart()[0][:6])
-            if event == zmq.EVENT_HANDSHAKE_FAILED_AUTH and value == 400:
-                raise errors.PermissionDenied(
-                    f"csd at {self.endpoint} refused this client's key: it is not registered, or was revoked.",
-                    "Check --key / CS_KEY, or ask an admin for a key (`csd keys add NAME --role ROLE`).",
-                )
-            if event == zmq.EVENT_HANDSHAKE_FAILED_AUTH:
-                raise errors.Internal(
-                    f"csd at {self.endpoint} could not authenticate this client (status {value}).",
-                    "Its authenticator is down; csd refuses everyone until it is restarted (see its log).",
-                )
-            raise errors.Unreachable(
-                f"The secure handshake with csd at {self.endpoint} failed.",
-                "The server key is probably not this csd's: check --connect / --server-key "
-                "(or csd cannot authenticate anyone right now: see its log).",
-            )
-
-    def _stop_monitor(self, sock: zmq.Socket | None = None) -> None:
-        if self._monitor is not None:
-            try:
-                (sock or self._sock).disable_monitor()
-            except zmq.ZMQError:
-                pass
-            self._monitor.close(0)
-            self._monitor = None
-
-    def call(self, op: str, **args) -> dict:
-        """Send one request and return its result, or raise the error's class."""
-        sock = self._socket()
-        request_id = os.urandom(12).hex()  # not uuid: its import costs ~4 ms per one-shot
-        frame = protocol.request(request_id, op, args)
-        per_try_ms = max(1, int(self.timeout * 1000 / (self.retries + 1)))
-        for _ in range(self.retries + 1):
-            sock.send(frame)
-            deadline = time.monotonic() + per_try_ms / 1000
-            while True:
-                remaining = int((deadline - time.monotonic()) * 1000)
-                if remaining <= 0 or not self._wait(sock, remaining):
-                    break
-                reply = protocol.decode_reply(sock.recv())
-                self._stop_monitor()
-                if reply.get("id") != request_id:
-                    continue  # a late answer to an earlier call that timed out
-                if reply["ok"]:
-                    return reply["result"]
-                raise errors.from_wire(reply["error"])
-        raise errors.Unreachable(
-            f"csd at {self.endpoint} did not answer {op} within {self.timeout:g} s.",
-            "Check that csd is running and reachable, or raise --timeout. If it is, it may have refused "
-            "this client's key (unknown or revoked: see --key / CS_KEY) or the server key is not csd's (--connect).",
-        )
-
-    def sibling(self, timeout: float | None = None, retries: int | None = None) -> "Client":
-        """Another client on the same context and with the same key, for another thread (zmq
-        sockets are not thread-safe): csd knows it by the same key name, on its own route."""
-        identity = self._identity[:16] + os.urandom(8).hex().encode()
-        other = Client(
-            self.endpoint, self.timeout if timeout is None else timeout,
-            self.retries if retries is None else retries, context=self._ctx, identity=identity,
-        )
-        other._given, other._resolved = self._given, self._credentials()
-        other.endpoint, other._events_endpoint = self.endpoint, self._events_endpoint
-        return other
 
     def close(self) -> None:
-        """Stop the runs' heartbeats and close this client's sockets. On a context the client
-        made, every socket still open on it is closed too (a subscription its caller forgot),
-        so this never blocks; a `context` passed in is its owner's to terminate."""
+        """Stop the runs' heartbeats and close this client's sockets (it never blocks)."""
         for run in self._runs:
-            run._stop_heartbeats()
+            run.stop_heartbeats()
         self._runs = []
-        if self._sock is not None:
-            self._stop_monitor()
-            self._sock.close(0)
-            self._sock = None
-        if self._own_context:
-            self._ctx.destroy(linger=0)
-
-    def __enter__(self) -> "Client":
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.close()
+        super().close()
 
     # -- operations ----------------------------------------------------------------------------
 
     def hello(self) -> dict:
-        """Protocol version, serial and events endpoint of the daemon."""
+        """Protocol version, serial, events endpoint and event types of the daemon."""
         result = self.call("meta.hello")
         if self._events_endpoint is None:  # a connection file already says where
-            self._events_endpoint = protocol.events_endpoint_for(self.endpoint, result)
+            self._events_endpoint = connection.events_endpoint_for(self.endpoint, result)
         return result
 
     def whoami(self) -> dict:
@@ -242,25 +59,28 @@ class Client:
 
     def audit_show(self, max_count: int | None = None) -> list[dict]:
         """The newest audit records, oldest first (admins only)."""
-        return self.call("audit.show", **({} if max_count is None else {"max_count": max_count}))["entries"]
+        return self.call("audit.show", **_given(max_count=max_count))["entries"]
 
-    def system_show(self) -> dict:
-        return self.call("system.show")
+    def system_show(self, detailed: bool = False) -> dict:
+        """The system's state, health and modes (with `detailed`, csd's version and timings)."""
+        return self.call("system.show", **_given(detailed=detailed or None))
 
     def system_date(self) -> dict:
         return self.call("system.date")
 
-    def system_standby(self, force: bool = False) -> dict:
-        return self.call("system.standby", force=force) if force else self.call("system.standby")
+    def system_standby(self, force: bool = False, dry_run: bool = False) -> dict:
+        """Start ACTIVE → STANDBY. With `force`, abort the run holding the fabric; with
+        `dry_run`, only check (the refusal, or `changed` saying whether it would act)."""
+        return self.call("system.standby", **_given(force=force or None, dry_run=dry_run or None))
 
-    def system_activate(self) -> dict:
-        return self.call("system.activate")
+    def system_activate(self, dry_run: bool = False) -> dict:
+        return self.call("system.activate", **_given(dry_run=dry_run or None))
 
     def execmode_show(self) -> dict:
         return self.call("config.execmode.show")
 
-    def execmode_setup(self, mode: str) -> dict:
-        return self.call("config.execmode.setup", mode=mode)
+    def execmode_setup(self, mode: str, dry_run: bool = False) -> dict:
+        return self.call("config.execmode.setup", mode=mode, **_given(dry_run=dry_run or None))
 
     def open_run(
         self, mode: str = "train", owner: str | None = None, lease_seconds: float | None = None, heartbeat: bool = True
@@ -270,30 +90,37 @@ class Client:
         Raises Busy (naming the holder), InvalidState (not ACTIVE), InvalidArgument."""
         from .runs import Run  # threading and json only load for runtimes
 
-        args = {"mode": mode}
-        if owner is not None:
-            args["owner"] = owner
-        if lease_seconds is not None:
-            args["lease_seconds"] = lease_seconds
-        run = Run(self, self.call("run.open", **args), heartbeat=heartbeat)
-        self._runs = [r for r in self._runs if r._thread is not None] + [run]
+        record = self.call("run.open", mode=mode, **_given(owner=owner, lease_seconds=lease_seconds))
+        run = Run(self, record, heartbeat=heartbeat)
+        self._runs = [r for r in self._runs if r.heartbeating] + [run]
         return run
 
     def runs_list(self, max_count: int | None = None) -> dict:
         """{runs: [...newest first], runHolder: null or {runId, owner, since, mode, fabric}}."""
-        return self.call("runs.list", max_count=max_count) if max_count is not None else self.call("runs.list")
+        return self.call("runs.list", **_given(max_count=max_count))
 
     def runs_show(self, run_id: str) -> dict:
         return self.call("runs.show", run_id=run_id)
 
-    def runs_abort(self, run_id: str, reason: str | None = None) -> dict:
-        return self.call("runs.abort", run_id=run_id, reason=reason) if reason else self.call("runs.abort", run_id=run_id)
+    def runs_abort(self, run_id: str, reason: str | None = None, dry_run: bool = False) -> dict:
+        return self.call("runs.abort", run_id=run_id, **_given(reason=reason or None, dry_run=dry_run or None))
 
     def events_show(
         self, event_type: str | None = None, from_time: int | None = None, max_count: int | None = None
     ) -> list[dict]:
-        args = {"event_type": event_type, "from_time": from_time, "max_count": max_count}
-        return self.call("events.show", **{k: v for k, v in args.items() if v is not None})["events"]
+        return self.call("events.show", **_given(event_type=event_type, from_time=from_time, max_count=max_count))["events"]
+
+    def events_after(self, seq: int) -> list[dict]:
+        """The kept events after `seq`, oldest first."""
+        return self.call("events.show", after_seq=seq)["events"]
+
+    def slurm_job_begin(self, job_id: str, user: str) -> dict:
+        """Slurm gave the wafer to `job_id` (its prolog's call; admins)."""
+        return self.call("slurm.job.begin", job_id=job_id, user=user)
+
+    def slurm_job_end(self, job_id: str) -> dict:
+        """Slurm job `job_id` ended (its epilog's call; admins)."""
+        return self.call("slurm.job.end", job_id=job_id)
 
     # -- events and waiting --------------------------------------------------------------------
 
@@ -303,56 +130,35 @@ class Client:
         return self._events_endpoint
 
     def subscribe(self, prefix: str = "") -> zmq.Socket:
-        """A SUB socket on the daemon's events; frames are [type, json]. Caller closes it."""
-        return self._new_socket(zmq.SUB, self.events_endpoint(), SUBSCRIBE=prefix.encode())
+        """A SUB socket on the daemon's events; frames are [type, json]. Caller closes it.
+        (It may miss events: follow() is the way to miss none.)"""
+        return self.new_socket(zmq.SUB, self.events_endpoint(), SUBSCRIBE=prefix.encode())
 
-    def events(self, poll_seconds: float = 0.5) -> Iterator[dict | None]:
-        """Yield live events as dicts; yields None every `poll_seconds` without one."""
-        sub = self.subscribe()
-        try:
-            while True:
-                if sub.poll(int(poll_seconds * 1000), zmq.POLLIN):
-                    _, payload = sub.recv_multipart()
-                    yield protocol.decode_event(payload)
-                else:
-                    yield None
-        finally:
-            sub.close(0)
+    def follow(self, after_seq: int | None = None) -> EventStream:
+        """csd's events after `after_seq` (default: from now on), none skipped: `next(timeout)`
+        returns the new ones. Close it (or use it as a context manager)."""
+        return EventStream(self, after_seq)
 
-    def wait_for(
-        self,
-        state: str | None = None,
-        execmode: str | None = None,
-        timeout: float = 60.0,
-        on_progress: Callable[[dict], None] | None = None,
-    ) -> dict:
+    def wait_for(self, state: str | None = None, execmode: str | None = None, timeout: float = 60.0,
+                 on_progress=None) -> dict:
         """Block until the system is in `state` (and runs in `execmode`); return `system.show`.
+        Woken by csd's events, with a fresh snapshot after each (and at least every half second);
+        `on_progress(snapshot)` sees each. Raises Unreachable on timeout."""
+        last: dict = {}
 
-        Woken by the event stream, with a fresh snapshot after every event (and at least
-        every half second, so a lost event only costs latency). Raises Unreachable on timeout.
-        """
-        deadline = time.monotonic() + timeout
-        sub = self.subscribe()
-        try:
-            while True:
-                snap = self.system_show()
-                if on_progress is not None:
-                    on_progress(snap)
-                if (state is None or snap["state"] == state) and (
-                    execmode is None or snap["activeExecmode"] == execmode
-                ):
-                    return snap
-                remaining = deadline - time.monotonic()
-                if remaining <= 0:
-                    want = " and ".join(x for x in (state, execmode) if x)
-                    raise errors.Unreachable(
-                        f"The system did not reach {want} within {timeout:g} s (it is {snap['state']}).",
-                        "Check `cs system show` and `cs events show`; raise --timeout if it is still changing.",
-                    )
-                if sub.poll(int(min(remaining, 0.5) * 1000) + 1, zmq.POLLIN):
-                    while sub.poll(0, zmq.POLLIN):
-                        sub.recv_multipart()
-        finally:
-            sub.close(0)
+        def reached() -> dict | None:
+            snap = last["snap"] = self.system_show()
+            if on_progress is not None:
+                on_progress(snap)
+            if (state is None or snap["state"] == state) and (execmode is None or snap["activeExecmode"] == execmode):
+                return snap
+            return None
 
+        def timed_out() -> errors.CsError:
+            want = " and ".join(x for x in (state, execmode) if x)
+            return errors.Unreachable(
+                f"The system did not reach {want} within {timeout:g} s (it is {last['snap']['state']}).",
+                "Check `cs system show` and `cs events show`; raise --timeout if it is still changing.",
+            )
 
+        return until(self, reached, timeout, timed_out)

@@ -1,11 +1,16 @@
-"""Where a client finds csd and the keys to talk to it (stdlib only: on the one-shot path).
+"""Where csd listens and how to reach it, for csd and its clients alike (stdlib only: on the
+one-shot path).
 
-The daemon's endpoint and public key come from, first match wins:
-  1. `--endpoint` / `$CS_ENDPOINT` and `--server-key` / `$CS_SERVER_KEY`, given explicitly;
-  2. a connection file: `--connect FILE` / `$CS_CONNECT`; else `csd.json` next to an explicit ipc
-     endpoint; else, with no endpoint given, the default `<runtime dir>/csd.json`.
-The client's own keypair is the secret key file `--key` / `$CS_KEY`, else
-`$XDG_CONFIG_HOME/cs/client.key_secret` (~/.config/cs/client.key_secret).
+Defaults: csd's ipc sockets live in its runtime directory (`runtime_dir()`). Its connection file,
+`csd.json`, like Jupyter's kernel connection files, says where it listens and its public key (no
+secrets); csd writes it at start next to its ipc request socket (or in the runtime directory
+for TCP, or `--connection-file`), 0644, and removes it at a clean stop:
+
+    {"protocol": 1, "endpoint": "ipc:///run/csd/csd.sock", "events_endpoint": "ipc:///run/csd/csd-events.sock",
+     "server_key": "<40 Z85 characters>", "serial": "CS2-0001", "pid": 1234}
+
+Clients read it (`--connect FILE` / `$CS_CONNECT`, or beside the endpoint they were given:
+csadmin/credentials.py); remote runtimes copy it, or pass `--endpoint` and `--server-key`.
 """
 
 from __future__ import annotations
@@ -14,21 +19,98 @@ import json
 import os
 
 from . import errors, protocol
-from .keyfile import KeyFileError, read_key_file, valid_z85_key
+from .keyfile import valid_z85_key, write_atomically
 
-CONNECTION_FILE = "csd.json"
-
-
-def default_connection_file() -> str:
-    return os.path.join(protocol.runtime_dir(), CONNECTION_FILE)
+FILE_NAME = "csd.json"
+# Bind addresses meaning "every interface": not an address a client can connect to.
+_WILDCARD_HOSTS = {"*": "127.0.0.1", "0.0.0.0": "127.0.0.1", "[::]": "[::1]", "::": "[::1]", "[::0]": "[::1]"}
 
 
-def default_key_file() -> str:
-    base = os.environ.get("XDG_CONFIG_HOME") or os.path.join(os.path.expanduser("~"), ".config")
-    return os.path.join(base, "cs", "client.key_secret")
+def runtime_dir() -> str:
+    """The directory of csd's ipc sockets: `$CSD_RUNTIME_DIR`; `$RUNTIME_DIRECTORY` (set by
+    systemd's RuntimeDirectory= for csd itself); /run/csd for root or when it exists (csd is
+    installed as a service, so admins' `cs` finds it); else `$XDG_RUNTIME_DIR/csd`, else
+    /tmp/csd-<uid> (a private csd run by hand)."""
+    explicit = os.environ.get("CSD_RUNTIME_DIR") or os.environ.get("RUNTIME_DIRECTORY", "").split(":")[0]
+    if explicit:
+        return explicit
+    if os.geteuid() == 0 or os.path.isdir("/run/csd"):
+        return "/run/csd"
+    xdg = os.environ.get("XDG_RUNTIME_DIR")
+    if xdg:
+        return os.path.join(xdg, "csd")
+    return f"/tmp/csd-{os.geteuid()}"
 
 
-def read_connection_file(path: str) -> dict:
+def default_endpoint() -> str:
+    return os.environ.get("CS_ENDPOINT") or f"ipc://{os.path.join(runtime_dir(), 'csd.sock')}"
+
+
+def default_events_endpoint() -> str:
+    return f"ipc://{os.path.join(runtime_dir(), 'csd-events.sock')}"
+
+
+def connectable(endpoint: str, host: str | None = None) -> str:
+    """A bound endpoint as a client connects to it: a wildcard TCP host (`*`, 0.0.0.0, ::)
+    becomes `host` (the one the client reached csd by), or loopback."""
+    if not endpoint.startswith("tcp://"):
+        return endpoint
+    bound_host, sep, port = endpoint[len("tcp://"):].rpartition(":")
+    if bound_host in _WILDCARD_HOSTS:
+        bound_host = host or _WILDCARD_HOSTS[bound_host]
+    return f"tcp://{bound_host}{sep}{port}"
+
+
+def events_endpoint_for(request_endpoint: str, hello: dict) -> str:
+    """Where a client subscribes, from `meta.hello`: a client that reached csd over TCP (a
+    remote runtime) gets the TCP events endpoint if csd has one, with a wildcard bind address
+    replaced by the host the client used for requests."""
+    chosen = hello.get("eventsEndpoint")
+    if request_endpoint.startswith("tcp://"):
+        chosen = hello.get("tcpEventsEndpoint") or chosen
+        if chosen:
+            chosen = connectable(chosen, request_endpoint[len("tcp://"):].rsplit(":", 1)[0])
+    return chosen
+
+
+# -- the connection file ---------------------------------------------------------------------------
+
+
+def file_beside(endpoint: str) -> str | None:
+    """Where the connection file of a csd listening on `endpoint` is: beside its ipc socket
+    (None for TCP: a remote csd's file is not here)."""
+    if not endpoint.startswith("ipc://") or endpoint.startswith("ipc://@"):
+        return None
+    return os.path.join(os.path.dirname(os.path.abspath(endpoint[len("ipc://"):])), FILE_NAME)
+
+
+def default_file() -> str:
+    return os.path.join(runtime_dir(), FILE_NAME)
+
+
+def write(path: str, endpoint: str, events_endpoint: str, server_key: str, serial: str) -> None:
+    """Write csd's connection file (csd, at start): its endpoints as clients connect to them."""
+    os.makedirs(os.path.dirname(os.path.abspath(path)), mode=0o755, exist_ok=True)
+    body = {
+        "protocol": protocol.VERSION, "endpoint": connectable(endpoint), "events_endpoint": connectable(events_endpoint),
+        "server_key": server_key, "serial": serial, "pid": os.getpid(),
+    }
+    write_atomically(path, (json.dumps(body, indent=2) + "\n").encode(), 0o644)
+
+
+def remove(path: str) -> None:
+    """Remove csd's connection file at a clean stop, unless another csd has written it since."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            if json.load(f).get("pid") != os.getpid():
+                return  # another csd's file now: not ours to remove
+        os.unlink(path)
+    except (OSError, ValueError):
+        pass
+
+
+def read(path: str) -> dict:
+    """A connection file's contents; Unreachable saying why if it is missing or not one."""
     try:
         with open(path, encoding="utf-8") as f:
             info = json.load(f)
@@ -43,108 +125,3 @@ def read_connection_file(path: str) -> dict:
             or not valid_z85_key(info.get("server_key", "")):
         raise errors.Unreachable(f"{path} is not a csd connection file (it needs endpoint and server_key).")
     return info
-
-
-def check_listening(endpoint: str | None) -> None:
-    """Raise Unreachable unless something accepts connections on `endpoint`'s ipc socket file
-    (a killed csd leaves the file behind, so its mere existence says nothing); say plainly when
-    we may not reach it at all."""
-    if not endpoint or not endpoint.startswith("ipc://") or endpoint.startswith("ipc://@"):
-        return
-    path = endpoint[len("ipc://"):]
-    not_listening = errors.Unreachable(
-        f"csd is not listening at {endpoint}.",
-        "Is csd running (`systemctl status csd`)? Or pass --endpoint / set CS_ENDPOINT.",
-    )
-    if not _visible(path):
-        raise not_listening
-    import _socket  # the C module: `socket` would cost the one-shot ~4 ms to import
-
-    probe = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
-    probe.settimeout(2.0)
-    try:
-        probe.connect(path)
-    except (FileNotFoundError, ConnectionRefusedError, NotADirectoryError):
-        raise not_listening from None
-    except PermissionError:
-        raise _no_access(path) from None
-    except OSError:
-        pass  # busy or odd: let ZeroMQ try, with its timeout
-    finally:
-        probe.close()
-
-
-def _no_access(path: str) -> errors.NoCredentials:
-    return errors.NoCredentials(
-        f"Permission denied on {path}: only user csd and members of group csd may reach csd there.",
-        "Ask an admin to add you to group csd (`usermod -aG csd USER`), then log in again.",
-    )
-
-
-def _visible(path: str) -> bool:
-    """Whether the file exists; a directory we may not enter (csd's /run/csd is for user and
-    group csd only) is said plainly rather than taken for "csd is not running"."""
-    try:
-        os.stat(path)
-        return True
-    except FileNotFoundError:
-        return False
-    except PermissionError:
-        raise _no_access(os.path.dirname(path)) from None
-
-
-class Resolved:
-    """Everything a socket needs: endpoints and the three CURVE keys (Z85 text)."""
-
-    __slots__ = ("endpoint", "events_endpoint", "server_key", "public_key", "secret_key")
-
-    def __init__(self, endpoint, events_endpoint, server_key, public_key, secret_key):
-        self.endpoint = endpoint
-        self.events_endpoint = events_endpoint
-        self.server_key = server_key
-        self.public_key = public_key
-        self.secret_key = secret_key
-
-
-def resolve(endpoint: str | None = None, server_key: str | None = None, connect: str | None = None,
-            key: str | None = None) -> Resolved:
-    env = os.environ
-    endpoint = endpoint or env.get("CS_ENDPOINT") or None
-    server_key = server_key or env.get("CS_SERVER_KEY") or None
-    connect = connect or env.get("CS_CONNECT") or None
-    info = None
-    if connect:
-        info = read_connection_file(connect)
-    elif not (endpoint and server_key):
-        if endpoint is None:
-            candidate = default_connection_file()
-        elif endpoint.startswith("ipc://"):
-            candidate = os.path.join(os.path.dirname(endpoint[len("ipc://"):]), CONNECTION_FILE)
-        else:
-            candidate = None
-        if candidate and _visible(candidate):
-            info = read_connection_file(candidate)
-    events_endpoint = None
-    if info is not None:
-        if endpoint is None or endpoint == info["endpoint"]:
-            endpoint = info["endpoint"]
-            events_endpoint = info.get("events_endpoint")
-        server_key = server_key or info["server_key"]
-    endpoint = endpoint or protocol.default_endpoint()
-    if not server_key:
-        check_listening(endpoint)  # no csd there says more than a missing key would (a stopped csd took its csd.json)
-        raise errors.NoCredentials(
-            f"No server key for {endpoint}: cs needs csd's public key to talk to it securely.",
-            "Pass --connect FILE (csd writes csd.json when it starts) or --server-key KEY (`csd keys init` prints it).",
-        )
-    if not valid_z85_key(server_key):
-        raise errors.NoCredentials(f"{server_key!r} is not a server key (40 Z85 characters).",
-                                   "Copy it from csd.json or from `csd keys init`.")
-    key_path = key or env.get("CS_KEY") or default_key_file()
-    try:
-        public, secret = read_key_file(key_path)
-    except KeyFileError as exc:
-        raise errors.NoCredentials(
-            str(exc), "Pass your secret key file with --key FILE or CS_KEY (an admin makes one: `csd keys add NAME --role ROLE`)."
-        ) from None
-    return Resolved(endpoint, events_endpoint, server_key, public, secret)

@@ -1,11 +1,18 @@
-"""Client-side exceptions: one class per wire error code, and the exit code each maps to.
+"""Every error csadmin knows, defined once: its wire code, its class, the exit code `cs` returns
+for it and its default hint.
 
-`cs` exits with the code of the error class (README, "Exit codes"); runtimes catch the classes.
+The model raises these classes (a refusal says what happened and what to do next), csd encodes
+them on the wire, and the client decodes a reply's code back into the same class, so a runtime
+catches `Busy` alike whether csd refused or its own client did. `WIRE_CODES`, the closed set of
+codes a reply may carry, is derived from the classes below. Stdlib only and importing nothing of
+ours: every layer, the pure model included, may import it (docs/design.md, "Errors").
+
+A new error code is a new class here (and a line in docs/protocol.md); nothing else changes.
 """
 
 from __future__ import annotations
 
-# Exit codes, one per error class. Never 0 on failure.
+# Exit codes, one per error class (README, "Exit codes"). Never 0 on failure.
 EXIT_OK = 0
 EXIT_CANCELLED = 1  # the user answered "no" to a confirmation
 EXIT_USAGE = 2  # bad command line, bad argument, or a confirmation needed but not possible
@@ -19,99 +26,131 @@ EXIT_INTERRUPTED = 130  # Ctrl-C
 
 
 class CsError(Exception):
-    """Base of every error csadmin raises; `code` is the wire code, `exit_code` what `cs` returns."""
+    """Base of every error csadmin raises. `code` is its UPPER_SNAKE wire code, `exit_code` what
+    `cs` returns, `hint` the next step when the raiser names none, and `on_wire` whether csd may
+    answer with it (False: only the client side raises it)."""
 
     code = "INTERNAL"
     exit_code = EXIT_INTERNAL
+    hint = ""
+    on_wire = False
 
-    def __init__(self, message: str, hint: str = ""):
+    def __init__(self, message: str, hint: str | None = None):
         super().__init__(message)
         self.message = message
-        self.hint = hint
+        self.hint = type(self).hint if hint is None else hint
 
     def __str__(self) -> str:
         return f"{self.message} {self.hint}".strip() if self.hint else self.message
 
 
+# -- csd's answers (on the wire) -----------------------------------------------------------------
+
+
 class BadRequest(CsError):
-    code, exit_code = "BAD_REQUEST", EXIT_USAGE
+    """Not a request: not JSON, not an object, a bad envelope."""
+
+    code, exit_code, on_wire = "BAD_REQUEST", EXIT_USAGE, True
+    hint = 'Send one UTF-8 JSON object per frame: {"v":1,"id":...,"op":...,"args":{}}.'
 
 
 class UnsupportedVersion(CsError):
-    code, exit_code = "UNSUPPORTED_VERSION", EXIT_INTERNAL
+    """`v` is not a protocol version this csd speaks."""
+
+    code, exit_code, on_wire = "UNSUPPORTED_VERSION", EXIT_INTERNAL, True
 
 
 class UnknownOp(CsError):
-    code, exit_code = "UNKNOWN_OP", EXIT_USAGE
+    code, exit_code, on_wire = "UNKNOWN_OP", EXIT_USAGE, True
 
 
 class InvalidArgument(CsError):
-    code, exit_code = "INVALID_ARGUMENT", EXIT_USAGE
+    """A missing, extra or wrongly typed argument, or a bad value."""
+
+    code, exit_code, on_wire = "INVALID_ARGUMENT", EXIT_USAGE, True
 
 
 class InvalidState(CsError):
-    code, exit_code = "INVALID_STATE", EXIT_STATE
+    """Not allowed in the system's (or the run's) current state."""
+
+    code, exit_code, on_wire = "INVALID_STATE", EXIT_STATE, True
 
 
 class Busy(CsError):
-    code, exit_code = "BUSY", EXIT_BUSY
+    """The fabric is held by a run; the message names the holder, since when, and what to do."""
+
+    code, exit_code, on_wire = "BUSY", EXIT_BUSY, True
 
 
 class PermissionDenied(CsError):
-    code, exit_code = "PERMISSION_DENIED", EXIT_PERMISSION
+    """The caller's role may not do this, its key is unknown, or what it names is another's."""
+
+    code, exit_code, on_wire = "PERMISSION_DENIED", EXIT_PERMISSION, True
 
 
 class NotFound(CsError):
-    code, exit_code = "NOT_FOUND", EXIT_NOT_FOUND
+    code, exit_code, on_wire = "NOT_FOUND", EXIT_NOT_FOUND, True
 
 
 class ReprogramForbidden(CsError):
-    code, exit_code = "REPROGRAM_FORBIDDEN", EXIT_STATE
+    """The fabric was already programmed in this run; a run programs it at most once."""
+
+    code, exit_code, on_wire = "REPROGRAM_FORBIDDEN", EXIT_STATE, True
 
 
 class IncompatibleProgram(CsError):
-    code, exit_code = "INCOMPATIBLE_PROGRAM", EXIT_STATE
+    """The program was compiled for another system, execution mode or run mode."""
+
+    code, exit_code, on_wire = "INCOMPATIBLE_PROGRAM", EXIT_STATE, True
 
 
 class RunAborted(CsError):
-    code, exit_code = "RUN_ABORTED", EXIT_STATE
+    """The run was aborted (lease lapsed, forced standby, admin, Slurm, daemon restart); says why."""
+
+    code, exit_code, on_wire = "RUN_ABORTED", EXIT_STATE, True
 
 
 class Internal(CsError):
-    code, exit_code = "INTERNAL", EXIT_INTERNAL
+    """A bug in csd: the details are in its log, never on the wire."""
+
+    code, exit_code, on_wire = "INTERNAL", EXIT_INTERNAL, True
+    hint = "This is a bug: the csd log has the details. The request may be retried."
+
+
+# -- raised on the client side only ----------------------------------------------------------------
 
 
 class Unreachable(CsError):
-    """No answer from the daemon (not running, wrong endpoint, or too slow): never on the wire."""
+    """No answer from csd (not running, wrong endpoint, or too slow)."""
 
     code, exit_code = "UNREACHABLE", EXIT_UNREACHABLE
 
 
 class NoCredentials(CsError):
-    """No usable client key or server key, so csd cannot be asked at all (client-side)."""
+    """No usable client key or server key, so csd cannot be asked at all."""
 
     code, exit_code = "NO_CREDENTIALS", EXIT_PERMISSION
 
 
 class UsageError(CsError):
-    """A command line `cs` cannot parse or may not run as given (client-side)."""
+    """A command line `cs` cannot parse or may not run as given."""
 
     code, exit_code = "USAGE", EXIT_USAGE
 
 
 class Cancelled(CsError):
+    """The user answered "no" to a confirmation."""
+
     code, exit_code = "CANCELLED", EXIT_CANCELLED
 
 
-BY_CODE: dict[str, type[CsError]] = {
-    cls.code: cls
-    for cls in (
-        BadRequest, UnsupportedVersion, UnknownOp, InvalidArgument, InvalidState, Busy,
-        PermissionDenied, NotFound, ReprogramForbidden, IncompatibleProgram, RunAborted, Internal,
-    )
-}
+# -- derived from the classes above ----------------------------------------------------------------
+
+BY_CODE: dict[str, type[CsError]] = {cls.code: cls for cls in CsError.__subclasses__() if cls.on_wire}
+WIRE_CODES = frozenset(BY_CODE)  # the closed set of codes a reply may carry
 
 
 def from_wire(error: dict) -> CsError:
+    """The exception a reply's `error` object stands for (an unknown code: Internal)."""
     cls = BY_CODE.get(error.get("code"), Internal)
     return cls(str(error.get("message", "")), str(error.get("hint", "")))

@@ -12,8 +12,9 @@ retry with the same id; the daemon answers a retried mutating request with its f
 from __future__ import annotations
 
 import json
-import os
 import re
+
+from . import errors
 
 VERSION = 1
 
@@ -24,47 +25,25 @@ MAX_FRAME_BYTES = 64 * 1024
 # How deep arrays and objects may nest in a request (a real one nests 3 deep: envelope, args,
 # run.program's descriptor). Checked before parsing: the parser recurses once per level.
 MAX_NESTING = 16
+REASON_MAX_CHARS = 1000  # why a run ended (run.close, runs.abort): a sentence or two, not a log
 MAX_ID_CHARS = 128  # a request id: a non-empty string of at most this many characters ...
 ID_MIN, ID_MAX = -(2**63), 2**63 - 1  # ... or an integer in this (SQLite's) range
 
-# The closed set of error codes that may appear on the wire.
-ERROR_CODES = frozenset(
-    {
-        "BAD_REQUEST",  # not JSON, not an object, missing envelope fields
-        "UNSUPPORTED_VERSION",  # "v" is not a version this daemon speaks
-        "UNKNOWN_OP",  # no such operation
-        "INVALID_ARGUMENT",  # missing, extra or wrongly typed args, or a bad value
-        "INVALID_STATE",  # not allowed in the system's current state
-        "BUSY",  # the fabric is held by a run
-        "PERMISSION_DENIED",  # the caller's role may not do this
-        "NOT_FOUND",  # no such run (or other named object)
-        "REPROGRAM_FORBIDDEN",  # the fabric was already programmed in this run
-        "INCOMPATIBLE_PROGRAM",  # compiled for another system, execmode or mode
-        "RUN_ABORTED",  # the run was aborted (lease lapsed, forced standby, admin)
-        "INTERNAL",  # a bug in the daemon; details are in its log, never on the wire
-    }
-)
-
-# Client-side only: the daemon could not be reached or did not answer in time.
-UNREACHABLE = "UNREACHABLE"
-
-_ENVELOPE_HINT = 'Send one UTF-8 JSON object per frame: {"v":1,"id":...,"op":...,"args":{}}.'
 _STRINGS = re.compile(r'"(?:[^"\\]|\\.)*"', re.DOTALL)
 _BRACKETS = re.compile(r"[\[\]{}]")
 # A \uD800-\uDFFF escape: the only way a lone surrogate gets past strict UTF-8 decoding.
 _SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
 
 
-class ProtocolError(ValueError):
-    """A frame that is not a valid envelope; carries the code to answer with."""
+class ProtocolError(Exception):
+    """A frame csd cannot take as a request: `error` (a csadmin.errors class) says why, and
+    `request_id` and `op` are what could be read of it, for the reply and the audit log."""
 
-    def __init__(self, code: str, message: str, hint: str = "", request_id=None, op: str | None = None):
-        super().__init__(message)
-        self.code = code
-        self.message = message
-        self.hint = hint
+    def __init__(self, error: errors.CsError, request_id=None, op: str | None = None):
+        super().__init__(error.message)
+        self.error = error
         self.request_id = request_id
-        self.op = op  # the op it asked for, when that much was readable (for the audit log)
+        self.op = op
 
 
 def encode(obj: dict) -> bytes:
@@ -79,10 +58,13 @@ def ok(request_id, result: dict) -> bytes:
     return encode({"v": VERSION, "id": request_id, "ok": True, "result": result})
 
 
-def error(request_id, code: str, message: str, hint: str = "") -> bytes:
-    assert code in ERROR_CODES, code
+def error(request_id, exc: errors.CsError) -> bytes:
+    """The reply refusing a request with `exc`. Only codes of the closed set go on the wire: any
+    other error is a bug in csd, raised here (its loop answers INTERNAL and logs it)."""
+    if not exc.on_wire:
+        raise ValueError(f"{type(exc).__name__} ({exc.code}) is not an error csd may answer with")
     return encode(
-        {"v": VERSION, "id": request_id, "ok": False, "error": {"code": code, "message": message, "hint": hint}}
+        {"v": VERSION, "id": request_id, "ok": False, "error": {"code": exc.code, "message": exc.message, "hint": exc.hint}}
     )
 
 
@@ -91,8 +73,8 @@ def id_key(request_id) -> str:
     return json.dumps(request_id)
 
 
-def _bad(message: str, request_id=None, hint: str = _ENVELOPE_HINT) -> ProtocolError:
-    return ProtocolError("BAD_REQUEST", message, hint, request_id)
+def _bad(message: str, request_id=None, hint: str | None = None) -> ProtocolError:
+    return ProtocolError(errors.BadRequest(message, hint), request_id)
 
 
 def _check_nesting(text: str) -> None:
@@ -155,13 +137,13 @@ def decode_request(frame: bytes) -> tuple[str | int, str, dict]:
         raise _bad("The request must be a JSON object.")
     request_id = msg.get("id")
     if _SURROGATE_ESCAPE.search(text) and _has_lone_surrogate(msg):
-        exc = _bad(
-            "The request holds a lone UTF-16 surrogate (a \\ud800-\\udfff escape without its pair), which is not text.",
-            request_id if _usable_id(request_id) else None, "Send valid Unicode text only.",
-        )
         op = msg.get("op")
-        exc.op = op if isinstance(op, str) and len(op) <= 100 and not _has_lone_surrogate(op) else None
-        raise exc
+        raise ProtocolError(
+            errors.BadRequest("The request holds a lone UTF-16 surrogate (a \\ud800-\\udfff escape without its pair), "
+                              "which is not text.", "Send valid Unicode text only."),
+            request_id if _usable_id(request_id) else None,
+            op if isinstance(op, str) and len(op) <= 100 and not _has_lone_surrogate(op) else None,
+        )
     if not _usable_id(request_id):
         raise _bad(
             f"The request has no usable 'id' (a string of 1 to {MAX_ID_CHARS} characters, or an integer "
@@ -169,8 +151,9 @@ def decode_request(frame: bytes) -> tuple[str | int, str, dict]:
         )
     if msg.get("v") != VERSION:
         raise ProtocolError(
-            "UNSUPPORTED_VERSION", f"Protocol version {msg.get('v')!r} is not supported.",
-            f"This daemon speaks version {VERSION}; upgrade the client.", request_id,
+            errors.UnsupportedVersion(f"Protocol version {msg.get('v')!r} is not supported.",
+                                      f"This daemon speaks version {VERSION}; upgrade the client."),
+            request_id,
         )
     extra = set(msg) - {"v", "id", "op", "args"}
     if extra:
@@ -189,49 +172,6 @@ def decode_reply(frame: bytes) -> dict:
     if not isinstance(msg, dict) or "ok" not in msg:
         raise ValueError("not a reply envelope")
     return msg
-
-
-# -- where the daemon listens by default ----------------------------------------------------------
-
-
-def runtime_dir() -> str:
-    """The directory of csd's ipc sockets: `$CSD_RUNTIME_DIR`; `$RUNTIME_DIRECTORY` (set by
-    systemd's RuntimeDirectory= for csd itself); /run/csd for root or when it exists (csd is
-    installed as a service, so admins' `cs` finds it); else `$XDG_RUNTIME_DIR/csd`, else
-    /tmp/csd-<uid> (a private csd run by hand)."""
-    explicit = os.environ.get("CSD_RUNTIME_DIR") or os.environ.get("RUNTIME_DIRECTORY", "").split(":")[0]
-    if explicit:
-        return explicit
-    if os.geteuid() == 0 or os.path.isdir("/run/csd"):
-        return "/run/csd"
-    xdg = os.environ.get("XDG_RUNTIME_DIR")
-    if xdg:
-        return os.path.join(xdg, "csd")
-    return f"/tmp/csd-{os.geteuid()}"
-
-
-def default_endpoint() -> str:
-    return os.environ.get("CS_ENDPOINT") or f"ipc://{os.path.join(runtime_dir(), 'csd.sock')}"
-
-
-def default_events_endpoint() -> str:
-    return f"ipc://{os.path.join(runtime_dir(), 'csd-events.sock')}"
-
-
-def events_endpoint_for(request_endpoint: str, hello: dict) -> str:
-    """Where a client subscribes, from `meta.hello`: a client that reached csd over TCP (a
-    remote runtime) gets the TCP events endpoint if csd has one; a wildcard bind address (`*`,
-    0.0.0.0, ::) is replaced by the host the client used for requests."""
-    chosen = hello.get("eventsEndpoint")
-    tcp = hello.get("tcpEventsEndpoint")
-    if tcp and request_endpoint.startswith("tcp://"):
-        chosen = tcp
-    if chosen and chosen.startswith("tcp://") and request_endpoint.startswith("tcp://"):
-        bound_host, port = chosen[len("tcp://"):].rsplit(":", 1)
-        if bound_host in ("*", "0.0.0.0", "[::]", "::", "[::0]"):
-            bound_host = request_endpoint[len("tcp://"):].rsplit(":", 1)[0]
-        chosen = f"tcp://{bound_host}:{port}"
-    return chosen
 
 
 def event_frames(event: dict) -> list[bytes]:

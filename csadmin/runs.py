@@ -20,11 +20,10 @@ from __future__ import annotations
 import json
 import os
 import threading
-import time
-
-import zmq
 
 from . import errors
+from .follow import until
+from .protocol import REASON_MAX_CHARS
 
 PERFORMANCE_FILE = "performance.json"
 
@@ -73,7 +72,7 @@ class Run:
         """End the run and release the fabric; return its performance record (the fields of
         performance.json), also written to `performance_dir`/performance.json when given.
         With `reason`, the run ends ABORTED (the runtime gives up)."""
-        self._stop_heartbeats()
+        self.stop_heartbeats()
         args = {"run_id": self.id}
         if reason is not None:
             args["reason"] = shorten_reason(reason)
@@ -89,7 +88,7 @@ class Run:
         return self
 
     def __exit__(self, exc_type, exc, tb) -> None:
-        self._stop_heartbeats()
+        self.stop_heartbeats()
         if self.record.get("status", "OPEN") != "OPEN":
             return
         if exc_type is None:
@@ -105,29 +104,22 @@ class Run:
     # -- internals -----------------------------------------------------------------------------
 
     def _wait_programmed(self, timeout: float) -> dict:
-        deadline = time.monotonic() + timeout
-        sub = self.client.subscribe("EventProgramming")
-        try:
-            while True:
-                record = self.show()
-                if record["status"] != "OPEN":
-                    raise errors.RunAborted(
-                        f"Run {self.id} ended while programming: {record.get('abortReason') or record['status']}.",
-                        "Open a new run and program it.",
-                    )
-                if record["fabric"] == "PROGRAMMED":
-                    return record
-                remaining = deadline - time.monotonic()
-                if remaining <= 0:
-                    raise errors.Unreachable(
-                        f"Run {self.id}'s fabric was not programmed within {timeout:g} s.",
-                        f"Check `cs runs show {self.id}`; pass a longer timeout for large programs.",
-                    )
-                if sub.poll(int(min(remaining, 0.5) * 1000) + 1, zmq.POLLIN):
-                    while sub.poll(0, zmq.POLLIN):
-                        sub.recv_multipart()
-        finally:
-            sub.close(0)
+        def programmed() -> dict | None:
+            record = self.show()
+            if record["status"] != "OPEN":
+                raise errors.RunAborted(
+                    f"Run {self.id} ended while programming: {record.get('abortReason') or record['status']}.",
+                    "Open a new run and program it.",
+                )
+            return record if record["fabric"] == "PROGRAMMED" else None
+
+        def timed_out() -> errors.CsError:
+            return errors.Unreachable(
+                f"Run {self.id}'s fabric was not programmed within {timeout:g} s.",
+                f"Check `cs runs show {self.id}`; pass a longer timeout for large programs.",
+            )
+
+        return until(self.client, programmed, timeout, timed_out)
 
     def _heartbeats(self) -> None:
         interval = max(0.05, self.lease_seconds / 3)
@@ -146,23 +138,26 @@ class Run:
         finally:
             beat.close()
 
-    def _stop_heartbeats(self) -> None:
+    @property
+    def heartbeating(self) -> bool:
+        """Whether a background thread still renews this run's lease."""
+        return self._thread is not None
+
+    def stop_heartbeats(self) -> None:
+        """Stop renewing the lease (close() and leaving the `with` block do; so does closing the client)."""
         self._stop.set()
         if self._thread is not None and self._thread is not threading.current_thread():
             self._thread.join(timeout=max(1.0, self.client.timeout))
             self._thread = None
 
 
-REASON_MAX = 1000  # what csd keeps of a reason (daemon/args.py)
-
-
 def shorten_reason(text: str) -> str:
-    """A reason csd accepts: printable, one line, at most REASON_MAX characters, cut at a word
-    (with an ellipsis) rather than mid-word when it must be cut."""
+    """A reason csd accepts: printable, one line, at most REASON_MAX_CHARS characters, cut at a
+    word (with an ellipsis) rather than mid-word when it must be cut."""
     text = " ".join("".join(ch if ch.isprintable() else " " for ch in text).split()) or "no reason given"
-    if len(text) <= REASON_MAX:
+    if len(text) <= REASON_MAX_CHARS:
         return text
-    cut = text[: REASON_MAX - 1].rsplit(" ", 1)[0]
+    cut = text[: REASON_MAX_CHARS - 1].rsplit(" ", 1)[0]
     return cut + "…"
 
 

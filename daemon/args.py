@@ -11,6 +11,8 @@ import math
 from dataclasses import dataclass
 from typing import Any, Callable
 
+from csadmin.protocol import REASON_MAX_CHARS
+
 INT_MIN, INT_MAX = -(2**63), 2**63 - 1
 MAX_STRING_CHARS = 1000  # any string argument; `parse` functions bound most far lower
 ECHO_CHARS = 60  # how much of a bad value an error message repeats
@@ -135,14 +137,12 @@ def label(value: str) -> str:
     return text
 
 
-REASON_MAX = 1000  # a reason is a sentence or two (a runtime's exception message), not a label
-
-
 def reason(value: str) -> str:
-    """Why a run ended: printable text, whitespace runs folded to one space."""
+    """Why a run ended (a runtime's exception message, say): printable text, whitespace runs
+    folded to one space."""
     text = " ".join(value.split())
-    if not text or len(text) > REASON_MAX or not text.isprintable():
-        raise ValueError(f"must be 1 to {REASON_MAX} printable characters")
+    if not text or len(text) > REASON_MAX_CHARS or not text.isprintable():
+        raise ValueError(f"must be 1 to {REASON_MAX_CHARS} printable characters")
     return text
 
 

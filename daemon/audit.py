@@ -1,5 +1,6 @@
 """The audit trail of requests that changed nothing: refusals, denials, replays, refused
-handshakes. (A change's own record is written in the change's transaction, by the dispatcher.)
+handshakes (all of them come here; a change's own record is written in the change's
+transaction, by the dispatcher).
 
 Anyone with a key, or just access to the socket, can make these at will, so they are:
 - rate-limited per source (a key name, or "handshakes"): the first `PER_SECOND` each second
@@ -90,6 +91,14 @@ class AuditTrail:
             self.store.audit(rows)
         except Exception:
             self.log.exception("audit_write_failed", records=len(rows))
+
+    def refused_handshake(self, public_key: str | None, address: str, reason: str) -> None:
+        """A handshake the authenticator refused (its on_denied callback). Anyone can attempt
+        one, so these records and their log lines are rate-limited like the rest: a flood of
+        strangers must not turn into a flood of fsyncs or log lines."""
+        row = record(None, None, "connect", {"public_key": public_key, "address": address}, "REFUSED",
+                     f"Handshake refused: {reason}.")
+        self.add(HANDSHAKES, row, "connection_refused", public_key=public_key, address=address, reason=reason)
 
     def entries(self, max_count: int) -> list[dict]:
         """The newest records, including those still waiting to be written."""

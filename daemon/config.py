@@ -13,7 +13,8 @@ import os
 import tomllib
 from dataclasses import asdict, dataclass, field, fields
 
-from csadmin import protocol
+from csadmin import connection
+from csadmin.statemachine.defaults import KEEP_EVENTS, SERIAL, Timings
 
 DEFAULT_CONFIG_PATH = "/etc/csd/csd.toml"
 LOG_LEVELS = ("debug", "info", "warning", "error")
@@ -52,17 +53,18 @@ def _owned_by_me(path: str) -> bool:
 @dataclass
 class Config:
     state_dir: str = field(default_factory=default_state_dir)
-    endpoint: str = field(default_factory=lambda: os.environ.get("CSD_ENDPOINT") or protocol.default_endpoint())
-    events_endpoint: str = field(default_factory=protocol.default_events_endpoint)
+    endpoint: str = field(default_factory=lambda: os.environ.get("CSD_ENDPOINT") or connection.default_endpoint())
+    events_endpoint: str = field(default_factory=connection.default_events_endpoint)
     # Extra endpoints for training runtimes on other hosts ("" = not bound), e.g. tcp://*:9000.
     tcp_endpoint: str = ""
     tcp_events_endpoint: str = ""
-    activate_seconds: float = 5.0
-    standby_seconds: float = 3.0
-    lease_seconds: float = 60.0  # a run's lease when its runtime asks for none
-    program_bytes_per_second: float = 2e9  # simulated fabric programming rate
-    serial: str = "CS2-0001"
-    keep_events: int = 10_000
+    # The model's own defaults (statemachine/defaults.py), in seconds.
+    activate_seconds: float = Timings.activate_ms / 1000
+    standby_seconds: float = Timings.standby_ms / 1000
+    lease_seconds: float = Timings.lease_ms / 1000  # a run's lease when its runtime asks for none
+    program_bytes_per_second: float = Timings.program_bytes_per_second  # simulated fabric programming rate
+    serial: str = SERIAL
+    keep_events: int = KEEP_EVENTS
     log_level: str = "info"
     log_format: str = "auto"  # auto: JSON unless stdout is a terminal
     connection_file: str = ""  # "": csd.json next to the ipc request socket, else in the runtime dir

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable
 
-from statemachine.device import Device
+from csadmin.statemachine.device import Device
 
 
 @dataclass(frozen=True)

@@ -7,8 +7,11 @@ PERMISSION_DENIED naming the role it needs. Every denial and every mutating requ
 to the audit log (a change and its audit record in one transaction; refusals and denials through
 daemon/audit.py, rate-limited per key and written in batches).
 
-Mutating requests are made durable (device snapshot, new events and the reply, in one
-transaction) before their reply leaves, and are idempotent on (client, request id): a retry
+A mutating request runs in a transaction on the model (`device.change()`, statemachine/
+change.py) and is made durable (device snapshot, new events, changed runs, the reply and its
+audit record, in one SQLite transaction) before its reply leaves; refused, failed, or not saved
+(a full disk), the change is undone, nothing is published, and the reply says so. Mutating
+requests are idempotent on (client, request id): a retry
 (same op, same args) gets the first reply, never a second side effect; an id reused for another
 request is refused (daemon/replies.py). Nothing here raises to the loop (the loop guards anyway)
 and no traceback ever goes on the wire.
@@ -26,8 +29,7 @@ from __future__ import annotations
 import time
 from typing import Callable
 
-from csadmin import protocol
-from statemachine.errors import Refused
+from csadmin import errors, protocol
 
 from . import audit
 from .args import ArgError, describe, shorten, validate
@@ -39,6 +41,10 @@ from .replies import ReplyCache, Reused, fingerprint
 from .store import Store
 
 FLUSH_SECONDS = 1.0  # how stale the stored counters of hot ops may get
+
+
+class _NotSaved(Exception):
+    """The store could not commit a change (a full disk, an I/O error): it was undone."""
 
 
 class Dispatcher:
@@ -70,38 +76,35 @@ class Dispatcher:
         `parts` how many frames the message had (a request is exactly one)."""
         started = time.perf_counter()
         if not self.auth.healthy:
-            return self._deny(
-                frame, caller, "INTERNAL", started,
+            return self._deny(frame, caller, started, errors.Internal(
                 f"csd refuses every request: its authenticator is down ({self.auth.failure}).",
                 "csd fails closed; restart it (`systemctl restart csd`) and read its log for the cause.",
-            )
+            ))
         if caller.role is None:
             who = f"key {caller.name!r} is" if caller.name else "this connection is"
-            return self._deny(
-                frame, caller, "PERMISSION_DENIED", started, f"Access denied: {who} not registered with csd.",
+            return self._deny(frame, caller, started, errors.PermissionDenied(
+                f"Access denied: {who} not registered with csd.",
                 "Ask an admin for a key (`csd keys add NAME --role ROLE`) and pass it with --key or CS_KEY.",
-            )
+            ))
         request_id = op = None
         mutating = loud = False
         try:
             if parts != 1:
-                raise protocol.ProtocolError(
-                    "BAD_REQUEST", f"A request is one frame; this message had {parts}.",
+                raise protocol.ProtocolError(errors.BadRequest(
+                    f"A request is one frame; this message had {parts}.",
                     "Send each request as a single frame from a DEALER socket.",
-                )
+                ))
             request_id, op, args = protocol.decode_request(frame)
             command = COMMANDS.get(op)
             if command is None:
-                raise protocol.ProtocolError(
-                    "UNKNOWN_OP", f"Unknown operation {shorten(repr(op))}.",
-                    f"Known operations: {', '.join(sorted(COMMANDS))}.", request_id,
-                )
+                raise protocol.ProtocolError(errors.UnknownOp(
+                    f"Unknown operation {shorten(repr(op))}.", f"Known operations: {', '.join(sorted(COMMANDS))}.",
+                ), request_id)
             if not role_allows(caller.role, command.ROLE):
-                return self._deny(
-                    (request_id, op, args), caller, "PERMISSION_DENIED", started,
+                return self._deny((request_id, op, args), caller, started, errors.PermissionDenied(
                     f"Permission denied: {op} needs the {command.ROLE} role; key {caller.name!r} has {caller.role}.",
                     f"Ask an admin to run it, or to give you a key with the {command.ROLE} role.",
-                )
+                ))
             # A dry run changes nothing: it is answered like a read (no replay, no commit, no audit).
             mutating = command.MUTATING and args.get("dry_run") is not True
             loud = mutating and getattr(command, "DURABLE", True)  # hot ops log at DEBUG
@@ -115,11 +118,11 @@ class Dispatcher:
             reply, outcome = self._execute(command, mutating, request_id, args, client, fp, caller)
         except protocol.ProtocolError as exc:
             request_id = exc.request_id if request_id is None else request_id
-            reply = protocol.error(request_id, exc.code, exc.message, exc.hint)
-            outcome = exc.code
+            reply = protocol.error(request_id, exc.error)
+            outcome = exc.error.code
             asked = COMMANDS.get(exc.op) if exc.op else None
             if asked is not None and asked.MUTATING:  # an attempt at a change, refused unread: audited
-                self._audit(caller, exc.op, None, exc.code, exc.message)
+                self._audit(caller, exc.op, None, outcome, exc.error.message)
         self._log(loud, request_id, op, caller, outcome, started)
         return reply
 
@@ -129,11 +132,13 @@ class Dispatcher:
             cached = self._replies.lookup(client, request_id, fp)
             hot = self._hot_replies.lookup(client, request_id, fp) if cached is None else None
         except Reused:
-            message = (f"Request id {shorten(protocol.id_key(request_id))} was already used by this client for "
-                       "another request; csd will not answer it with that request's reply.")
-            self._audit(caller, command.NAME, args, "INVALID_ARGUMENT", message)
-            hint = "A retry repeats its request exactly (same op, same args); give every new request a new id."
-            return protocol.error(request_id, "INVALID_ARGUMENT", message, hint), "INVALID_ARGUMENT"
+            refusal = errors.InvalidArgument(
+                f"Request id {shorten(protocol.id_key(request_id))} was already used by this client for another "
+                "request; csd will not answer it with that request's reply.",
+                "A retry repeats its request exactly (same op, same args); give every new request a new id.",
+            )
+            self._audit(caller, command.NAME, args, refusal.code, refusal.message)
+            return protocol.error(request_id, refusal), refusal.code
         if cached is not None:
             self._audit(caller, command.NAME, args, "replayed", "a retry, answered with the first reply")
             return cached, "replayed"
@@ -141,7 +146,7 @@ class Dispatcher:
             return hot, "replayed"
         return None
 
-    def _deny(self, request, caller: Caller, code: str, started: float, message: str, hint: str) -> bytes:
+    def _deny(self, request, caller: Caller, started: float, refusal: errors.CsError) -> bytes:
         """Refuse a request before anything else looks at it; audit and log the refusal (both
         rate-limited per key: a flood of denials stays visible as a counted summary, and costs
         little: what is only counted is not formatted). `request`: the frame, or its decoding."""
@@ -151,80 +156,98 @@ class Dispatcher:
             except protocol.ProtocolError as exc:
                 request = (exc.request_id, None, None)
         request_id, op, args = request
-        if self.audit.admits(caller.name, op, code):
-            row = audit.record(caller.name, caller.role, op, args, code, message)
+        if self.audit.admits(caller.name, op, refusal.code):
+            row = audit.record(caller.name, caller.role, op, args, refusal.code, refusal.message)
             self.audit.keep(
                 row, "request_denied", id=request_id, op=row[3], client=caller.name, role=caller.role,
-                outcome=code, reason=message, latency_ms=round((time.perf_counter() - started) * 1000, 3),
+                outcome=refusal.code, reason=refusal.message,
+                latency_ms=round((time.perf_counter() - started) * 1000, 3),
             )
-        return protocol.error(request_id, code, message, hint)
+        return protocol.error(request_id, refusal)
 
     def _audit(self, caller: Caller, op, args, outcome: str, message: str) -> None:
         """Record a request that changed nothing (rate-limited, written in a batch)."""
         self.audit.add(caller.name, audit.record(caller.name, caller.role, op, args, outcome, message))
 
     def _execute(self, command, mutating, request_id, args, client, fp, caller) -> tuple[bytes, str]:
-        """Return the reply and its outcome ("ok" or the error code)."""
-        events = self.ctx.device.events
+        """Return the reply and its outcome ("ok" or the error code). A change is made in a
+        transaction on the model: refused, failed or not saved, it is undone and nothing is
+        published; done, it is committed before its reply and events leave."""
         try:
             parsed = validate(command.ARGS, args)
         except ArgError as exc:
-            hint = f"{command.NAME} takes {describe(command.ARGS)}."
+            refusal = errors.InvalidArgument(str(exc), f"{command.NAME} takes {describe(command.ARGS)}.")
             if mutating:
-                self._audit(caller, command.NAME, args, "INVALID_ARGUMENT", str(exc))
-            return protocol.error(request_id, "INVALID_ARGUMENT", str(exc), hint), "INVALID_ARGUMENT"
+                self._audit(caller, command.NAME, args, refusal.code, refusal.message)
+            return protocol.error(request_id, refusal), refusal.code
         if not mutating:
-            return self._run(command, request_id, parsed, caller)[:2]
-        device = self.ctx.device
-        before, seq_before, runs_before = device.snapshot(), events.last_seq, device.runs.mark()
-        reply, outcome, message = self._run(command, request_id, parsed, caller)
-        emitted = events.newest(events.last_seq - seq_before)
+            return self._read(command, request_id, parsed, caller)
         # Hot ops (run.stream, run.heartbeat) stay in memory and out of the audit log, unless
         # they changed something that must be durable (emitted an event).
-        durable = getattr(command, "DURABLE", True) or bool(emitted)
-        if outcome != "ok":
+        durable = getattr(command, "DURABLE", True)
+        emitted = []
+        try:
+            with self.ctx.device.change() as change:
+                result = command.execute(self.ctx, parsed, caller)
+                reply, outcome = protocol.ok(request_id, result), "ok"
+                durable = durable or bool(change.events)
+                if durable:
+                    self._commit(change, caller, command.NAME, args, result, request_id, (client, fp, reply))
+            emitted = change.events
+        except errors.CsError as exc:  # a refusal: the model's rules said no
+            reply, outcome = protocol.error(request_id, exc), exc.code
             if durable:
-                self._audit(caller, command.NAME, args, outcome, message)
-        elif durable:
-            row = audit.record(caller.name, caller.role, command.NAME, args, outcome, message)
-            waiting = self.audit.take()  # refusals waiting to be written ride along
-            try:
-                self.store.commit(device.snapshot(), emitted, (client, protocol.id_key(request_id), fp, reply),
-                                  device.runs.take_dirty(), [*waiting, row])
-            except Exception:
-                # Not durable, so not done: put the model back and say so.
-                self.audit.give_back(waiting)
-                device.restore(before)
-                device.runs.rollback(runs_before)
-                events.discard_newest(len(emitted))
-                self.log.exception("persist_failed", op=command.NAME, id=request_id)
-                message = "The change could not be saved, so it was not made."
-                reply = protocol.error(
-                    request_id, "INTERNAL", message,
-                    "Check the state directory (disk space, permissions) and the csd log, then retry.",
-                )
-                self._audit(caller, command.NAME, args, "INTERNAL", message)
-                return reply, "INTERNAL"  # not remembered: a retry may succeed
+                self._audit(caller, command.NAME, args, exc.code, exc.message)
+        except _NotSaved:
+            failure = errors.Internal(
+                "The change could not be saved, so it was not made.",
+                "Check the state directory (disk space, permissions) and the csd log, then retry.",
+            )
+            self._audit(caller, command.NAME, args, failure.code, failure.message)
+            return protocol.error(request_id, failure), failure.code  # not remembered: a retry may succeed
+        except Exception:
+            failure = self._bug(command, request_id)
+            reply, outcome = protocol.error(request_id, failure), failure.code
+            if durable:
+                self._audit(caller, command.NAME, args, failure.code, failure.message)
+        # Refusals are remembered too (in memory), so a retry gets the same answer and an id
+        # reused for another request is told apart.
         (self._replies if durable else self._hot_replies).remember(client, request_id, fp, reply)
         for event in emitted:
             self.publish(event.to_dict())
         return reply, outcome
 
-    def _run(self, command, request_id, parsed, caller) -> tuple[bytes, str, str]:
-        """Return (reply, outcome, message for the audit log)."""
+    def _read(self, command, request_id, parsed, caller) -> tuple[bytes, str]:
         try:
-            result = command.execute(self.ctx, parsed, caller)
-            return protocol.ok(request_id, result), "ok", str(result.get("message", ""))
-        except Refused as exc:
-            return protocol.error(request_id, exc.code, exc.message, exc.hint), exc.code, exc.message
+            return protocol.ok(request_id, command.execute(self.ctx, parsed, caller)), "ok"
+        except errors.CsError as exc:  # e.g. NOT_FOUND
+            return protocol.error(request_id, exc), exc.code
         except Exception:
-            self.log.exception("internal_error", op=command.NAME, id=request_id)
-            message = f"csd failed while handling {command.NAME}."
-            reply = protocol.error(
-                request_id, "INTERNAL", message,
-                "This is a bug: the csd log has the details. The request may be retried.",
-            )
-            return reply, "INTERNAL", message
+            failure = self._bug(command, request_id)
+            return protocol.error(request_id, failure), failure.code
+
+    def _bug(self, command, request_id) -> errors.Internal:
+        """Log the exception being handled (with its traceback) and say it on the wire without one."""
+        self.log.exception("internal_error", op=command.NAME, id=request_id)
+        return errors.Internal(f"csd failed while handling {command.NAME}.")
+
+    def _commit(self, change, caller: Caller, op: str, args, result: dict, request_id, answer: tuple) -> None:
+        """Write the change, its reply (`answer`: client, fingerprint, reply) and its audit record
+        in one transaction (refusals waiting to be written ride along); raise _NotSaved if the
+        store cannot."""
+        device = self.ctx.device
+        runs = change.dirty_runs()
+        client, fp, reply = answer
+        row = audit.record(caller.name, caller.role, op, args, "ok", str(result.get("message", "")))
+        waiting = self.audit.take()
+        try:
+            self.store.commit(device.snapshot(), change.events, (client, protocol.id_key(request_id), fp, reply), runs,
+                              [*waiting, row])
+        except Exception as exc:
+            self.audit.give_back(waiting)
+            self.log.exception("persist_failed", op=op, id=request_id)
+            raise _NotSaved() from exc
+        device.runs_saved(runs)
 
     def tick(self) -> None:
         """Complete a timed transition whose time has come; persist, then publish. Write the
@@ -235,24 +258,25 @@ class Dispatcher:
         except OSError as exc:  # not fatal: the record is a safety check, retried next time
             self.log.error("identity_write_failed", path=self.store.identity.path, reason=str(exc))
         device = self.ctx.device
-        seq_before = device.events.last_seq
-        if not device.advance():
-            if device.runs.has_dirty and time.monotonic() - self._last_flush >= FLUSH_SECONDS:
+        with device.change() as change:
+            advanced = device.advance()
+        if not advanced:
+            if device.has_unsaved_runs() and time.monotonic() - self._last_flush >= FLUSH_SECONDS:
                 self._flush([])
             return
-        emitted = device.events.newest(device.events.last_seq - seq_before)
+        emitted = change.events
         self._flush(emitted)
         for event in emitted:
             self.publish(event.to_dict())
         self.log.info(
-            "timers_fired", state=device.lifecycle.value, fabric=device.runs.fabric().value,
+            "timers_fired", state=device.lifecycle.value, fabric=device.fabric(),
             seq=device.events.last_seq, types=[e.type for e in emitted],
         )
 
     def _flush(self, emitted) -> None:
-        """Write the device, `emitted` events and the runs changed since the last write."""
+        """Write the device, `emitted` events and the runs changed since they were last written."""
         device = self.ctx.device
-        runs = device.runs.take_dirty()
+        runs = device.unsaved_runs()
         self._last_flush = time.monotonic()
         # A failed commit here leaves the model ahead of the disk; the next commit or a restart
         # (which rolls the transition forward again) reconciles it, so serving carries on.
@@ -260,9 +284,10 @@ class Dispatcher:
         try:
             self.store.commit(device.snapshot(), emitted, runs=runs, audit=waiting)
         except Exception:
-            device.runs.redirty(runs)
             self.audit.give_back(waiting)
             self.log.exception("persist_failed", op="timer")
+            return
+        device.runs_saved(runs)
 
     def _log(self, mutating, request_id, op, caller, outcome, started) -> None:
         emit = self.log.info if mutating else self.log.debug

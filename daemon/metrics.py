@@ -27,10 +27,10 @@ import prometheus_client
 from prometheus_client import CollectorRegistry, Counter, Histogram
 from prometheus_client.core import GaugeMetricFamily
 
-from statemachine import faults
-from statemachine.events import CATALOG
-from statemachine.runs import Fabric
-from statemachine.states import ExecMode, Health, Lifecycle
+from csadmin.statemachine import faults
+from csadmin.statemachine.events import CATALOG
+from csadmin.statemachine.runs import Fabric
+from csadmin.states import ExecMode, Health, Lifecycle
 
 # Seconds. A read takes ~0.1 ms in csd, a durable change ~1–5 ms (an fsync).
 REQUEST_BUCKETS = (0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1.0)

@@ -1,5 +1,5 @@
 """The serving loop: one thread, one `zmq.Poller`; its timers are the device's timed transition
-and the systemd watchdog ping.
+and the systemd watchdog ping. (What happens before it serves is daemon/boot.py.)
 
 Requests arrive on a ROUTER socket and are answered in arrival order; events go out on a PUB
 socket after they are durable. Both are CURVE servers; the ZAP authenticator (auth.py) is polled
@@ -27,71 +27,25 @@ import traceback
 
 import zmq
 
-from csadmin import __version__, protocol
-from statemachine.device import Device, Timings
-from statemachine.events import EventLog
+from csadmin import errors, protocol
 
-from . import audit, connection
-from .audit import HANDSHAKES, AuditTrail
-from .auth import Authenticator, check_libzmq, secure_server_socket
-from .capacity import ConnectionGate
+from .boot import Booted, boot, wall_ms
 from .coalesce import Coalescer
 from .config import LIVE_KEYS, Config, ConfigError
-from .context import Caller, Context
-from .dispatch import Dispatcher
-from .keys import KeyStore, Registry
-from .memory import release_large_blocks
+from .context import Caller
 from .notify import Notifier
-from .store import Store
 
 IDLE_POLL_MS = 1000  # wake at least this often even with nothing to do
 BATCH = 256  # requests served per wake-up before timers get a turn
-LINGER_MS = 500
-# Messages queued per client, each way (libzmq counts messages, not bytes). A client sends one
-# request at a time (a few with its sibling sockets, each its own queue), so these only bite on
-# a client that floods or never reads: its requests wait in its socket, its replies are dropped.
-# Not much lower: the sender's view of a queue lags (libzmq acknowledges reads in batches of half
-# the limit, and csd takes the acknowledgements at most every millisecond or so), and a fast
-# client doing thousands of calls a second must never lose a reply to that lag.
-RCVHWM = 100
-SNDHWM = 100
-
-
-def wall_ms() -> int:
-    return int(time.time() * 1000)
 
 
 def monotonic_ms() -> int:
     return time.monotonic_ns() // 1_000_000
 
 
-def _ensure_ipc_dir(endpoint: str) -> None:
-    if endpoint.startswith("ipc://"):
-        os.makedirs(os.path.dirname(os.path.abspath(endpoint[len("ipc://"):])), mode=0o755, exist_ok=True)
-
-
-def _ipc_file(endpoint: str) -> tuple[str, int] | None:
-    """(path, inode) of the socket file a bound ipc endpoint made, to remove it at a clean stop."""
-    if not endpoint.startswith("ipc://"):
-        return None
-    path = endpoint[len("ipc://"):]
-    try:
-        return path, os.stat(path).st_ino
-    except OSError:  # an abstract socket (ipc://@name) has no file
-        return None
-
-
-def _remove_ipc_file(path: str, inode: int) -> None:
-    # libzmq leaves the file behind; with it gone, `cs` says "csd is not listening" at once.
-    # Only if it is still ours: a csd started since may have bound the same path.
-    try:
-        if os.stat(path).st_ino == inode:
-            os.unlink(path)
-    except OSError:
-        pass
-
-
 class Server:
+    """csd from start to stop: boot, serve in one loop until SIGTERM, close."""
+
     def __init__(self, config: Config, log, notifier: Notifier | None = None, load_config=None, configure_log=None):
         """`load_config()` re-reads the config for a reload (None: nothing to re-read);
         `configure_log(level, fmt)` returns a logger with new settings."""
@@ -108,86 +62,12 @@ class Server:
         self._failures = Coalescer(per_second=1)
 
     def start(self) -> None:
-        """Open and check the store, restore the device, roll forward an interrupted
-        transition, then bind. Only after this returns does the daemon answer anyone."""
-        cfg = self.config
-        check_libzmq()
-        release_large_blocks()
-        self.store = Store(cfg.state_dir, keep_events=cfg.keep_events)
-        self.audit = AuditTrail(self.store, self.log)
-        snapshot, events, replies = self.store.load()
-        log = EventLog(capacity=cfg.keep_events)
-        log.restore(events)
-        timings = Timings(
-            int(cfg.activate_seconds * 1000), int(cfg.standby_seconds * 1000),
-            lease_ms=max(1, int(cfg.lease_seconds * 1000)), program_bytes_per_second=cfg.program_bytes_per_second,
-        )
-        self.device = Device(wall_ms, timings, serial=cfg.serial, events=log)
-        if snapshot is not None:
-            self.device.restore(snapshot)
-        self.device.runs.restore(self.store.load_runs(self.device.runs.keep))
-        self.device.runs.take_dirty()  # just loaded: nothing to write back
-        seq_before = log.last_seq
-        if self.device.recover():
-            self.log.warning("transition_rolled_forward", state=self.device.lifecycle.value)
-        # A run open when csd stopped cannot carry on: abort it before answering anyone.
-        aborted = self.device.abort_open_run("daemon restarted")
-        if aborted is not None:
-            self.log.warning("run_aborted_at_start", run_id=aborted.run_id, owner=aborted.owner)
-        if snapshot is None or log.last_seq != seq_before:
-            self.store.commit(
-                self.device.snapshot(), log.newest(log.last_seq - seq_before), runs=self.device.runs.take_dirty()
-            )
-        self.store.record_progress(force=True)
-
-        keys = KeyStore(cfg.state_dir)
-        server_public, server_secret = keys.ensure_server_keypair()
-        self.registry = Registry(keys.registry_path, self.log)
-        self.ctx = zmq.Context()
-        # The authenticator binds before any CURVE socket does, in their context (auth.py says why).
-        self.auth = Authenticator(self.ctx, self.registry, self.log, on_denied=self._audit_refused_connection)
-        self.auth.start()
-        self.router = self.ctx.socket(zmq.ROUTER)
-        self.router.setsockopt(zmq.LINGER, LINGER_MS)
-        self.router.setsockopt(zmq.MAXMSGSIZE, protocol.MAX_FRAME_BYTES)
-        self.router.setsockopt(zmq.RCVHWM, RCVHWM)
-        self.router.setsockopt(zmq.SNDHWM, SNDHWM)
-        # A client that reconnects with the same identity (a retry after a network blip)
-        # takes over its old route instead of being ignored.
-        self.router.setsockopt(zmq.ROUTER_HANDOVER, 1)
-        self.pub = self.ctx.socket(zmq.PUB)
-        self.pub.setsockopt(zmq.LINGER, LINGER_MS)
-        enforced = True
-        self._ipc_files: list[tuple[str, int] | None] = []
-        for sock, endpoint in ((self.router, cfg.endpoint), (self.pub, cfg.events_endpoint)):
-            enforced = secure_server_socket(sock, server_secret) and enforced
-            _ensure_ipc_dir(endpoint)
-            sock.bind(endpoint)
-            self._ipc_files.append(_ipc_file(endpoint))
-        if not enforced:
-            self.log.warning("zap_not_enforced_by_libzmq", effect="csd's own checks still refuse unauthenticated requests")
-        endpoint, events_endpoint = (connection.bound(s) for s in (self.router, self.pub))
-        # Optional TCP endpoints for remote runtimes, on the same (CURVE) sockets. A wildcard
-        # port (tcp://host:*) is resolved to the one the kernel picked, which is what clients need.
-        tcp = {}
-        for name, sock in (("tcp_endpoint", self.router), ("tcp_events_endpoint", self.pub)):
-            if getattr(cfg, name):
-                sock.bind(getattr(cfg, name))
-                tcp[name] = connection.bound(sock)
-        self.gate = ConnectionGate([self.router, self.pub], self.log, self.ctx)
-        self.connection_file = connection.path_for(cfg)
-        connection.write(self.connection_file, endpoint, events_endpoint, server_public, self.device.serial)
-
-        context = Context(self.device, events_endpoint, wall_ms(), __version__,
-                          tcp_events_endpoint=tcp.get("tcp_events_endpoint", ""))
-        self.dispatcher = Dispatcher(context, self.store, self._publish, self.log, self.auth, replies,
-                                     audit_trail=self.audit)
-        context.audit_entries = self.audit.entries  # audit.show sees the records still being batched
-        self.log.info(
-            "ready", endpoint=endpoint, events_endpoint=events_endpoint, **tcp, state_dir=cfg.state_dir,
-            connection_file=self.connection_file, server_key=server_public,
-            state=self.device.lifecycle.value, execmode=self.device.active_mode.value, seq=log.last_seq,
-        )
+        """Boot (daemon/boot.py: recover the state, then bind), then take the signals and tell
+        systemd READY=1. Only after this returns does the daemon answer anyone."""
+        self.booted: Booted = boot(self.config, self.log)
+        b = self.booted
+        self.device, self.auth, self.registry, self.dispatcher = b.device, b.auth, b.registry, b.dispatcher
+        self.router, self.gate = b.sockets.router, b.gate
         self._catch_signals()
         self._status_shown = self._status()
         self.notifier.ready(self._status_shown)
@@ -256,13 +136,6 @@ class Server:
         self.registry.refresh()
         return Caller(name, self.registry.role_of(name), session)
 
-    def _audit_refused_connection(self, public_key: str | None, address: str, reason: str) -> None:
-        # Anyone can attempt a handshake, so these records and their log lines are rate-limited
-        # (audit.py): a flood of strangers must not turn into a flood of fsyncs or log lines.
-        row = audit.record(None, None, "connect", {"public_key": public_key, "address": address}, "REFUSED",
-                           f"Handshake refused: {reason}.")
-        self.audit.add(HANDSHAKES, row, "connection_refused", public_key=public_key, address=address, reason=reason)
-
     @property
     def healthy(self) -> bool:
         """False once the authenticator is down: csd then refuses everything (fails closed).
@@ -272,9 +145,6 @@ class Server:
     def reload_keys(self) -> None:
         """Re-read the key registry now (SIGHUP). Changes are also noticed on the next message."""
         self.registry.refresh(force=True)
-
-    def _publish(self, event: dict) -> None:
-        self.pub.send_multipart(protocol.event_frames(event))
 
     def _poll_timeout(self) -> int:
         timeout = IDLE_POLL_MS
@@ -364,10 +234,7 @@ class Server:
                 request_id = protocol.decode_request(payload.bytes)[0]
             except protocol.ProtocolError:
                 request_id = None
-            reply = protocol.error(
-                request_id, "INTERNAL", "csd failed while handling this request; it carries on serving.",
-                "This is a bug: the csd log has the details. The request may be retried.",
-            )
+            reply = protocol.error(request_id, errors.Internal("csd failed while handling this request; it carries on serving."))
         try:
             self.router.send_multipart([identity, reply], zmq.NOBLOCK)
         except zmq.ZMQError:  # the client is gone or not reading: its reply is dropped, not queued
@@ -385,17 +252,4 @@ class Server:
             self.log.error(event, kind=kind, repeated=True, effect="answered INTERNAL; csd carries on")
 
     def close(self) -> None:
-        connection.remove(self.connection_file)
-        self.audit.flush()
-        self.gate.close()
-        self.router.close()
-        self.pub.close()
-        self.auth.close()  # last: nothing it guards is open any more
-        self.ctx.term()
-        for ipc_file in filter(None, self._ipc_files):
-            _remove_ipc_file(*ipc_file)
-        try:
-            self.store.record_progress(force=True)
-        except OSError as exc:
-            self.log.error("identity_write_failed", path=self.store.identity.path, reason=str(exc))
-        self.store.close()
+        self.booted.close()

@@ -18,7 +18,7 @@ import os
 import sqlite3
 import time
 
-from statemachine.events import Event
+from csadmin.statemachine.events import Event
 
 from .identity import Identity, IdentityError, recovery_steps, wal_header_problem
 
@@ -230,7 +230,7 @@ class Store:
             self._prune()
             db.execute("COMMIT")
         except BaseException:
-            db.execute("ROLLBACK")
+            self._rollback()
             raise
         if events:
             self.committed_seq = max(self.committed_seq, events[-1].seq)
@@ -246,8 +246,13 @@ class Store:
             self._prune()
             db.execute("COMMIT")
         except BaseException:
-            db.execute("ROLLBACK")
+            self._rollback()
             raise
+
+    def _rollback(self) -> None:
+        # After an I/O error (a full disk) SQLite may have rolled the transaction back itself.
+        if self.db.in_transaction:
+            self.db.execute("ROLLBACK")
 
     def _count(self, **written: int) -> None:
         for table, n in written.items():

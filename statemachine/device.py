@@ -1,99 +1,71 @@
-"""The device: one CS-2's lifecycle and execution mode, on an injected clock.
+"""The device: one CS-2's lifecycle, execution mode, runs and Slurm job, on an injected clock.
 
-Rules are data. `LIFECYCLE_TRANSITIONS` is the `transitions` machine (built with
-`auto_transitions=False`, so no `to_<state>()` shortcut can bypass a rule) and `REQUEST_RULES`
-says, for every request in every state, whether it starts a transition, is an idempotent
-success, or is refused — with the message and next step the user sees, written once, here.
+This class is the model's only door. Everything csd asks of the model is a method here (the runs
+too: the book of runs in statemachine/runs.py is the device's own), answers are plain data (the
+wire's dicts, never a live object of the model), and every change can be made a transaction with
+`change()` (statemachine/change.py), undone as a whole when it is refused or cannot be saved.
+
+The rules are data (statemachine/lifecycle_rules.py for the lifecycle, statemachine/run_rules.py
+for runs); the device looks each request up and applies what it finds.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable
+from typing import Callable, Iterable
 
 from transitions import Machine
 
-from .errors import InvalidState
-from .events import EventLog
+from csadmin.states import PENDING_STATES, ExecMode, Health, Lifecycle
+
+from .change import Change
+from .defaults import KEEP_EVENTS, KEEP_RUNS, SERIAL, Timings
+from .events import Event, EventLog
+from .lifecycle_rules import LIFECYCLE_TRANSITIONS, REQUEST_RULES, SET_EXECMODE_EVENTS, SETTLED_EVENTS
 from .programs import RunMode
-from .rules import GO, Already, Go
-from .run_rules import OPEN_RULES, Refuse as RunRefuse
-from .runs import Run, Runs
+from .rules import Already, Refuse
+from .run_rules import OPEN_RULES
+from .runs import Runs
 from .slurm_jobs import SlurmJob, ended_reason
-from .states import PENDING_STATES, ExecMode, Health, Lifecycle
 
-A, S = Lifecycle.ACTIVE, Lifecycle.STANDBY
-PA, PS = Lifecycle.PENDING_ACTIVE, Lifecycle.PENDING_STANDBY
-
-LIFECYCLE_TRANSITIONS = [
-    {"trigger": "begin_standby", "source": A.value, "dest": PS.value},
-    {"trigger": "finish_standby", "source": PS.value, "dest": S.value},
-    {"trigger": "begin_activate", "source": S.value, "dest": PA.value},
-    {"trigger": "finish_activate", "source": PA.value, "dest": A.value},
-]
+A = Lifecycle.ACTIVE
+RESTART_REASON = "daemon restarted"  # why a run left open when csd stopped is aborted at start
 
 
-@dataclass(frozen=True)
-class Refuse:
-    message: str
-    hint: str
+@dataclass
+class Recovery:
+    """What Device.recover() found and did: csd commits `events` and `runs` before it serves."""
 
+    fresh: bool  # nothing was stored: a new system
+    rolled_forward: Lifecycle | None  # where an interrupted transition settled
+    aborted_run: dict | None  # the run left open when csd stopped, now aborted
+    events: list[Event]
+    runs: list[dict]
 
-_WAIT = "Wait for it to finish (`system show` reports the progress), then try again."
-
-REQUEST_RULES: dict[tuple[str, Lifecycle], Go | Already | Refuse] = {
-    ("standby", A): GO,
-    ("standby", S): Already("System is already in STANDBY."),
-    ("standby", PS): Refuse("System is already going to STANDBY (PENDING_STANDBY).", _WAIT),
-    ("standby", PA): Refuse("System is activating (PENDING_ACTIVE); it cannot go to standby now.", _WAIT),
-    ("activate", S): GO,
-    ("activate", A): Already("System is already in ACTIVE."),
-    ("activate", PA): Refuse("System is already activating (PENDING_ACTIVE).", _WAIT),
-    ("activate", PS): Refuse("System is going to standby (PENDING_STANDBY); it cannot activate now.", _WAIT),
-    ("execmode_setup", S): GO,
-    ("execmode_setup", A): Refuse(
-        "The execution mode can only be changed in STANDBY; the system is ACTIVE.",
-        "Put the system in standby first: `system standby`, then `config execmode setup`.",
-    ),
-    ("execmode_setup", PA): Refuse(
-        "The execution mode can only be changed in STANDBY; the system is activating (PENDING_ACTIVE).",
-        "Wait for ACTIVE, run `system standby`, then `config execmode setup`.",
-    ),
-    ("execmode_setup", PS): Refuse(
-        "The execution mode can only be changed in STANDBY; the system is going to standby (PENDING_STANDBY).",
-        "Wait for STANDBY (`system show`), then run `config execmode setup`.",
-    ),
-}
-
-
-@dataclass(frozen=True)
-class Timings:
-    """Simulated durations in milliseconds."""
-
-    activate_ms: int = 5_000
-    standby_ms: int = 3_000
-    lease_ms: int = 30_000  # a run's lease when it asks for none
-    program_bytes_per_second: float = 2e9  # programming time = size_bytes / this
+    @property
+    def needs_commit(self) -> bool:
+        return self.fresh or bool(self.events or self.runs)
 
 
 class Device:
     """One CS-2. Every public method that changes something returns a result dict and appends
-    its events to `self.events`; refusals raise `statemachine.errors.Refused`. With
-    `dry_run=True` they apply the same rules and change nothing: the refusal they would raise,
-    or the result with `changed` saying whether they would act (what a console checks before
-    it asks for confirmation)."""
+    its events to `self.events`; refusals raise a `csadmin.errors` class (code, message, next
+    step). With `dry_run=True` they apply the same rules and change nothing: the refusal they
+    would raise, or the result with `changed` saying whether they would act (what a console
+    checks before it asks for confirmation)."""
 
     def __init__(
         self,
         clock: Callable[[], int],
         timings: Timings = Timings(),
-        serial: str = "CS2-0001",
-        events: EventLog | None = None,
+        serial: str = SERIAL,
+        keep_events: int = KEEP_EVENTS,
+        keep_runs: int = KEEP_RUNS,
     ):
         self._clock = clock
         self.timings = timings
         self.serial = serial
-        self.events = events if events is not None else EventLog()
+        self.events = EventLog(keep_events)  # read it freely; it changes only through this class
         self.configured_mode = ExecMode.PIPELINED
         self.active_mode = ExecMode.PIPELINED
         self.pending_until: int | None = None
@@ -106,7 +78,7 @@ class Device:
             auto_transitions=False,
         )
         # Runs and the fabric (statemachine/runs.py); their history is kept apart from snapshot().
-        self.runs = Runs(clock, self.events, timings.lease_ms, timings.program_bytes_per_second)
+        self._runs = Runs(clock, self.events, timings, keep_runs)
 
     # -- reading -----------------------------------------------------------------------------
 
@@ -129,7 +101,7 @@ class Device:
             "activeExecmode": self.active_mode.value,
             "configuredExecmode": self.configured_mode.value,
             "pendingUntil": self.pending_until,
-            "runHolder": self.runs.holder_summary(),
+            "runHolder": self._runs.holder_summary(),
             "slurmJob": self.slurm_job.to_dict() if self.slurm_job else None,
             "seq": self.events.last_seq,
             "time": self._clock(),
@@ -142,10 +114,23 @@ class Device:
             "takesEffectOnActivate": self.configured_mode is not self.active_mode,
         }
 
+    def show_run(self, run_id: str) -> dict:
+        """One kept run, open or ended (its performance so far while open)."""
+        return self._runs.record(self._runs.get(run_id))
+
+    def list_runs(self, max_count: int | None = None) -> dict:
+        """The kept runs, newest first, and the one holding the fabric."""
+        runs = self._runs
+        return {"runs": [runs.record(r) for r in runs.listing(max_count)], "runHolder": runs.holder_summary()}
+
+    def fabric(self) -> str:
+        """The wafer's fabric: the holder's, or UNPROGRAMMED when no run holds it."""
+        return self._runs.fabric().value
+
     def next_deadline(self) -> int | None:
         """When something timed is next due (ms): the pending transition's completion, the
         fabric's programming completion or the holder's lease expiry; for the daemon's timer."""
-        runs_deadline = self.runs.next_deadline()
+        runs_deadline = self._runs.next_deadline()
         if self.pending_until is None:
             return runs_deadline
         return self.pending_until if runs_deadline is None else min(self.pending_until, runs_deadline)
@@ -155,7 +140,7 @@ class Device:
     def _rule(self, request: str):
         rule = REQUEST_RULES[(request, self.lifecycle)]
         if isinstance(rule, Refuse):
-            raise InvalidState(rule.message, rule.hint)
+            raise rule.refusal()
         return rule
 
     def _emit(self, type_: str, now: int, origin: dict | None, **details) -> None:
@@ -171,17 +156,17 @@ class Device:
         rule = self._rule("standby")
         if isinstance(rule, Already):
             return self._result(rule.message, changed=False, dry_run=dry_run)
-        if self.runs.holder is not None and not force:
-            holder = self.runs.holder.run_id
-            raise self.runs.busy_error(
+        if self._runs.holder is not None and not force:
+            holder = self._runs.holder.run_id
+            raise self._runs.busy_error(
                 "the system cannot go to standby",
                 f"Wait for it to close, or go to standby anyway with `system standby --force` (force=true), "
                 f"which aborts {holder}; an admin can also abort it first (`cs runs abort {holder}`).",
             )
         if dry_run:
             return self._result("System would go to STANDBY.", changed=True, dry_run=True)
-        if self.runs.holder is not None:
-            self.runs.abort_holder("system standby --force (an admin put the system in standby)")
+        if self._runs.holder is not None:
+            self._runs.abort_holder("system standby --force (an admin put the system in standby)")
         now = self._clock()
         self._emit("EventStandbyIssued", now, origin)
         self.begin_standby()
@@ -213,8 +198,7 @@ class Device:
         now = self._clock()
         self._emit("EventConfigOpIssued", now, origin, op="execmode", execmode=mode.value)
         self.configured_mode = mode
-        event_type = "EventSetExecModeWeightStreaming" if mode is ExecMode.WEIGHT_STREAMING else "EventSetExecModePipelined"
-        self._emit(event_type, now, origin, execmode=mode.value)
+        self._emit(SET_EXECMODE_EVENTS[mode], now, origin, execmode=mode.value)
         self._emit("EventConfigOpCompleted", now, origin, op="execmode", execmode=mode.value)
         return self._result(
             f"Execution mode configured as {mode.value}; it takes effect on `system activate`.", changed=True
@@ -225,35 +209,51 @@ class Device:
     def advance(self) -> bool:
         """Complete whatever is due: the pending transition, the fabric's programming, a lapsed
         lease. Returns whether anything changed."""
-        changed = self.runs.advance()
+        changed = self._runs.advance()
         if self.pending_until is None or self._clock() < self.pending_until:
             return changed
         self._settle(recovered=False)
         return True
 
-    def recover(self) -> bool:
-        """Roll forward a transition a crash interrupted, whatever the time. Called at start."""
-        if self.lifecycle not in PENDING_STATES:
-            return False
-        self._settle(recovered=True)
-        return True
+    # -- runs (statemachine/runs.py keeps the book, statemachine/run_rules.py the rules) -----
 
-    def abort_open_run(self, reason: str) -> Run | None:
-        """At start: a run open when the daemon stopped cannot carry on (its runtime's calls
-        went unanswered); abort it with `reason` and release the fabric."""
-        return self.runs.abort_holder(reason)
-
-    # -- runs (statemachine/runs.py has the rules) ---------------------------------------------
-
-    def open_run(self, owner: str, client: str, mode: RunMode, lease_ms: int | None = None) -> Run:
+    def open_run(self, owner: str, client: str, mode: RunMode, lease_ms: int | None = None) -> dict:
+        """Open a run holding the fabric, owned by `client`; only when ACTIVE, BUSY while
+        another run holds it. Returns the run's record."""
         rule = OPEN_RULES[self.lifecycle]
-        if isinstance(rule, RunRefuse):
-            raise rule.error(rule.message, rule.hint)
-        return self.runs.open(owner, client, mode, lease_ms, self.slurm_job.job_id if self.slurm_job else None)
+        if isinstance(rule, Refuse):
+            raise rule.refusal()
+        job = self.slurm_job.job_id if self.slurm_job else None
+        return self._runs.record(self._runs.open(owner, client, mode, lease_ms, job))
 
-    def program_run(self, run_id: str, client: str, program: dict) -> Run:
-        """Program the fabric of a run with a descriptor checked by runs.parse_program."""
-        return self.runs.program(run_id, client, program, self.serial, self.active_mode)
+    def program_run(self, run_id: str, client: str, program: dict) -> dict:
+        """Program the fabric of a run, once, with a descriptor checked by programs.parse_program.
+        Returns the run's record (PROGRAMMING until `programmingUntil`)."""
+        return self._runs.record(self._runs.program(run_id, client, program, self.serial, self.active_mode))
+
+    def stream(self, run_id: str, client: str, samples: int) -> dict:
+        """Count samples fed to the programmed fabric; renews the lease (a hot op)."""
+        run = self._runs.stream(run_id, client, samples)
+        return {"runId": run.run_id, "status": run.status.value, "fabric": run.fabric.value,
+                "totalSamples": run.total_samples, "leaseUntil": run.lease_until}
+
+    def heartbeat(self, run_id: str, client: str) -> dict:
+        """Renew the run's lease (a hot op)."""
+        run = self._runs.heartbeat(run_id, client)
+        return {"runId": run.run_id, "status": run.status.value, "fabric": run.fabric.value,
+                "leaseUntil": run.lease_until}
+
+    def close_run(self, run_id: str, client: str, reason: str | None = None) -> dict:
+        """End the run and release the fabric; with `reason` it ends ABORTED (its runtime gave
+        up). Returns its record and `changed` (False: it was already closed)."""
+        run, changed = self._runs.close(run_id, client, reason)
+        return {**self._runs.record(run), "changed": changed}
+
+    def abort_run(self, run_id: str, reason: str, dry_run: bool = False) -> dict:
+        """Abort a run whoever holds it (admins). Returns its record and `changed` (False: it
+        was already aborted); with `dry_run`, what it would be, changing nothing."""
+        run, changed = self._runs.abort(run_id, reason, dry_run=dry_run)
+        return {**self._runs.record(run), "changed": changed, **({"dryRun": True} if dry_run else {})}
 
     # -- the Slurm job holding the wafer (statemachine/slurm_jobs.py) ---------------------------
 
@@ -262,15 +262,15 @@ class Device:
         A run that belongs to no Slurm job keeps the fabric (BUSY: Slurm cannot give away what
         someone outside it holds); a run an earlier job left behind (its epilog never came) is
         aborted, since Slurm gives the wafer to one job at a time. Repeating it changes nothing."""
-        current, holder = self.slurm_job, self.runs.holder
+        current, holder = self.slurm_job, self._runs.holder
         if current is not None and current.job_id == job_id:
             return {"message": f"Slurm job {job_id} already holds the wafer.", "changed": False,
                     "slurmJob": current.to_dict(), "abortedRun": None}
         if holder is not None and holder.slurm_job is None:
-            raise self.runs.busy_error(f"Slurm job {job_id} cannot be given the wafer while a run outside Slurm holds it")
+            raise self._runs.busy_error(f"Slurm job {job_id} cannot be given the wafer while a run outside Slurm holds it")
         aborted = None
         if holder is not None and holder.slurm_job != job_id:
-            aborted = self.runs.abort_holder(ended_reason(holder.slurm_job)).run_id
+            aborted = self._runs.abort_holder(ended_reason(holder.slurm_job)).run_id
         self.slurm_job = SlurmJob(job_id, user, self._clock())
         message = f"Slurm job {job_id} ({user}) holds the wafer; runs opened from now on carry its id."
         if aborted:
@@ -281,10 +281,10 @@ class Device:
         """Slurm job `job_id` ended (its epilog says so): abort the run it left holding the
         fabric (reason "slurm job J ended"), so the next job gets the wafer at once, and forget
         the job. Repeating it, or ending a job csd never heard of, changes nothing."""
-        holder = self.runs.holder
+        holder = self._runs.holder
         aborted = None
         if holder is not None and holder.slurm_job == job_id:
-            aborted = self.runs.abort_holder(ended_reason(job_id)).run_id
+            aborted = self._runs.abort_holder(ended_reason(job_id)).run_id
         forgot = self.slurm_job is not None and self.slurm_job.job_id == job_id
         if forgot:
             self.slurm_job = None
@@ -299,16 +299,13 @@ class Device:
     def _settle(self, recovered: bool) -> None:
         now = self._clock()
         self.pending_until = None
-        if self.lifecycle is PS:
-            self.finish_standby()
-            self.events.emit("EventEnteredStandby", now, recovered=recovered)
-            self.events.emit("EventStandbyCompleted", now, recovered=recovered)
-        else:
-            self.finish_activate()
-            # The system "reboots" into the configured mode.
-            self.active_mode = self.configured_mode
-            self.events.emit("EventEnteredActive", now, execmode=self.active_mode.value, recovered=recovered)
-            self.events.emit("EventActivateCompleted", now, execmode=self.active_mode.value, recovered=recovered)
+        self.settle()
+        details = {"recovered": recovered}
+        if self.lifecycle is A:
+            self.active_mode = self.configured_mode  # the system "reboots" into the configured mode
+            details = {"execmode": self.active_mode.value, **details}
+        for event_type in SETTLED_EVENTS[self.lifecycle]:
+            self.events.emit(event_type, now, **details)
 
     def _result(self, message: str, changed: bool, dry_run: bool = False) -> dict:
         result = {
@@ -321,10 +318,17 @@ class Device:
             result["dryRun"] = True
         return result
 
-    # -- persistence -------------------------------------------------------------------------
+    # -- transactions and persistence --------------------------------------------------------
+
+    def change(self) -> Change:
+        """A transaction on the model: `with device.change() as change:` collects the events
+        emitted (`change.events`) and the runs to write (`change.dirty_runs()`), and undoes all
+        of it if the block raises. Changes nest (statemachine/change.py)."""
+        return Change(self.events, self._runs, _OwnFields(self))
 
     def snapshot(self) -> dict:
-        """Everything needed to rebuild this device, as JSON-ready data (events are kept apart)."""
+        """The device's own state as JSON-ready data, for the store (events and runs are kept
+        apart: they have their own tables)."""
         return {
             "serial": self.serial,
             "state": self.lifecycle.value,
@@ -334,7 +338,40 @@ class Device:
             "slurmJob": self.slurm_job.to_dict() if self.slurm_job else None,
         }
 
-    def restore(self, snap: dict) -> None:
+    def has_unsaved_runs(self) -> bool:
+        """Whether runs changed since they were last written (hot ops leave them so)."""
+        return self._runs.has_unsaved
+
+    def unsaved_runs(self) -> list[dict]:
+        """The records of the runs changed since they were last written."""
+        return self._runs.unsaved()
+
+    def runs_saved(self, records: list[dict]) -> None:
+        """These run records (from unsaved_runs() or a change's dirty_runs()) are in the store."""
+        self._runs.saved(records)
+
+    def recover(self, snapshot: dict | None, events: Iterable[Event], runs: list[dict]) -> Recovery:
+        """At start, before csd answers anyone: load what the store kept (`snapshot` is None
+        for a new system; `events` and `runs` oldest first), roll forward a transition a stop
+        interrupted, whatever the time, and abort the run left open (its runtime's calls went
+        unanswered, so it cannot carry on). Returns what it did and what to write."""
+        self.events.restore(events)
+        if snapshot is not None:
+            self._restore(snapshot)
+        self._runs.load(runs)
+        with self.change() as change:
+            rolled_forward = None
+            if self.lifecycle in PENDING_STATES:
+                self._settle(recovered=True)
+                rolled_forward = self.lifecycle
+            aborted = self._runs.abort_holder(RESTART_REASON)
+        return Recovery(
+            fresh=snapshot is None, rolled_forward=rolled_forward,
+            aborted_run=self._runs.record(aborted) if aborted is not None else None,
+            events=change.events, runs=change.dirty_runs(),
+        )
+
+    def _restore(self, snap: dict) -> None:
         self.serial = snap.get("serial", self.serial)
         self.configured_mode = ExecMode(snap["configuredExecmode"])
         self.active_mode = ExecMode(snap["activeExecmode"])
@@ -342,3 +379,22 @@ class Device:
         job = snap.get("slurmJob")  # absent in stores written before the Slurm integration
         self.slurm_job = SlurmJob.from_dict(job) if job else None
         self.machine.set_state(Lifecycle(snap["state"]).value)
+
+
+class _OwnFields:
+    """The device's own fields as a part of a change: a handful of values, kept whole."""
+
+    def __init__(self, device: Device):
+        self._device = device
+
+    def savepoint(self) -> tuple:
+        d = self._device
+        return d.lifecycle, d.configured_mode, d.active_mode, d.pending_until, d.slurm_job
+
+    def rollback(self, savepoint: tuple) -> None:
+        d = self._device
+        state, d.configured_mode, d.active_mode, d.pending_until, d.slurm_job = savepoint
+        d.machine.set_state(state.value)
+
+    def release(self, savepoint: tuple) -> None:
+        pass

@@ -1,6 +1,7 @@
 """Events: what the model emits on every change, and the bounded log that answers queries.
 
-Type names and severities follow the real system's catalog (shared/reference/cs2-events.tsv).
+Type names and severities follow the real system's catalog (tests/reference/cs2-events.tsv keeps
+it; a test checks CATALOG against it).
 """
 
 from __future__ import annotations
@@ -9,9 +10,12 @@ import fnmatch
 import re
 from collections import deque
 from dataclasses import dataclass, field
+from itertools import islice
 from typing import Iterable
 
-from .states import Severity
+from csadmin.states import Severity
+
+from .defaults import KEEP_EVENTS
 
 # type -> severity, for the events this model emits.
 CATALOG: dict[str, Severity] = {
@@ -39,8 +43,6 @@ CATALOG: dict[str, Severity] = {
     "EventTrainingCompleted": Severity.INFO,
     "EventTrainingAborted": Severity.WARN,
 }
-
-DEFAULT_CAPACITY = 10_000
 
 
 @dataclass(frozen=True)
@@ -72,40 +74,70 @@ class Event:
 
 
 class EventLog:
-    """The last `capacity` events, in `seq` order, with the real CLI's query filters."""
+    """The last `capacity` events, in `seq` order, with the real CLI's query filters.
 
-    def __init__(self, capacity: int = DEFAULT_CAPACITY, last_seq: int = 0):
+    Inside a change (statemachine/change.py) it can take back what it emitted since a savepoint,
+    the events it pushed out of the window included; what that costs grows with the change, not
+    with the log.
+    """
+
+    def __init__(self, capacity: int = KEEP_EVENTS, last_seq: int = 0):
         self._events: deque[Event] = deque(maxlen=capacity)
         self.last_seq = last_seq
+        self._depth = 0  # open changes
+        self._pushed_out: list[Event] = []  # events the window dropped while a change was open
 
     def __len__(self) -> int:
         return len(self._events)
 
     def emit(self, type_: str, now_ms: int, **details) -> Event:
         severity = CATALOG[type_].value  # an unknown type fails here, before using up a seq
+        if self._depth and len(self._events) == self._events.maxlen:
+            self._pushed_out.append(self._events[0])
         self.last_seq += 1
         event = Event(self.last_seq, type_, severity, now_ms, details)
         self._events.append(event)
         return event
 
-    def newest(self, count: int) -> list[Event]:
-        """The last `count` events emitted, oldest first (cheap: no scan of the log)."""
-        if count <= 0:
-            return []
-        return list(self._events)[-count:] if count < len(self._events) else list(self._events)
+    def since(self, seq: int) -> list[Event]:
+        """The events after `seq`, oldest first (cheap: walks back from the newest only)."""
+        newer = []
+        for event in reversed(self._events):
+            if event.seq <= seq:
+                break
+            newer.append(event)
+        newer.reverse()
+        return newer
 
-    def discard_newest(self, count: int) -> None:
-        """Take back the last `count` events (a change that could not be made durable)."""
-        count = min(count, len(self._events))
-        for _ in range(count):
-            self._events.pop()
-        self.last_seq -= count
+    def newest(self, count: int) -> list[Event]:
+        """The last `count` events kept, oldest first."""
+        return list(islice(reversed(self._events), count))[::-1] if count > 0 else []
 
     def restore(self, events: Iterable[Event]) -> None:
         """Load events kept from an earlier run; `seq` continues after the newest."""
         for event in events:
             self._events.append(event)
             self.last_seq = max(self.last_seq, event.seq)
+
+    # -- as part of a change (statemachine/change.py) --------------------------------------------
+
+    def savepoint(self) -> tuple[int, int]:
+        self._depth += 1
+        return self.last_seq, len(self._pushed_out)
+
+    def rollback(self, savepoint: tuple[int, int]) -> None:
+        """Take back the events emitted since `savepoint`; their seqs will be used again."""
+        seq, pushed_out = savepoint
+        while self._events and self._events[-1].seq > seq:
+            self._events.pop()
+        while len(self._pushed_out) > pushed_out:
+            self._events.appendleft(self._pushed_out.pop())
+        self.last_seq = seq
+
+    def release(self, savepoint: tuple[int, int]) -> None:
+        self._depth -= 1
+        if not self._depth:
+            self._pushed_out.clear()
 
     def query(
         self,

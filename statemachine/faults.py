@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Iterable
 
-from .states import Severity
+from csadmin.states import Severity
 
 # -- systemHealth ---------------------------------------------------------------------------------
 

@@ -2,7 +2,8 @@
 
 Checking is pure: functions here raise ValueError with a readable reason, which the daemon's
 argument validation turns into INVALID_ARGUMENT. Compatibility with *this* system (serial,
-execution mode, the run's mode) is a rule of the run (statemachine/runs.py), not of the input.
+execution mode, the run's mode) is a rule of the run (PROGRAM_RULES in statemachine/run_rules.py),
+not of the input.
 """
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ from __future__ import annotations
 import math
 from enum import Enum
 
-from .states import ExecMode
+from csadmin.states import ExecMode
 
 
 class RunMode(str, Enum):

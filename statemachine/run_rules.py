@@ -1,34 +1,28 @@
-"""The rules of runs, as data: what each request does to a run in each phase, and when a run
-may be opened. Messages and next steps are written once, here; statemachine/runs.py applies them.
+"""The rules of runs, as data: what each request does to a run in each phase, when a run may be
+opened, and what a program must match to be programmed. Messages and next steps are written once,
+here; statemachine/runs.py applies them.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .errors import InvalidState, Refused, ReprogramForbidden, RunAborted
-from .rules import GO, Already, Go
-from .states import Lifecycle
+from csadmin.errors import IncompatibleProgram, InvalidState, ReprogramForbidden, RunAborted
+from csadmin.states import Lifecycle
 
-# A run is in one phase: open with its fabric in one of three states, or ended.
+from .programs import TRAIN_AND_EVAL, TRAIN_AND_EVAL_NEXT, TRAIN_AND_EVAL_WHY
+from .rules import GO, Already, Go, Refuse
+
+# A run is in one phase (Run.phase): open with its fabric in one of three states, or ended.
 OPEN_UNPROGRAMMED = "OPEN/UNPROGRAMMED"
 OPEN_PROGRAMMING = "OPEN/PROGRAMMING"
 OPEN_PROGRAMMED = "OPEN/PROGRAMMED"
 CLOSED = "CLOSED"
 ABORTED = "ABORTED"
 PHASES = (OPEN_UNPROGRAMMED, OPEN_PROGRAMMING, OPEN_PROGRAMMED, CLOSED, ABORTED)
-OPEN_PHASES = (OPEN_UNPROGRAMMED, OPEN_PROGRAMMING, OPEN_PROGRAMMED)
 
-
-@dataclass(frozen=True)
-class Refuse:
-    """Refuse with `error`; `message`/`hint` are formatted with run_id, reason, until."""
-
-    error: type[Refused]
-    message: str
-    hint: str
-
-
+# RUN_RULES' messages may name {run_id}, {reason} (why it was aborted) and {until} (when
+# programming completes).
 _NEW_RUN = "Open a new run (run.open) and program it."
 _CLOSED = Refuse(InvalidState, "Run {run_id} is closed; its fabric was released.", _NEW_RUN)
 _ABORTED = Refuse(RunAborted, "Run {run_id} was aborted: {reason}.", _NEW_RUN)
@@ -91,3 +85,71 @@ OPEN_RULES: dict[Lifecycle, Go | Refuse] = {
         "An admin must activate it again (`system activate`); " + _WAIT_ACTIVE,
     ),
 }
+
+
+# -- what a program must match (run.program) -----------------------------------------------------
+
+
+def _a(word: str) -> str:
+    """`word` with its indefinite article: "a train", "an eval"."""
+    return f"{'an' if word[:1] in 'aeiou' else 'a'} {word}"
+
+
+def _fields(got: str, want: str) -> dict:
+    return {"got": got, "want": want, "a_got": _a(got), "a_want": _a(want)}
+
+
+@dataclass(frozen=True)
+class MustMatch:
+    """Refuse a program whose `field` differs from `fact`: the system's `serial`, its active
+    `execmode`, or the run's `mode`."""
+
+    field: str
+    fact: str
+    refuse: Refuse
+
+    def broken_by(self, program: dict, facts: dict) -> dict | None:
+        """The fields of the refusal's message if `program` breaks this rule, else None."""
+        got, want = program[self.field], facts[self.fact]
+        return None if got == want else _fields(got, want)
+
+
+@dataclass(frozen=True)
+class MustNotBe:
+    """Refuse a program whose `field` is `value`."""
+
+    field: str
+    value: str
+    refuse: Refuse
+
+    def broken_by(self, program: dict, facts: dict) -> dict | None:
+        got = program[self.field]
+        return _fields(got, got) if got == self.value else None
+
+
+# Checked in this order; the first that fails refuses. Messages may name {got} (the program's
+# value), {want} (the fact's), {a_got} / {a_want} (with their article: "an eval") and {run_id}.
+PROGRAM_RULES: tuple[MustMatch | MustNotBe, ...] = (
+    MustMatch("target_system", "serial", Refuse(
+        IncompatibleProgram,
+        "The program was compiled for {got}, but this system is {want}: a model compiled on one CS system "
+        "cannot run on another.",
+        "Compile it for {want} and program the new artifact in this run.",
+    )),
+    MustMatch("execmode", "execmode", Refuse(
+        IncompatibleProgram,
+        "The program was compiled for {got}, but the system runs in {want}.",
+        "Compile it for {want}, or ask an admin to switch the execution mode (`config execmode setup`, "
+        "then `system activate`).",
+    )),
+    MustNotBe("mode", TRAIN_AND_EVAL, Refuse(
+        IncompatibleProgram,
+        f"The program was compiled for {TRAIN_AND_EVAL}, which is not supported: {TRAIN_AND_EVAL_WHY}.",
+        TRAIN_AND_EVAL_NEXT,
+    )),
+    MustMatch("mode", "mode", Refuse(
+        IncompatibleProgram,
+        "The program was compiled for {got}, but run {run_id} is {a_want} run.",
+        "Program {a_want} artifact, or open {a_got} run for this one.",
+    )),
+)

@@ -1,169 +1,28 @@
-"""Runs and the fabric: the training runtime's path (DESIGN.md §2.3), on an injected clock.
+"""The book of runs: every kept run and the one holding the fabric, on an injected clock.
 
-The wafer is exclusive: at most one *run* holds it. A run programs the fabric at most once
-(UNPROGRAMMED → PROGRAMMING → PROGRAMMED), streams samples, renews its lease, and ends CLOSED
-(by its runtime) or ABORTED (lease lapsed, forced standby, an admin, a daemon restart). Ending
-always releases the fabric. Ended runs stay queryable with their performance record.
-
-The rules are data in statemachine/run_rules.py (`RUN_RULES`: every request in every phase;
-`OPEN_RULES`: when a run may be opened); the runtime's inputs are checked in
-statemachine/programs.py. This module holds the run record and the book of runs that applies them.
+The wafer is exclusive: at most one run holds it, and ending a run always releases the fabric.
+Ended runs stay queryable with their performance record. The record is statemachine/run.py, its
+performance maths statemachine/performance.py; the rules are data in statemachine/run_rules.py
+(`RUN_RULES`: every request in every phase; `OPEN_RULES`: when a run may be opened;
+`PROGRAM_RULES`: what a program must match); the runtime's inputs are checked in
+statemachine/programs.py. This module applies the rules and keeps the book.
 """
 
 from __future__ import annotations
 
-import copy
 import math
 from collections import OrderedDict
-from dataclasses import dataclass, field
-from datetime import datetime, timezone
-from enum import Enum
 from typing import Callable
 
-from .errors import Busy, IncompatibleProgram, NotFound, PermissionDenied
+from csadmin.errors import Busy, NotFound, PermissionDenied
+from csadmin.states import ExecMode
+
+from .defaults import KEEP_RUNS, Timings
 from .events import EventLog
-from .programs import TRAIN_AND_EVAL, TRAIN_AND_EVAL_NEXT, TRAIN_AND_EVAL_WHY, RunMode
-from .run_rules import RUN_RULES, Already, Refuse
-from .states import ExecMode
-
-
-class RunStatus(str, Enum):
-    OPEN = "OPEN"
-    CLOSED = "CLOSED"
-    ABORTED = "ABORTED"
-
-
-class Fabric(str, Enum):
-    UNPROGRAMMED = "UNPROGRAMMED"
-    PROGRAMMING = "PROGRAMMING"
-    PROGRAMMED = "PROGRAMMED"
-
-
-# Fed below this fraction of the program's estimated capacity, the input pipeline is suspected.
-BOTTLENECK_FRACTION = 0.5
-
-KEEP_RUNS = 1_000  # ended runs kept in memory for `runs list` / `runs show` (all are on disk)
-
-
-# -- the record ---------------------------------------------------------------------------------
-
-
-def utc(ms: int | None) -> str:
-    """A time for messages people read (pure: no clock is read here)."""
-    if ms is None:
-        return "-"
-    return datetime.fromtimestamp(ms / 1000, timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
-
-
-def _seconds(ms: int) -> float:
-    return round(ms / 1000, 3)
-
-
-@dataclass
-class Run:
-    """One run, open or ended. Times are ms since the epoch."""
-
-    run_id: str
-    number: int
-    owner: str  # the runtime's label for itself (e.g. a job name)
-    client: str  # the caller that opened it; only it may use the run
-    mode: str
-    lease_ms: int
-    opened_at: int
-    lease_until: int | None
-    status: RunStatus = RunStatus.OPEN
-    fabric: Fabric = Fabric.UNPROGRAMMED
-    program: dict | None = None
-    programming_started_at: int | None = None
-    programming_until: int | None = None  # when programming completes (completed, once PROGRAMMED)
-    total_samples: int = 0
-    ended_at: int | None = None
-    abort_reason: str | None = None
-    performance: dict | None = field(default=None)
-    slurm_job: str | None = None  # the Slurm job holding the wafer when the run was opened
-
-    @property
-    def phase(self) -> str:
-        if self.status is RunStatus.OPEN:
-            return f"OPEN/{self.fabric.value}"
-        return self.status.value
-
-    @property
-    def is_open(self) -> bool:
-        return self.status is RunStatus.OPEN
-
-    def performance_record(self, now: int) -> dict:
-        """The fields of performance.json, as of `now` (or the end of the run)."""
-        end = self.ended_at if self.ended_at is not None else now
-        program = self.program or {}
-        est = float(program.get("est_samples_per_sec", 0.0))
-        programmed = self.fabric is Fabric.PROGRAMMED
-        if self.programming_started_at is None:
-            programming_ms = 0
-        else:
-            programming_ms = min(end, self.programming_until or end) - self.programming_started_at
-        total_ms = max(0, end - self.programming_until) if programmed else 0
-        if self.total_samples and total_ms == 0:
-            rate = est  # everything fed within the same millisecond: at capacity
-        else:
-            rate = self.total_samples / (total_ms / 1000) if total_ms else 0.0
-        rate = min(rate, est)  # the device consumes at most its estimated capacity
-        return {
-            "compile_time": program.get("compile_time", 0.0),
-            "est_samples_per_sec": est,
-            "programming_time": _seconds(max(0, programming_ms)),
-            "samples_per_sec": round(rate, 3),
-            "suspected_input_bottleneck": bool(programmed and rate < BOTTLENECK_FRACTION * est),
-            "total_samples": self.total_samples,
-            "total_time": _seconds(total_ms),
-        }
-
-    def to_dict(self) -> dict:
-        """The wire and store form (camelCase keys, stable: docs/protocol.md)."""
-        return {
-            "runId": self.run_id,
-            "number": self.number,
-            "owner": self.owner,
-            "client": self.client,
-            "mode": self.mode,
-            "status": self.status.value,
-            "fabric": self.fabric.value,
-            "leaseSeconds": _seconds(self.lease_ms),
-            "leaseUntil": self.lease_until,
-            "openedAt": self.opened_at,
-            "program": dict(self.program) if self.program else None,
-            "programmingStartedAt": self.programming_started_at,
-            "programmingUntil": self.programming_until,
-            "totalSamples": self.total_samples,
-            "endedAt": self.ended_at,
-            "abortReason": self.abort_reason,
-            "performance": dict(self.performance) if self.performance else None,
-            "slurmJob": self.slurm_job,
-        }
-
-    @classmethod
-    def from_dict(cls, d: dict) -> "Run":
-        return cls(
-            run_id=d["runId"], number=int(d["number"]), owner=d["owner"], client=d["client"], mode=d["mode"],
-            lease_ms=int(round(d["leaseSeconds"] * 1000)), opened_at=d["openedAt"], lease_until=d["leaseUntil"],
-            status=RunStatus(d["status"]), fabric=Fabric(d["fabric"]), program=d.get("program"),
-            programming_started_at=d.get("programmingStartedAt"), programming_until=d.get("programmingUntil"),
-            total_samples=int(d.get("totalSamples", 0)), ended_at=d.get("endedAt"),
-            abort_reason=d.get("abortReason"), performance=d.get("performance"), slurm_job=d.get("slurmJob"),
-        )
-
-    def copy(self) -> "Run":
-        # Shallow is enough: `program` and `performance` are replaced, never changed in place.
-        return copy.copy(self)
-
-
-def _a(word: str) -> str:
-    """`word` with its indefinite article: "a train", "an eval"."""
-    return f"{'an' if word[:1] in 'aeiou' else 'a'} {word}"
-
-
-def run_id_of(number: int) -> str:
-    return f"run-{number:06d}"
+from .performance import performance_record
+from .programs import RunMode
+from .run import Fabric, Run, RunStatus, run_id_of, seconds, utc
+from .run_rules import PROGRAM_RULES, RUN_RULES, Already, Refuse
 
 
 # -- the book of runs ---------------------------------------------------------------------------
@@ -171,25 +30,21 @@ def run_id_of(number: int) -> str:
 
 class Runs:
     """Every kept run and the one holding the fabric. Changes append events to `events` and mark
-    the run dirty (the daemon persists dirty runs); refusals raise and change nothing."""
+    the run unsaved (csd writes unsaved runs with the next commit); refusals raise and change
+    nothing. Only the Device uses this book: its methods are the model's door."""
 
-    def __init__(
-        self,
-        clock: Callable[[], int],
-        events: EventLog,
-        default_lease_ms: int = 30_000,
-        program_bytes_per_second: float = 2e9,
-        keep: int = KEEP_RUNS,
-    ):
+    def __init__(self, clock: Callable[[], int], events: EventLog, timings: Timings, keep: int = KEEP_RUNS):
         self._clock = clock
         self.events = events
-        self.default_lease_ms = default_lease_ms
-        self.program_bytes_per_second = program_bytes_per_second
+        self.default_lease_ms = timings.lease_ms
+        self.program_bytes_per_second = timings.program_bytes_per_second
         self.keep = keep
         self._runs: OrderedDict[str, Run] = OrderedDict()
         self.holder: Run | None = None
         self.next_number = 1
-        self._dirty: set[str] = set()
+        self._unsaved: set[str] = set()  # run ids changed since they were last written
+        self._depth = 0  # open changes (statemachine/change.py)
+        self._undo: list[Callable[[], None]] = []  # how to take back each step, newest last
 
     # -- reading -------------------------------------------------------------------------------
 
@@ -229,11 +84,11 @@ class Runs:
             return min(run.programming_until, run.lease_until)
         return run.lease_until
 
-    def show(self, run: Run) -> dict:
+    def record(self, run: Run) -> dict:
         """A run as the wire shows it, with its performance so far when still open."""
         d = run.to_dict()
         if run.is_open:
-            d["performance"] = run.performance_record(self._clock())
+            d["performance"] = performance_record(run, self._clock())
         return d
 
     # -- rules ---------------------------------------------------------------------------------
@@ -242,10 +97,18 @@ class Runs:
         rule = RUN_RULES[(request, run.phase)]
         fields = {"run_id": run.run_id, "reason": run.abort_reason, "until": utc(run.programming_until)}
         if isinstance(rule, Refuse):
-            raise rule.error(rule.message.format(**fields), rule.hint.format(**fields))
+            raise rule.refusal(**fields)
         if isinstance(rule, Already):
-            return Already(rule.message.format(**fields))
+            return rule.filled(**fields)
         return rule
+
+    @staticmethod
+    def _check_program(run: Run, program: dict, serial: str, execmode: ExecMode) -> None:
+        facts = {"serial": serial, "execmode": execmode.value, "mode": run.mode}
+        for rule in PROGRAM_RULES:
+            fields = rule.broken_by(program, facts)
+            if fields is not None:
+                raise rule.refuse.refusal(run_id=run.run_id, **fields)
 
     def busy_error(self, doing: str, hint: str | None = None) -> Busy:
         run = self.holder
@@ -278,39 +141,18 @@ class Runs:
         return run
 
     def program(self, run_id: str, client: str, program: dict, serial: str, execmode: ExecMode) -> Run:
-        """Start programming the fabric with `program` (checked by parse_program)."""
+        """Start programming the fabric with `program` (checked by programs.parse_program)."""
         run = self.get(run_id, client)
         self._rule("program", run)
+        self._check_program(run, program, serial, execmode)
         now = self._clock()
-        if program["target_system"] != serial:
-            raise IncompatibleProgram(
-                f"The program was compiled for {program['target_system']}, but this system is {serial}: "
-                "a model compiled on one CS system cannot run on another.",
-                f"Compile it for {serial} and program the new artifact in this run.",
-            )
-        if program["execmode"] != execmode.value:
-            raise IncompatibleProgram(
-                f"The program was compiled for {program['execmode']}, but the system runs in {execmode.value}.",
-                f"Compile it for {execmode.value}, or ask an admin to switch the execution mode "
-                "(`config execmode setup`, then `system activate`).",
-            )
-        if program["mode"] == TRAIN_AND_EVAL:
-            raise IncompatibleProgram(
-                f"The program was compiled for {TRAIN_AND_EVAL}, which is not supported: {TRAIN_AND_EVAL_WHY}.",
-                TRAIN_AND_EVAL_NEXT,
-            )
-        if program["mode"] != run.mode:
-            raise IncompatibleProgram(
-                f"The program was compiled for {program['mode']}, but run {run.run_id} is {_a(run.mode)} run.",
-                f"Program {_a(run.mode)} artifact, or open {_a(program['mode'])} run for this one.",
-            )
         duration = math.ceil(program["size_bytes"] * 1000 / self.program_bytes_per_second)
+        self._touch(run)
         self._renew(run, now)
         run.program = dict(program)
         run.fabric = Fabric.PROGRAMMING
         run.programming_started_at = now
         run.programming_until = now + duration
-        self._dirty.add(run.run_id)
         self.events.emit(
             "EventProgrammingStarted", now, runId=run.run_id, fingerprint=program["fingerprint"],
             sizeBytes=program["size_bytes"], expectedCompletion=run.programming_until,
@@ -325,6 +167,7 @@ class Runs:
         if run.is_open and run.fabric is Fabric.PROGRAMMING:
             self._settle_programming(run)
         self._rule("stream", run)
+        self._touch(run)
         run.total_samples += samples
         self._renew(run, self._clock())
         return run
@@ -332,6 +175,7 @@ class Runs:
     def heartbeat(self, run_id: str, client: str) -> Run:
         run = self.get(run_id, client)
         self._rule("heartbeat", run)
+        self._touch(run)
         self._renew(run, self._clock())
         return run
 
@@ -359,7 +203,7 @@ class Runs:
         return run, True
 
     def abort_holder(self, reason: str) -> Run | None:
-        """Abort the run holding the fabric, if any (forced standby, daemon restart)."""
+        """Abort the run holding the fabric, if any (forced standby, Slurm, daemon restart)."""
         run = self.holder
         if run is not None:
             self._end(run, RunStatus.ABORTED, reason)
@@ -378,65 +222,96 @@ class Runs:
             self._finish_programming(run)
             changed = True
         if now >= run.lease_until:
-            self._end(run, RunStatus.ABORTED, f"lease expired (no heartbeat for {_seconds(run.lease_ms):g} s)")
+            self._end(run, RunStatus.ABORTED, f"lease expired (no heartbeat for {seconds(run.lease_ms):g} s)")
             changed = True
         return changed
 
     # -- persistence ---------------------------------------------------------------------------
 
-    def take_dirty(self) -> list[dict]:
-        """Records changed since the last call, for the store."""
-        records = [self._runs[r].to_dict() for r in sorted(self._dirty) if r in self._runs]
-        self._dirty.clear()
-        return records
-
-    def redirty(self, records: list[dict]) -> None:
-        """Records handed out by take_dirty() that could not be written: write them next time."""
-        self._dirty.update(r["runId"] for r in records)
-
-    @property
-    def has_dirty(self) -> bool:
-        return bool(self._dirty)
-
-    def mark(self) -> tuple:
-        """A memento of everything a single request can change, for rollback()."""
-        holder = self.holder.copy() if self.holder is not None else None
-        return self.next_number, holder, set(self._dirty)
-
-    def rollback(self, memento: tuple) -> None:
-        """Undo the changes since mark(): a change that could not be made durable is not made."""
-        next_number, holder, dirty = memento
-        for run_id in [r for r, run in self._runs.items() if run.number >= next_number]:
-            del self._runs[run_id]
-        self.next_number = next_number
-        if holder is not None:
-            self._runs[holder.run_id] = holder
-        self.holder = holder
-        self._dirty = dirty
-
-    def restore(self, records: list[dict]) -> None:
-        """Load kept runs (oldest first); numbering continues after the newest."""
+    def load(self, records: list[dict]) -> None:
+        """Load the runs the store kept (oldest first); numbering continues after the newest."""
         for record in records:
             run = Run.from_dict(record)
-            self._add(run)
+            self._runs[run.run_id] = run
             self.next_number = max(self.next_number, run.number + 1)
             if run.is_open:
                 self.holder = run
+        self._evict()
+
+    def unsaved(self) -> list[dict]:
+        """The records of the runs changed since they were last written, for the store."""
+        return [self._runs[r].to_dict() for r in sorted(self._unsaved) if r in self._runs]
+
+    def saved(self, records: list[dict]) -> None:
+        """These records (from unsaved()) are in the store now."""
+        self._unsaved.difference_update(r["runId"] for r in records)
+
+    @property
+    def has_unsaved(self) -> bool:
+        return bool(self._unsaved)
+
+    # -- as part of a change (statemachine/change.py) --------------------------------------------
+
+    def savepoint(self) -> tuple:
+        self._depth += 1
+        return len(self._undo), self.holder.run_id if self.holder is not None else None, self.next_number
+
+    def rollback(self, savepoint: tuple) -> None:
+        """Take back every step since `savepoint`, newest first."""
+        steps, holder_id, next_number = savepoint
+        while len(self._undo) > steps:
+            self._undo.pop()()
+        self.next_number = next_number
+        self.holder = self._runs[holder_id] if holder_id is not None else None
+
+    def release(self, savepoint: tuple) -> None:
+        self._depth -= 1
+        if not self._depth:
+            self._undo.clear()
 
     # -- internals -----------------------------------------------------------------------------
 
     def _add(self, run: Run) -> None:
         self._runs[run.run_id] = run
-        self._dirty.add(run.run_id)
+        self._unsaved.add(run.run_id)
+        if self._depth:
+            def forget(run_id=run.run_id):
+                del self._runs[run_id]
+                self._unsaved.discard(run_id)
+
+            self._undo.append(forget)
+        self._evict()
+
+    def _evict(self) -> None:
+        """Keep at most `keep` runs in memory: the oldest ended, written ones go (they stay in the
+        store)."""
         while len(self._runs) > self.keep:
             oldest = next(iter(self._runs.values()))
-            if oldest.is_open:
+            if oldest.is_open or oldest.run_id in self._unsaved:
                 break
             del self._runs[oldest.run_id]
+            if self._depth:
+                def put_back(run=oldest):
+                    self._runs[run.run_id] = run
+                    self._runs.move_to_end(run.run_id, last=False)
+
+                self._undo.append(put_back)
+
+    def _touch(self, run: Run) -> None:
+        """Before `run` changes: mark it unsaved and, inside a change, keep what it was."""
+        if self._depth:
+            before, was_unsaved = run.copy(), run.run_id in self._unsaved
+
+            def restore():
+                vars(run).update(vars(before))  # in place: whoever holds `run` sees it restored
+                if not was_unsaved:
+                    self._unsaved.discard(run.run_id)
+
+            self._undo.append(restore)
+        self._unsaved.add(run.run_id)
 
     def _renew(self, run: Run, now: int) -> None:
         run.lease_until = now + run.lease_ms
-        self._dirty.add(run.run_id)
 
     def _settle_programming(self, run: Run) -> None:
         # The timer may not have fired yet when a request arrives just after the deadline.
@@ -444,24 +319,24 @@ class Runs:
             self._finish_programming(run)
 
     def _finish_programming(self, run: Run) -> None:
+        self._touch(run)
         run.fabric = Fabric.PROGRAMMED
-        self._dirty.add(run.run_id)
         self.events.emit(
             "EventProgrammingFinished", self._clock(), runId=run.run_id,
             fingerprint=run.program["fingerprint"],
-            programmingTime=_seconds(run.programming_until - run.programming_started_at),
+            programmingTime=seconds(run.programming_until - run.programming_started_at),
         )
 
     def _end(self, run: Run, status: RunStatus, reason: str | None) -> None:
         now = self._clock()
         if run.fabric is Fabric.PROGRAMMING:
             self._settle_programming(run)
+        self._touch(run)
         run.ended_at = now
         run.status = status
         run.abort_reason = reason
         run.lease_until = None
-        run.performance = run.performance_record(now)
-        self._dirty.add(run.run_id)
+        run.performance = performance_record(run, now)
         if self.holder is run:
             self.holder = None  # the fabric is released whenever a run ends
         if status is RunStatus.CLOSED:

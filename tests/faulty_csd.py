@@ -10,7 +10,7 @@ A switch is a file in $CSD_FAULT_DIR; the test creates it when it wants the faul
 import os
 import sys
 
-from daemon import dispatch, keys, main, server
+from csadmin.daemon import dispatch, keys, main, server
 
 FAULT_DIR = os.environ["CSD_FAULT_DIR"]
 

@@ -16,7 +16,7 @@ import time
 
 from csadmin import errors
 from csadmin.client import Client
-from daemon.keys import KeyStore
+from csadmin.daemon.keys import KeyStore
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -30,8 +30,10 @@ def build_wheel(workdir) -> str:
     src.mkdir()
     for name in ("pyproject.toml", "README.md"):
         shutil.copy(os.path.join(ROOT, name), src)
-    for package in ("csadmin", "daemon", "statemachine", "systemd", "slurm"):
-        shutil.copytree(os.path.join(ROOT, package), src / package, ignore=shutil.ignore_patterns("__pycache__"))
+    for folder in ("csadmin", "daemon", "statemachine", "systemd", "slurm"):
+        # symlinks=True: csadmin/daemon and csadmin/statemachine stay links, as in a checkout.
+        shutil.copytree(os.path.join(ROOT, folder), src / folder, symlinks=True,
+                        ignore=shutil.ignore_patterns("__pycache__"))
     dist = pathlib.Path(workdir) / "dist"
     built = subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(dist), str(src)],
                            capture_output=True, text=True, timeout=300)
@@ -56,7 +58,7 @@ class Daemon:
     """One csd process. `start()` returns once it answers `meta.hello`."""
 
     def __init__(self, activate_seconds=0.05, standby_seconds=0.05, extra_args=(), env=None, log_level="debug",
-                 endpoint=None, events_endpoint=None, nofile=None):
+                 endpoint=None, events_endpoint=None, nofile=None, file_size_limited=False):
         self.dir = tempfile.mkdtemp(prefix="csd-t-")
         self.state_dir = os.path.join(self.dir, "state")
         self.endpoint = endpoint or f"ipc://{self.dir}/csd.sock"
@@ -71,8 +73,11 @@ class Daemon:
         self.log_level = log_level  # None: no --log-level flag (the config file decides)
         self.extra_env = dict(env or {})  # e.g. NOTIFY_SOCKET for the sd_notify tests
         self.nofile = nofile  # RLIMIT_NOFILE (soft and hard) csd runs with, like `ulimit -n`
+        # SIGXFSZ ignored, so that once limit_file_size() is called a write past the limit fails
+        # (EFBIG) as on a full disk, instead of the signal killing csd.
+        self.file_size_limited = file_size_limited
         self.proc: subprocess.Popen | None = None
-        self.launcher = ["-m", "daemon"]  # tests/faulty_csd.py swaps in fault injection
+        self.launcher = ["-m", "csadmin.daemon"]  # tests/faulty_csd.py swaps in fault injection
 
     def command(self) -> list[str]:
         # Hermetic: never pick up the machine's /etc/csd/csd.toml unless a test passes --config.
@@ -89,19 +94,29 @@ class Daemon:
         """Start csd without waiting for it to answer."""
         log = open(self.log_path, "ab")
         env = {**os.environ, **self.extra_env} if self.extra_env else None
-        limit = None
-        if self.nofile is not None:
+        def limit():  # in the child, before csd starts
             import resource
 
-            def limit():
+            if self.nofile is not None:
                 resource.setrlimit(resource.RLIMIT_NOFILE, (self.nofile, self.nofile))
+            if self.file_size_limited:
+                signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # an ignored signal stays ignored across exec
 
         self.proc = subprocess.Popen(
             self.command(), stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, cwd=ROOT, env=env,
-            preexec_fn=limit,
+            preexec_fn=limit if self.nofile is not None or self.file_size_limited else None,
         )
         log.close()
         return self
+
+    def limit_file_size(self, nbytes: int | None) -> None:
+        """Let csd write no file beyond `nbytes` (RLIMIT_FSIZE, as if its disk had no room left
+        past that), or lift the limit with None. Needs file_size_limited=True."""
+        import resource
+
+        assert self.file_size_limited, "start csd with file_size_limited=True"
+        hard = resource.prlimit(self.proc.pid, resource.RLIMIT_FSIZE)[1]
+        resource.prlimit(self.proc.pid, resource.RLIMIT_FSIZE, (hard if nbytes is None else nbytes, hard))
 
     def start(self, timeout: float = 20.0) -> "Daemon":
         self.spawn()

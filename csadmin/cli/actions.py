@@ -1,33 +1,19 @@
 """What each command does, given a Session and its parsed line; each returns an exit code.
 
-Actions talk to the daemon only through `csadmin.client` and to people only through the
-session's console, so one-shot, script and shell use share every line here.
+Actions talk to the daemon only through `csadmin.client` (one typed method per csd operation)
+and to people only through the session's console, so one-shot, script and shell use share every
+line here. The command table (commands.py) names each command's action.
 """
 
 from __future__ import annotations
 
+from typing import Callable
+
 from .. import errors
-from ..client import Client
+from ..states import ExecMode, title
 from . import render
-from .commands import COMMANDS, options_of
-from .parse import Parsed, shown
-
-
-class Session:
-    """What every action needs: the client, the console, and the global output settings."""
-
-    def __init__(self, client: Client, console, output_format: str = "text", timeout: float = 10.0):
-        self.client = client
-        self.console = console  # PlainConsole or the shell's console
-        self.output_format = output_format
-        self.timeout = timeout  # seconds past a transition's expected duration before giving up
-
-    def json(self, parsed: Parsed) -> bool:
-        return (parsed.options.get("output_format") or self.output_format) == "json"
-
-
-class ExitShell(Exception):
-    """Raised by `exit` / `quit`; the shell ends with exit code 0."""
+from .grammar import Parsed
+from .session import Session
 
 
 def _will_ask(s: Session, p: Parsed) -> bool:
@@ -42,13 +28,13 @@ def _will_ask(s: Session, p: Parsed) -> bool:
     return True
 
 
-def _preflight(s: Session, p: Parsed, op: str, **args) -> dict | None:
-    """Before asking: check the request on csd without doing it (a dry run: role, arguments,
+def _preflight(s: Session, p: Parsed, dry_run: Callable[[], dict]) -> dict | None:
+    """Before asking: check the request on csd without doing it (`dry_run`: role, arguments,
     state), so a change that cannot happen is refused, and one with nothing to do is reported,
     before anyone is asked. None: no question will be asked, go ahead."""
     if not _will_ask(s, p):
         return None
-    return s.client.call(op, dry_run=True, **args)
+    return dry_run()
 
 
 def _confirm(s: Session, question: str) -> None:
@@ -82,15 +68,19 @@ def _settle(s: Session, p: Parsed, result: dict, target: str) -> int:
     return errors.EXIT_OK
 
 
-def system_show(s: Session, p: Parsed) -> int:
-    snap = s.client.call("system.show", detailed=True) if p.options["detailed"] else s.client.system_show()
-    s.console.out(render.as_json(snap) if s.json(p) else render.system_show(snap))
+def _answer(s: Session, p: Parsed, result: dict, as_text: Callable[[dict], str]) -> int:
+    """Print what csd answered: as JSON (stable keys, docs/cli.md) or as text for people."""
+    s.console.out(render.as_json(result) if s.json(p) else as_text(result))
     return errors.EXIT_OK
+
+
+def system_show(s: Session, p: Parsed) -> int:
+    return _answer(s, p, s.client.system_show(detailed=p.options["detailed"]), render.system_show)
 
 
 def system_standby(s: Session, p: Parsed) -> int:
     force = bool(p.options.get("force"))
-    check = _preflight(s, p, "system.standby", **({"force": True} if force else {}))
+    check = _preflight(s, p, lambda: s.client.system_standby(force=force, dry_run=True))
     if check is not None:
         if not check["changed"]:
             return _settle(s, p, check, "STANDBY")
@@ -106,19 +96,17 @@ def system_standby(s: Session, p: Parsed) -> int:
 
 
 def system_activate(s: Session, p: Parsed) -> int:
-    check = _preflight(s, p, "system.activate")
+    check = _preflight(s, p, lambda: s.client.system_activate(dry_run=True))
     if check is not None:
         if not check["changed"]:
             return _settle(s, p, check, "ACTIVE")
         mode = s.client.execmode_show()["execmode"]
-        _confirm(s, f"This activates the system in {render.title(mode)} mode. Do you want to proceed?")
+        _confirm(s, f"This activates the system in {title(mode)} mode. Do you want to proceed?")
     return _settle(s, p, s.client.system_activate(), "ACTIVE")
 
 
 def execmode_show(s: Session, p: Parsed) -> int:
-    result = s.client.execmode_show()
-    s.console.out(render.as_json(result) if s.json(p) else render.execmode_show(result))
-    return errors.EXIT_OK
+    return _answer(s, p, s.client.execmode_show(), render.execmode_show)
 
 
 def execmode_setup(s: Session, p: Parsed) -> int:
@@ -131,19 +119,19 @@ def execmode_setup(s: Session, p: Parsed) -> int:
             )
         # Checked before offering the choice (the rule and its message live in csd, once).
         configured = s.client.execmode_show()["execmode"]
-        s.client.call("config.execmode.setup", mode=configured, dry_run=True)
-        options = [("PIPELINED", "Pipelined"), ("WEIGHT_STREAMING", "Weight Streaming")]
+        s.client.execmode_setup(configured, dry_run=True)
+        options = [(m.value, m.title) for m in ExecMode]
         mode = s.console.choose("Select execution mode configuration:", options, default=configured)
     else:
-        check = _preflight(s, p, "config.execmode.setup", mode=mode)
+        check = _preflight(s, p, lambda: s.client.execmode_setup(mode, dry_run=True))
         if check is not None and check["changed"]:
-            _confirm(s, f"This sets the execution mode to {render.title(check['execmode'])} "
+            _confirm(s, f"This sets the execution mode to {title(check['execmode'])} "
                         f"(taking effect on `system activate`). Do you want to proceed?")
     result = s.client.execmode_setup(mode)
     if s.json(p):
         s.console.out(render.as_json(result))
         return errors.EXIT_OK
-    s.console.out(f"Selected execution mode configuration: ✔ {render.title(result['execmode'])}")
+    s.console.out(f"Selected execution mode configuration: ✔ {title(result['execmode'])}")
     if result["changed"]:
         s.console.out("It takes effect on `system activate`.")
     else:
@@ -154,81 +142,43 @@ def execmode_setup(s: Session, p: Parsed) -> int:
 def events_show(s: Session, p: Parsed) -> int:
     o = p.options
     events = s.client.events_show(event_type=o["event_type"], from_time=o["from_time"], max_count=o["max_count"])
-    s.console.out(render.as_json({"events": events}) if s.json(p) else render.events(events))
-    return errors.EXIT_OK
+    return _answer(s, p, {"events": events}, lambda r: render.events(r["events"]))
 
 
 def runs_list(s: Session, p: Parsed) -> int:
-    result = s.client.runs_list(max_count=p.options["max_count"])
-    s.console.out(render.as_json(result) if s.json(p) else render.runs_list(result))
-    return errors.EXIT_OK
+    return _answer(s, p, s.client.runs_list(max_count=p.options["max_count"]), render.runs_list)
 
 
 def runs_show(s: Session, p: Parsed) -> int:
-    run = s.client.runs_show(p.args[0])
-    s.console.out(render.as_json(run) if s.json(p) else render.run_show(run))
-    return errors.EXIT_OK
+    return _answer(s, p, s.client.runs_show(p.args[0]), render.run_show)
 
 
 def runs_abort(s: Session, p: Parsed) -> int:
-    run_id = p.args[0]
-    reason = {"reason": p.options["reason"]} if p.options["reason"] else {}
-    check = _preflight(s, p, "runs.abort", run_id=run_id, **reason)  # unknown, closed: refused before asking
+    run_id, reason = p.args[0], p.options["reason"]
+    # Unknown or closed: refused before anyone is asked.
+    check = _preflight(s, p, lambda: s.client.runs_abort(run_id, reason=reason, dry_run=True))
     if check is not None:
         if not check["changed"]:
-            s.console.out(render.as_json(check) if s.json(p) else check["message"])
-            return errors.EXIT_OK
+            return _answer(s, p, check, lambda r: r["message"])
         _confirm(s, f"This aborts run {run_id} (owner {check['owner']}); its runtime will get RUN_ABORTED. "
                     "Do you want to proceed?")
-    result = s.client.runs_abort(run_id, reason=p.options["reason"])
-    s.console.out(render.as_json(result) if s.json(p) else result["message"])
-    return errors.EXIT_OK
+    result = s.client.runs_abort(run_id, reason=reason)
+    return _answer(s, p, result, lambda r: r["message"])
 
 
 def audit_show(s: Session, p: Parsed) -> int:
     entries = s.client.audit_show(max_count=p.options["max_count"])
-    s.console.out(render.as_json({"entries": entries}) if s.json(p) else render.audit(entries))
-    return errors.EXIT_OK
-
-
-def help(s: Session, p: Parsed) -> int:
-    s.console.out(help_text(p.args))
-    return errors.EXIT_OK
-
-
-def help_text(words: list[str]) -> str:
-    if words:
-        wanted = " ".join(words)
-        matches = [c for c in COMMANDS if c.name == wanted or c.name.startswith(wanted + " ")]
-        if not matches:
-            raise errors.UsageError(f"No command `{shown(wanted)}`.", "Type `help` for the list of commands.")
-        blocks = []
-        for c in matches:
-            lines = [f"{c.usage} — {c.help}"]
-            if c.details:
-                lines.append(f"  {c.details}")
-            lines += [f"  {o.name}{' ' + o.metavar if o.takes_value else ''}: {o.help}" for o in options_of(c)]
-            lines += [f"  alias: {' '.join(a)}" for a in c.aliases]
-            blocks.append("\n".join(lines))
-        return "\n\n".join(blocks)
-    width = max(len(c.usage) for c in COMMANDS)
-    return "\n".join(f"  {c.usage.ljust(width)}  {c.help}" for c in COMMANDS) + "\n\nhelp COMMAND shows a command's options."
-
-
-def exit(s: Session, p: Parsed) -> int:
-    raise ExitShell()
+    return _answer(s, p, {"entries": entries}, lambda r: render.audit(r["entries"]))
 
 
 def system_date(s: Session, p: Parsed) -> int:
     result = s.client.system_date()
-    s.console.out(render.as_json(result) if s.json(p) else render.fmt_ms(result["time"]) + " " + render.local_zone())
-    return errors.EXIT_OK
+    return _answer(s, p, result, lambda r: render.fmt_ms(r["time"]) + " " + render.local_zone())
 
 
 def whoami(s: Session, p: Parsed) -> int:
     me = s.client.whoami()
-    s.console.out(render.as_json(me) if s.json(p) else f"{me['name']} ({me['role']}), session {me['session']}")
-    return errors.EXIT_OK
+    return _answer(s, p, me, lambda r: f"{r['name']} ({r['role']}), session {r['session']}")
 
 
 def slurm(s: Session, p: Parsed) -> int:
@@ -239,34 +189,19 @@ def slurm(s: Session, p: Parsed) -> int:
 
 
 def events_follow(s: Session, p: Parsed) -> int:
-    """Print live events until Ctrl-C (which ends it with success). Events published before the
-    subscription took hold, or lost on a reconnect, are fetched from the kept log (by `seq`),
-    so nothing after the start is skipped."""
+    """Print live events until Ctrl-C (which ends it with success). None after the start is
+    skipped: what the subscription missed is fetched from the kept log (csadmin/follow.py)."""
     import fnmatch
 
     pattern = p.options["event_type"]
     as_json = s.json(p)
-    last_seq = s.client.system_show()["seq"]
-    s.console.err("Following events; Ctrl-C stops.")
-
-    def show(events: list[dict]) -> None:
-        nonlocal last_seq
-        for e in events:
-            if e["seq"] <= last_seq:
-                continue
-            last_seq = e["seq"]
-            if pattern is None or fnmatch.fnmatchcase(e["type"], pattern):
-                s.console.out(render.compact_json(e) if as_json else render.event_line(e))
-
-    def catch_up() -> None:
-        show(s.client.call("events.show", after_seq=last_seq)["events"])
-
-    try:
-        for event in s.client.events():
-            if event is None or event["seq"] > last_seq + 1:
-                catch_up()  # idle tick or a gap: the log has whatever we did not receive
-            show([event] if event is not None else [])
-    except KeyboardInterrupt:
-        s.console.err("Stopped following events.")  # on its own line, after the terminal's ^C
-        return errors.EXIT_OK
+    with s.client.follow() as stream:
+        s.console.err("Following events; Ctrl-C stops.")
+        try:
+            while True:
+                for e in stream.next():
+                    if pattern is None or fnmatch.fnmatchcase(e["type"], pattern):
+                        s.console.out(render.compact_json(e) if as_json else render.event_line(e))
+        except KeyboardInterrupt:
+            s.console.err("Stopped following events.")  # on its own line, after the terminal's ^C
     return errors.EXIT_OK

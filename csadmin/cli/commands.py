@@ -1,53 +1,20 @@
-"""The command table: every `cs` command, defined once, as plain data.
-
-(NamedTuples rather than dataclasses: `dataclasses` imports `inspect`, ~5 ms on every one-shot.)
+"""The command table: every `cs` command, defined once, as plain data (grammar.py).
 
 Parsing (parse.py), help, shell completion, one-shot and interactive use all read this table;
-`action` names the function in actions.py that carries the command out.
+`action` is the function that carries the command out (actions.py; `help` and `exit`, which
+are about the table and the shell rather than csd, are here). So `cs system standby` reads, with
+no string looked up: COMMANDS → actions.system_standby → Client.system_standby → the op
+`system.standby` (daemon/commands/system_standby.py).
 """
 
 from __future__ import annotations
 
-from typing import NamedTuple
-
-EXECMODE_VALUES = ("PIPELINED", "WEIGHT_STREAMING", "pipelined", "weight-streaming")
-
-
-class Option(NamedTuple):
-    name: str  # "--mode"
-    help: str
-    takes_value: bool = False
-    metavar: str = "VALUE"
-    values: tuple[str, ...] = ()  # completion candidates (and, if `choices`, the only ones allowed)
-    choices: bool = False
-    integer: bool = False
-    complete_from: str = ""  # a live source of completions the shell asks the daemon for ("event_types")
-
-    @property
-    def dest(self) -> str:
-        return self.name.lstrip("-").replace("-", "_")
-
-
-class Command(NamedTuple):
-    words: tuple[str, ...]
-    help: str
-    action: str
-    options: tuple[Option, ...] = ()
-    aliases: tuple[tuple[str, ...], ...] = ()
-    changes_state: bool = False  # asks for confirmation unless --no-confirm; refused in scripts without it
-    reads: bool = False  # reads state only (no confirmation, safe to retry)
-    output: bool = True  # prints a result, so takes --output-format
-    details: str = ""
-    arguments: tuple[str, ...] = ()  # positional arguments, all required, e.g. ("ID",)
-
-    @property
-    def name(self) -> str:
-        return " ".join(self.words)
-
-    @property
-    def usage(self) -> str:
-        return " ".join((self.name, *self.arguments))
-
+from .. import errors
+from ..states import EXECMODE_SPELLINGS
+from . import actions
+from .grammar import Command, Option, Parsed
+from .render import shown
+from .session import Session
 
 NO_CONFIRM = Option("--no-confirm", "do not ask for confirmation (required in scripts)")
 OUTPUT_FORMAT = Option("--output-format", "text (default) or json", True, "FORMAT", ("text", "json"), choices=True)
@@ -68,14 +35,50 @@ def _slurm_wait(waits_for: str, default: int, bound: str) -> Option:
                   integer=True)
 
 
+# -- the commands about the table and the shell ----------------------------------------------------
+
+
+class ExitShell(Exception):
+    """Raised by `exit` / `quit`; the shell ends with exit code 0."""
+
+
+def show_help(s: Session, p: Parsed) -> int:
+    s.console.out(help_text(p.args))
+    return errors.EXIT_OK
+
+
+def leave(s: Session, p: Parsed) -> int:
+    raise ExitShell()
+
+
+def help_text(words: list[str]) -> str:
+    """The list of commands, or the usage, options and aliases of those `words` name."""
+    if words:
+        wanted = " ".join(words)
+        matches = [c for c in COMMANDS if c.name == wanted or c.name.startswith(wanted + " ")]
+        if not matches:
+            raise errors.UsageError(f"No command `{shown(wanted)}`.", "Type `help` for the list of commands.")
+        blocks = []
+        for c in matches:
+            lines = [f"{c.usage} — {c.help}"]
+            if c.details:
+                lines.append(f"  {c.details}")
+            lines += [f"  {o.name}{' ' + o.metavar if o.takes_value else ''}: {o.help}" for o in options_of(c)]
+            lines += [f"  alias: {' '.join(a)}" for a in c.aliases]
+            blocks.append("\n".join(lines))
+        return "\n\n".join(blocks)
+    width = max(len(c.usage) for c in COMMANDS)
+    return "\n".join(f"  {c.usage.ljust(width)}  {c.help}" for c in COMMANDS) + "\n\nhelp COMMAND shows a command's options."
+
+
 COMMANDS: tuple[Command, ...] = (
     Command(
-        ("system", "show"), "Show the system's state, health and execution mode.", "system_show",
+        ("system", "show"), "Show the system's state, health and execution mode.", actions.system_show,
         options=(Option("--detailed", "also show the daemon's version, start time and durations"),),
         aliases=(("system", "status"),), reads=True,
     ),
     Command(
-        ("system", "standby"), "Put the system in standby (ACTIVE → STANDBY).", "system_standby",
+        ("system", "standby"), "Put the system in standby (ACTIVE → STANDBY).", actions.system_standby,
         options=(NO_CONFIRM, Option("--force", "abort the run holding the fabric instead of refusing")),
         changes_state=True,
         details="Waits for PENDING_STANDBY to complete. Admins only. Refused (busy, exit 4) while a run "
@@ -83,23 +86,23 @@ COMMANDS: tuple[Command, ...] = (
     ),
     Command(
         ("system", "activate"), "Activate the system in the configured execution mode (STANDBY → ACTIVE).",
-        "system_activate", options=(NO_CONFIRM,), changes_state=True,
+        actions.system_activate, options=(NO_CONFIRM,), changes_state=True,
         details="The system reboots into the configured execution mode; waits for PENDING_ACTIVE to complete.",
     ),
-    Command(("system", "date"), "Show the system's date and time.", "system_date", reads=True),
-    Command(("config", "execmode", "show"), "Show the configured execution mode.", "execmode_show", reads=True),
+    Command(("system", "date"), "Show the system's date and time.", actions.system_date, reads=True),
+    Command(("config", "execmode", "show"), "Show the configured execution mode.", actions.execmode_show, reads=True),
     Command(
         ("config", "execmode", "setup"), "Choose the execution mode the next activation boots into (STANDBY only).",
-        "execmode_setup",
+        actions.execmode_setup,
         options=(
-            Option("--mode", "PIPELINED or WEIGHT_STREAMING (any case; weight-streaming)", True, "MODE", EXECMODE_VALUES),
+            Option("--mode", "PIPELINED or WEIGHT_STREAMING (any case; weight-streaming)", True, "MODE", EXECMODE_SPELLINGS),
             NO_CONFIRM,
         ),
         changes_state=True,
         details="Without --mode, offers the two modes as a selection. Takes effect on `system activate`.",
     ),
     Command(
-        ("events", "show"), "Show kept events, oldest first.", "events_show",
+        ("events", "show"), "Show kept events, oldest first.", actions.events_show,
         options=(
             EVENT_TYPE,
             Option("--from-time", "only events at or after this time (ms since the epoch)", True, "MS", integer=True),
@@ -108,50 +111,50 @@ COMMANDS: tuple[Command, ...] = (
         reads=True,
     ),
     Command(
-        ("events", "follow"), "Print events as they happen, until Ctrl-C.", "events_follow",
+        ("events", "follow"), "Print events as they happen, until Ctrl-C.", actions.events_follow,
         options=(EVENT_TYPE,), reads=True,
         details="With --output-format json, one JSON object per line.",
     ),
-    Command(("whoami",), "Show who csd takes you for: key name, role and session.", "whoami", reads=True),
+    Command(("whoami",), "Show who csd takes you for: key name, role and session.", actions.whoami, reads=True),
     Command(
-        ("runs", "list"), "List the kept runs, newest first, and the run holding the fabric.", "runs_list",
+        ("runs", "list"), "List the kept runs, newest first, and the run holding the fabric.", actions.runs_list,
         options=(Option("--max-count", "only the newest N runs", True, "N", integer=True),), reads=True,
     ),
-    Command(("runs", "show"), "Show one run and its performance record.", "runs_show", reads=True, arguments=("ID",)),
+    Command(("runs", "show"), "Show one run and its performance record.", actions.runs_show, reads=True, arguments=("ID",)),
     Command(
-        ("runs", "abort"), "Abort a run, releasing the fabric (admins only).", "runs_abort",
+        ("runs", "abort"), "Abort a run, releasing the fabric (admins only).", actions.runs_abort,
         options=(NO_CONFIRM, Option("--reason", "why, shown to the run's runtime", True, "TEXT")),
         changes_state=True, arguments=("ID",),
         details="The run's runtime gets RUN_ABORTED with the reason on its next call.",
     ),
     Command(
-        ("audit", "show"), "Show the audit log: every change requested and every denial, oldest first.", "audit_show",
+        ("audit", "show"), "Show the audit log: every change requested and every denial, oldest first.", actions.audit_show,
         options=(Option("--max-count", "only the newest N records (default 100)", True, "N", integer=True),),
         reads=True, details="Admins only.",
     ),
     # Slurm's scripts on a node with a CS-2 attached run these (docs/slurm.md, slurm/): no prompts,
     # a bounded runtime, exit codes Slurm understands; csadmin/slurm/hooks.py carries them out.
     Command(
-        ("slurm", "health-check"), "HealthCheckProgram: drain the node while the CS-2 cannot take jobs.", "slurm",
+        ("slurm", "health-check"), "HealthCheckProgram: drain the node while the CS-2 cannot take jobs.", actions.slurm,
         options=(SLURM_NODE,), output=False,
         details="Drains with a reason ending in '(cs health check)' unless the system is ACTIVE with systemHealth "
                 "OK/DEGRADED in the mode Slurm has; resumes only nodes it drained itself.",
     ),
-    Command(("slurm", "features"), "node_features/helpers: print the active mode's Slurm feature.", "slurm",
+    Command(("slurm", "features"), "node_features/helpers: print the active mode's Slurm feature.", actions.slurm,
             output=False, details="cs2_pipelined or cs2_weight_streaming, on stdout."),
     Command(
         ("slurm", "set-feature"), "node_features/helpers: put the system in STANDBY configured for FEATURE's mode.",
-        "slurm", options=(_slurm_wait("STANDBY", 40, "ExecTime in helpers.conf"),), arguments=("FEATURE",),
+        actions.slurm, options=(_slurm_wait("STANDBY", 40, "ExecTime in helpers.conf"),), arguments=("FEATURE",),
         output=False,
         details="Refused (exit 4) while a run holds the fabric. `slurm reboot` (RebootProgram) then activates it.",
     ),
     Command(
-        ("slurm", "reboot"), "RebootProgram: activate the system, then have slurmd report the reboot.", "slurm",
+        ("slurm", "reboot"), "RebootProgram: activate the system, then have slurmd report the reboot.", actions.slurm,
         options=(_slurm_wait("ACTIVE", 300, "ResumeTimeout in slurm.conf"),), output=False,
         details="The host does not reboot: slurmd is restarted with -b once the CS-2 is ACTIVE.",
     ),
     Command(
-        ("slurm", "prolog"), "Prolog: wait for ACTIVE in the job's mode; give the wafer to the job.", "slurm",
+        ("slurm", "prolog"), "Prolog: wait for ACTIVE in the job's mode; give the wafer to the job.", actions.slurm,
         options=(
             SLURM_JOB_ID, Option("--user", "the job's user (default $SLURM_JOB_USER)", True, "USER"),
             Option("--constraint", "the job's constraint (default $SLURM_JOB_CONSTRAINTS)", True, "EXPR"),
@@ -160,10 +163,11 @@ COMMANDS: tuple[Command, ...] = (
         output=False,
         details="Runs opened while the job holds the wafer carry its id. On failure drains the node with the reason.",
     ),
-    Command(("slurm", "epilog"), "Epilog: abort the run the job left holding the fabric.", "slurm",
+    Command(("slurm", "epilog"), "Epilog: abort the run the job left holding the fabric.", actions.slurm,
             options=(SLURM_JOB_ID,), output=False, details="Its reason: 'slurm job J ended'."),
-    Command(("help",), "Show the commands, or one command's options: help [COMMAND].", "help", output=False),
-    Command(("exit",), "Leave the shell.", "exit", aliases=(("quit",),), output=False),
+    Command(("help",), "Show the commands, or one command's options: help [COMMAND].", show_help,
+            output=False, takes_command=True),
+    Command(("exit",), "Leave the shell.", leave, aliases=(("quit",),), output=False),
 )
 
 
@@ -195,3 +199,4 @@ def command_at(tokens: list[str]) -> tuple[Command | None, int]:
 
 def options_of(command: Command) -> tuple[Option, ...]:
     return command.options + ((OUTPUT_FORMAT,) if command.output else ())
+

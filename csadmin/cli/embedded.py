@@ -26,7 +26,7 @@ def embedded_daemon(activate_seconds: float = 5.0, standby_seconds: float = 3.0,
     key_file = os.path.join(tmp, "admin.key_secret")
     log_path = os.path.join(tmp, "csd.log")
     cmd = [
-        sys.executable, "-m", "daemon", "--state-dir", state_dir,
+        sys.executable, "-m", "csadmin.daemon", "--state-dir", state_dir,
         "--endpoint", endpoint, "--events-endpoint", f"ipc://{tmp}/csd-events.sock",
         "--connection-file", connection_file,
         "--activate-seconds", str(activate_seconds), "--standby-seconds", str(standby_seconds),
@@ -34,7 +34,7 @@ def embedded_daemon(activate_seconds: float = 5.0, standby_seconds: float = 3.0,
     with open(log_path, "wb") as log:
         # The server keypair and an admin key, made by csd itself (csadmin never imports daemon).
         keys = subprocess.run(
-            [sys.executable, "-m", "daemon", "keys", "init", "--state-dir", state_dir, "--out", key_file],
+            [sys.executable, "-m", "csadmin.daemon", "keys", "init", "--state-dir", state_dir, "--out", key_file],
             stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True,
         )
         if keys.returncode != 0:

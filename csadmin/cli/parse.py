@@ -3,24 +3,10 @@
 from __future__ import annotations
 
 import shlex
-from typing import NamedTuple
-
 from ..errors import UsageError
-from .commands import Command, all_names, command_at, next_words, options_of
-
-
-class Parsed(NamedTuple):
-    command: Command
-    options: dict
-    args: list[str]
-
-
-ECHO_CHARS = 40  # how much of what was typed an error repeats
-
-
-def shown(text: str, limit: int = ECHO_CHARS) -> str:
-    """What was typed, cut short for an error message (a 5,000-character line is not echoed)."""
-    return text if len(text) <= limit else text[: limit - 1] + "…"
+from .commands import all_names, command_at, next_words, options_of
+from .grammar import Command, Parsed
+from .render import ECHO_CHARS, shown
 
 
 def split(line: str) -> list[str]:
@@ -90,7 +76,7 @@ def _parse_options(command: Command, tokens: list[str]) -> tuple[dict, list[str]
             except ValueError:
                 raise UsageError(f"{name} needs a whole number, not {shown(value)!r}.") from None
         options[opt.dest] = value
-    if command.action != "help":
+    if not command.takes_command:
         wanted = len(command.arguments)
         if len(args) > wanted:
             what = "no argument" if not wanted else f"only {' '.join(command.arguments)}, not"

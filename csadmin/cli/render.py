@@ -5,6 +5,16 @@ from __future__ import annotations
 import json
 import time
 
+from ..states import settles_to
+
+
+ECHO_CHARS = 40  # how much of what was typed an error repeats
+
+
+def shown(text: str, limit: int = ECHO_CHARS) -> str:
+    """What was typed, cut short for an error message (a 5,000-character line is not echoed)."""
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
 
 def as_json(obj) -> str:
     return json.dumps(obj, indent=2, ensure_ascii=False)
@@ -16,11 +26,6 @@ def compact_json(obj) -> str:
 
 def local_zone() -> str:
     return time.strftime("%Z")
-
-
-def title(mode: str) -> str:
-    """`WEIGHT_STREAMING` → `Weight Streaming`, as the real CLI shows modes to people."""
-    return mode.replace("_", " ").title()
 
 
 def fmt_ms(ms: int) -> str:
@@ -55,8 +60,7 @@ def system_show(snap: dict) -> str:
         rows.append(("Slurm job", f"{job['jobId']} ({job['user']}), holds the wafer since {fmt_ms(job['since'])}"))
     left = seconds_left(snap)
     if left is not None:
-        target = "ACTIVE" if snap["state"] == "PENDING_ACTIVE" else "STANDBY"
-        rows.append(("Pending", f"{target} in about {left:.1f} s"))
+        rows.append(("Pending", f"{settles_to(snap['state'])} in about {left:.1f} s"))
     daemon = snap.get("daemon")
     if daemon:
         rows += [

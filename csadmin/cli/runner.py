@@ -5,13 +5,16 @@ from __future__ import annotations
 import shlex
 
 from .. import errors
-from . import actions, render
-from .actions import ExitShell, Session
-from .parse import parse, shown, split
+from . import render
+from .session import Session
+from .commands import ExitShell
+from .parse import parse, split
+from .render import shown
 
 
-def report(s: Session, exc: errors.CsError, line: int | None = None, command: str = "") -> None:
-    """Say what failed; in a script, `line` (and the `command` there) says where."""
+def report(s: Session, exc: errors.CsError, line: int | None = None, command: str = "") -> int:
+    """Say what failed; in a script, `line` (and the `command` there) says where. Returns the
+    failure's exit code."""
     if s.output_format == "json":
         error = {"code": exc.code, "message": exc.message, "hint": exc.hint}
         if line is not None:
@@ -20,6 +23,7 @@ def report(s: Session, exc: errors.CsError, line: int | None = None, command: st
     else:
         where = f" at line {line} (`{shown(command, 100)}`)" if line is not None else ""
         s.console.err(f"Error{where}: {exc.message}" + (f"\n{exc.hint}" if exc.hint else ""))
+    return exc.exit_code
 
 
 def run_tokens(s: Session, tokens: list[str], line: int | None = None) -> int:
@@ -27,12 +31,11 @@ def run_tokens(s: Session, tokens: list[str], line: int | None = None) -> int:
     `line`: where the command is in a script, for the error message."""
     try:
         parsed = parse(tokens)
-        return getattr(actions, parsed.command.action)(s, parsed)
+        return parsed.command.action(s, parsed)
     except ExitShell:
         raise
     except errors.CsError as exc:
-        report(s, exc, line, shlex.join(tokens))
-        return exc.exit_code
+        return report(s, exc, line, shlex.join(tokens))
     except KeyboardInterrupt:
         s.console.err("Interrupted.")
         return errors.EXIT_INTERRUPTED
@@ -42,8 +45,7 @@ def run_line(s: Session, line: str) -> int:
     try:
         tokens = split(line)
     except errors.UsageError as exc:
-        report(s, exc)
-        return exc.exit_code
+        return report(s, exc)
     return run_tokens(s, tokens) if tokens else errors.EXIT_OK
 
 
@@ -75,8 +77,7 @@ def run_script(s: Session, text: str) -> int:
     try:
         commands = script_commands(text)
     except errors.CsError as exc:
-        report(s, exc)
-        return exc.exit_code
+        return report(s, exc)
     for number, tokens in commands:
         try:
             code = run_tokens(s, tokens, line=number)

@@ -8,7 +8,8 @@ from prompt_toolkit.patch_stdout import patch_stdout
 
 from .. import errors
 from ..cli import render
-from ..cli.actions import ExitShell, Session
+from ..cli.session import Session
+from ..cli.commands import ExitShell
 from ..cli.parse import parse, split
 from ..cli.runner import run_line
 from ..client import Client

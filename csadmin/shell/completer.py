@@ -22,7 +22,7 @@ def candidates(text: str, providers: Providers | None = None) -> tuple[str, list
 
     if command is None:
         return current, [w for w in next_words(tuple(done)) if w.startswith(current)]
-    if command.action == "help":  # help takes a command name
+    if command.takes_command:  # help takes a command name
         return current, [w for w in next_words(tuple(done[used:])) if w.startswith(current)]
 
     options = {o.name: o for o in options_of(command)}

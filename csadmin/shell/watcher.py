@@ -2,14 +2,13 @@
 prints events other clients cause above the prompt.
 
 It has its own Client, a sibling of the shell's with the same key (ZeroMQ sockets are not
-thread-safe). It takes a snapshot on connect, on
-every event and every half second (so the toolbar counts down and a lost daemon shows within
-about a second); a `seq` gap — events lost to a reconnect — is filled from `events.show`.
+thread-safe). It takes a snapshot on connect, after every event and every half second (so the
+toolbar counts down and a lost daemon shows within about a second); it follows events with
+csadmin/follow.py, so none is skipped (a reconnect's gap is filled from csd's kept log).
 """
 
 from __future__ import annotations
 
-import json
 import threading
 from typing import Callable
 
@@ -19,7 +18,7 @@ from .. import errors
 from ..client import Client
 from .live import LiveState
 
-TICK_MS = 500
+TICK_SECONDS = 0.5
 RETRY_SECONDS = 1.0
 
 
@@ -68,29 +67,11 @@ class Watcher(threading.Thread):
                         pass
 
     def _follow(self, client: Client) -> None:
-        sub = client.subscribe()
-        try:
-            last_seq = self._refresh(client)
+        with client.follow(after_seq=self._refresh(client)) as stream:
             while not self._stopped.is_set():
-                if sub.poll(TICK_MS, zmq.POLLIN):
-                    _, payload = sub.recv_multipart()
-                    event = json.loads(payload)
-                    if event["seq"] <= last_seq:
-                        continue
-                    missed = []
-                    if event["seq"] > last_seq + 1:
-                        missed = client.call("events.show", after_seq=last_seq)["events"]
-                    for e in missed or [event]:
-                        if e["seq"] <= event["seq"]:
-                            self._maybe_announce(e)
-                    last_seq = event["seq"]
-                seq = self._refresh(client)
-                if seq > last_seq:  # events we never received (slow joiner, dropped): fetch them
-                    for e in client.call("events.show", after_seq=last_seq)["events"]:
-                        self._maybe_announce(e)
-                    last_seq = seq
-        finally:
-            sub.close(0)
+                for event in stream.next(TICK_SECONDS):
+                    self._maybe_announce(event)
+                self._refresh(client)  # every tick: the toolbar counts down, a lost csd shows
 
     def _refresh(self, client: Client) -> int:
         snap = client.system_show()

@@ -9,8 +9,10 @@ from __future__ import annotations
 import re
 
 from .. import errors
+from ..states import ExecMode
 
-FEATURE_MODES = {"cs2_pipelined": "PIPELINED", "cs2_weight_streaming": "WEIGHT_STREAMING"}
+# cs2_pipelined, cs2_weight_streaming: one feature per execution mode.
+FEATURE_MODES = {f"cs2_{mode.value.lower()}": mode.value for mode in ExecMode}
 MODE_FEATURES = {mode: feature for feature, mode in FEATURE_MODES.items()}
 
 

@@ -20,10 +20,9 @@ import socket
 import time
 
 from .. import errors
+from ..states import settles_to
 from . import features, health, scontrol, slurmd
 from .report import Reporter
-
-PENDING_TARGET = {"PENDING_ACTIVE": "ACTIVE", "PENDING_STANDBY": "STANDBY"}
 
 
 def _node_name(options: dict) -> str:
@@ -49,8 +48,8 @@ def _left(deadline: float) -> float:
 def _settle(client, deadline: float) -> dict:
     """Wait for a pending transition to finish; return the system then."""
     snap = client.system_show()
-    while snap["state"] in PENDING_TARGET:
-        snap = client.wait_for(state=PENDING_TARGET[snap["state"]], timeout=_left(deadline))
+    while settles_to(snap["state"]):
+        snap = client.wait_for(state=settles_to(snap["state"]), timeout=_left(deadline))
     return snap
 
 
@@ -169,7 +168,7 @@ def prolog(client, options: dict, say: Reporter) -> int:
             snap = client.system_show()
             if snap["state"] == "ACTIVE" and (not modes or snap["activeExecmode"] in modes):
                 if wafer:
-                    result = client.call("slurm.job.begin", job_id=job_id, user=user)
+                    result = client.slurm_job_begin(job_id, user)
                     say(result["message"])
                 say(f"job {job_id} may run: {snap['serial']} is ACTIVE in {snap['activeExecmode']}")
                 return errors.EXIT_OK
@@ -217,7 +216,7 @@ def epilog(client, options: dict, say: Reporter) -> int:
         if (snap["slurmJob"] or {}).get("jobId") != job_id and holder.get("slurmJob") != job_id:
             say(f"job {job_id} held neither the wafer nor a run; nothing to do")
             return errors.EXIT_OK
-        say(client.call("slurm.job.end", job_id=job_id)["message"])
+        say(client.slurm_job_end(job_id)["message"])
     except errors.Unreachable as exc:
         say(f"job {job_id}: csd unreachable, its run (if any) was not aborted: {exc.message}", error=True)
     return errors.EXIT_OK

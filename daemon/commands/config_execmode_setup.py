@@ -6,7 +6,7 @@ Only in STANDBY (INVALID_STATE otherwise, with the next step). Same mode again: 
 result: {message, changed, state, pendingUntil, execmode, activeExecmode, takesEffectOnActivate}
 """
 
-from statemachine.states import ExecMode
+from csadmin.states import ExecMode
 
 from ..args import DRY_RUN, Arg
 

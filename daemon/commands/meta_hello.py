@@ -7,7 +7,7 @@ result: {protocol, version, serial, systemType, eventsEndpoint, tcpEventsEndpoin
 """
 
 from csadmin import protocol
-from statemachine.events import CATALOG
+from csadmin.statemachine.events import CATALOG
 
 NAME = "meta.hello"
 MUTATING = False

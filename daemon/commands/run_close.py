@@ -20,13 +20,11 @@ ARGS = {
 
 
 def execute(ctx, args, caller):
-    run, changed = ctx.device.runs.close(args["run_id"], caller.client, args.get("reason"))
-    result = ctx.device.runs.show(run)
-    result["changed"] = changed
-    if not changed:
-        result["message"] = f"Run {run.run_id} is already closed."
-    elif run.abort_reason is not None:
-        result["message"] = f"Run {run.run_id} was aborted by its runtime: {run.abort_reason}."
+    run = ctx.device.close_run(args["run_id"], caller.client, args.get("reason"))
+    if not run["changed"]:
+        message = f"Run {run['runId']} is already closed."
+    elif run["abortReason"] is not None:
+        message = f"Run {run['runId']} was aborted by its runtime: {run['abortReason']}."
     else:
-        result["message"] = f"Run {run.run_id} is closed; the fabric is free."
-    return result
+        message = f"Run {run['runId']} is closed; the fabric is free."
+    return {**run, "message": message}

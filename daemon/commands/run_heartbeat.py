@@ -16,5 +16,4 @@ ARGS = {"run_id": Arg(str, required=True, parse=run_id, help="the run's id")}
 
 
 def execute(ctx, args, caller):
-    run = ctx.device.runs.heartbeat(args["run_id"], caller.client)
-    return {"runId": run.run_id, "status": run.status.value, "fabric": run.fabric.value, "leaseUntil": run.lease_until}
+    return ctx.device.heartbeat(args["run_id"], caller.client)

@@ -9,7 +9,7 @@ The run belongs to the calling client: only it may program, stream, heartbeat or
 result: the run (runs.show's keys) and `message`.
 """
 
-from statemachine.programs import parse_mode
+from csadmin.statemachine.programs import parse_mode
 
 from ..args import Arg, lease_seconds, label
 
@@ -28,6 +28,4 @@ def execute(ctx, args, caller):
     run = ctx.device.open_run(
         args.get("owner") or caller.name, caller.client, args["mode"], None if lease is None else int(lease * 1000)
     )
-    result = ctx.device.runs.show(run)
-    result["message"] = f"Run {run.run_id} is open and holds the fabric; program it with run.program."
-    return result
+    return {**run, "message": f"Run {run['runId']} is open and holds the fabric; program it with run.program."}

@@ -13,7 +13,7 @@ Idempotent on the request id: a retried request gets the first reply and program
 result: the run (runs.show's keys) and `message`.
 """
 
-from statemachine.programs import parse_program
+from csadmin.statemachine.programs import parse_program
 
 from ..args import Arg, run_id
 
@@ -28,6 +28,4 @@ ARGS = {
 
 def execute(ctx, args, caller):
     run = ctx.device.program_run(args["run_id"], caller.client, args["program"])
-    result = ctx.device.runs.show(run)
-    result["message"] = f"Programming the fabric for run {run.run_id} (until {run.programming_until} ms)."
-    return result
+    return {**run, "message": f"Programming the fabric for run {run['runId']} (until {run['programmingUntil']} ms)."}

@@ -22,6 +22,4 @@ ARGS = {
 
 
 def execute(ctx, args, caller):
-    run = ctx.device.runs.stream(args["run_id"], caller.client, args["samples"])
-    return {"runId": run.run_id, "status": run.status.value, "fabric": run.fabric.value,
-            "totalSamples": run.total_samples, "leaseUntil": run.lease_until}
+    return ctx.device.stream(args["run_id"], caller.client, args["samples"])

@@ -21,15 +21,11 @@ ARGS = {
 
 def execute(ctx, args, caller):
     reason = args.get("reason") or f"aborted by an admin ({caller.name})"
-    dry_run = bool(args.get("dry_run"))
-    run, changed = ctx.device.runs.abort(args["run_id"], reason, dry_run=dry_run)
-    result = ctx.device.runs.show(run)
-    result["changed"] = changed
-    if dry_run:
-        result["dryRun"] = True
-        result["message"] = f"Run {run.run_id} would be aborted." if changed else f"Run {run.run_id} was already aborted."
-        return result
-    result["message"] = (
-        f"Run {run.run_id} is aborted; the fabric is free." if changed else f"Run {run.run_id} was already aborted."
-    )
-    return result
+    run = ctx.device.abort_run(args["run_id"], reason, dry_run=bool(args.get("dry_run")))
+    if not run["changed"]:
+        message = f"Run {run['runId']} was already aborted."
+    elif run.get("dryRun"):
+        message = f"Run {run['runId']} would be aborted."
+    else:
+        message = f"Run {run['runId']} is aborted; the fabric is free."
+    return {**run, "message": message}

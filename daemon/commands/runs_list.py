@@ -14,5 +14,4 @@ ARGS = {"max_count": Arg(int, parse=non_negative, help="only the newest N runs")
 
 
 def execute(ctx, args, caller):
-    runs = ctx.device.runs
-    return {"runs": [runs.show(r) for r in runs.listing(args.get("max_count"))], "runHolder": runs.holder_summary()}
+    return ctx.device.list_runs(args.get("max_count"))

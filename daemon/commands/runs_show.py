@@ -16,5 +16,4 @@ ARGS = {"run_id": Arg(str, required=True, parse=run_id, help="the run's id, e.g.
 
 
 def execute(ctx, args, caller):
-    runs = ctx.device.runs
-    return runs.show(runs.get(args["run_id"]))
+    return ctx.device.show_run(args["run_id"])

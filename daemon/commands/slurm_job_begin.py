@@ -9,7 +9,7 @@ Admins only (Slurm's scripts run as root with an admin key).
 result: {message, changed, slurmJob: {jobId, user, since}, abortedRun (run id or null)}
 """
 
-from statemachine.slurm_jobs import parse_job_id
+from csadmin.statemachine.slurm_jobs import parse_job_id
 
 from ..args import Arg, label
 

@@ -8,7 +8,7 @@ Admins only.
 result: {message, changed, abortedRun (run id or null)}
 """
 
-from statemachine.slurm_jobs import parse_job_id
+from csadmin.statemachine.slurm_jobs import parse_job_id
 
 from ..args import Arg
 

@@ -7,7 +7,7 @@ import sys
 import pytest
 
 from csadmin import errors, protocol
-from statemachine import errors as model_errors
+from csadmin.statemachine.run_rules import OPEN_RULES, RUN_RULES, Refuse
 from tests.harness import ROOT
 
 
@@ -24,21 +24,38 @@ def test_missing_args_means_empty():
 def test_malformed_envelopes_are_bad_requests(frame):
     with pytest.raises(protocol.ProtocolError) as info:
         protocol.decode_request(frame)
-    assert info.value.code == "BAD_REQUEST"
+    assert isinstance(info.value.error, errors.BadRequest)
 
 
-def test_every_wire_code_has_a_client_exception_and_no_more():
-    assert set(errors.BY_CODE) == protocol.ERROR_CODES
+def test_each_error_class_has_its_own_upper_snake_code():
+    classes = errors.CsError.__subclasses__()
+    codes = [cls.code for cls in classes]
+    assert len(set(codes)) == len(codes) and all(code.isupper() and " " not in code for code in codes)
+    assert set(errors.WIRE_CODES) == {cls.code for cls in classes if cls.on_wire}
+    assert {"UNREACHABLE", "NO_CREDENTIALS", "USAGE", "CANCELLED"}.isdisjoint(errors.WIRE_CODES)
 
 
-def test_model_refusal_codes_are_wire_codes():
-    def subclasses(cls):
-        for sub in cls.__subclasses__():
-            yield sub
-            yield from subclasses(sub)
+@pytest.mark.parametrize("code", sorted(errors.WIRE_CODES))
+def test_a_wire_code_decodes_to_the_class_that_encoded_it(code):
+    cls = errors.BY_CODE[code]
+    reply = json.loads(protocol.error("x", cls("what happened", "what to do")))
+    decoded = errors.from_wire(reply["error"])
+    assert type(decoded) is cls and (decoded.message, decoded.hint) == ("what happened", "what to do")
 
-    for cls in [model_errors.Refused, *subclasses(model_errors.Refused)]:
-        assert cls.code in protocol.ERROR_CODES, cls
+
+def test_an_unknown_code_from_a_newer_csd_decodes_as_internal():
+    assert type(errors.from_wire({"code": "SOMETHING_NEW", "message": "m"})) is errors.Internal
+
+
+def test_the_models_refusals_are_errors_csd_may_answer_with():
+    refusals = {rule.error for rule in (*RUN_RULES.values(), *OPEN_RULES.values()) if isinstance(rule, Refuse)}
+    assert refusals and all(cls.on_wire for cls in refusals)
+
+
+def test_a_default_hint_applies_unless_the_raiser_names_one():
+    assert errors.Internal("boom").hint.startswith("This is a bug")
+    assert errors.Internal("boom", "do this").hint == "do this"
+    assert errors.Busy("held").hint == ""
 
 
 def test_exit_codes_are_distinct_per_class_and_never_zero():
@@ -51,16 +68,24 @@ def test_exit_codes_are_distinct_per_class_and_never_zero():
     assert all(cls.exit_code != 0 for cls in errors.BY_CODE.values())
 
 
-def test_error_reply_never_carries_unknown_codes():
-    with pytest.raises(AssertionError):
-        protocol.error("x", "SOMETHING_NEW", "no")
-    reply = json.loads(protocol.error("x", "BUSY", "held", "wait"))
+def test_error_reply_never_carries_a_code_outside_the_closed_set():
+    with pytest.raises(ValueError):
+        protocol.error("x", errors.Unreachable("no"))
+    reply = json.loads(protocol.error("x", errors.Busy("held", "wait")))
     assert reply == {"v": 1, "id": "x", "ok": False, "error": {"code": "BUSY", "message": "held", "hint": "wait"}}
 
 
-@pytest.mark.parametrize("module", ["csadmin.client", "csadmin.cli.main"])
+def test_the_closed_set_holds_under_python_dash_O_too():
+    """A check, not an assert: `python -O` must not let a client-side code onto the wire."""
+    code = "from csadmin import errors, protocol; protocol.error('x', errors.UsageError('no'))"
+    done = subprocess.run([sys.executable, "-O", "-c", code], capture_output=True, text=True, cwd=ROOT)
+    assert done.returncode == 1 and "ValueError" in done.stderr, done
+
+
+@pytest.mark.parametrize("module", ["csadmin.client", "csadmin.main"])
 def test_client_and_one_shot_paths_stay_light(module):
-    """DESIGN §6: the client and one-shot paths import neither prompt_toolkit, structlog nor transitions."""
+    """docs/design.md, "Layers": the client and one-shot paths import neither prompt_toolkit, structlog nor
+    transitions."""
     code = f"import sys, {module}; print(sorted({{m.split('.')[0] for m in sys.modules}} & {{'prompt_toolkit', 'structlog', 'transitions'}}))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, check=True).stdout
     assert out.strip() == "[]"
@@ -72,7 +97,7 @@ def test_client_and_one_shot_paths_stay_light(module):
 def _bad(frame: bytes) -> protocol.ProtocolError:
     with pytest.raises(protocol.ProtocolError) as info:
         protocol.decode_request(frame)
-    assert info.value.code == "BAD_REQUEST"
+    assert isinstance(info.value.error, errors.BadRequest)
     return info.value
 
 
@@ -80,7 +105,7 @@ def _bad(frame: bytes) -> protocol.ProtocolError:
 def test_deep_nesting_is_refused_before_parsing(depth):
     """`[` * 1000 crashed json.loads (RecursionError); 999 parsed but crashed what came after."""
     exc = _bad(b"[" * depth + b"]" * depth)
-    assert "nested" in exc.message
+    assert "nested" in exc.error.message
     nested_args = b'{"v":1,"id":"d","op":"system.show","args":{"x":' + b"[" * depth + b"]" * depth + b"}}"
     exc = _bad(nested_args)
     assert exc.request_id is None, "nothing from a refused frame is echoed"
@@ -112,9 +137,9 @@ def test_legitimate_nesting_passes():
 )
 def test_lone_surrogates_are_refused_anywhere(frame):
     exc = _bad(frame)
-    assert "UTF-8" in exc.message or "surrogate" in exc.message
+    assert "UTF-8" in exc.error.message or "surrogate" in exc.error.message
     # The refusal itself must be encodable: this is what crashed csd.
-    reply = protocol.error(exc.request_id, exc.code, exc.message, exc.hint)
+    reply = protocol.error(exc.request_id, exc.error)
     assert json.loads(reply)["error"]["code"] == "BAD_REQUEST"
 
 

@@ -6,7 +6,7 @@ from prompt_toolkit.application import create_app_session
 from prompt_toolkit.input import create_pipe_input
 from prompt_toolkit.output import DummyOutput
 
-from csadmin.cli.main import GlobalOptions
+from csadmin.main import GlobalOptions
 from csadmin.shell.app import announce_line, run_shell
 
 

@@ -3,8 +3,8 @@ bad value is quoted short; nothing a client sends reaches a command as an out-of
 
 import pytest
 
-from daemon.args import ArgError, describe, validate
-from daemon.commands import COMMANDS
+from csadmin.daemon.args import ArgError, describe, validate
+from csadmin.daemon.commands import COMMANDS
 
 PROGRAM = {"fingerprint": "f", "target_system": "CS2-0001", "execmode": "PIPELINED", "mode": "train",
            "compile_time": 1.0, "est_samples_per_sec": 10.0, "size_bytes": 1}

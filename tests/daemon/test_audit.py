@@ -1,8 +1,9 @@
 """The audit trail of requests that changed nothing: rate-limited per source with counted
 summaries, written in batches; its log lines coalesced the same way (unit tests, injected clock)."""
 
-from daemon.audit import FLUSH_SECONDS, HANDSHAKES, PER_SECOND, AuditTrail, record
-from daemon.coalesce import Coalescer
+from csadmin.daemon.audit import FLUSH_SECONDS, HANDSHAKES, PER_SECOND, AuditTrail, record
+from csadmin.daemon.coalesce import Coalescer
+from tests.daemon.recording import Log
 
 
 class Clock:
@@ -11,14 +12,6 @@ class Clock:
 
     def __call__(self):
         return self.now
-
-
-class Log:
-    def __init__(self):
-        self.lines = []
-
-    def __getattr__(self, level):
-        return lambda event, **kw: self.lines.append((level, event, kw))
 
 
 class Store:

@@ -67,7 +67,7 @@ def test_bad_request_gets_coded_error(raw, frame, code):
     reply = raw(frame)
     assert reply["ok"] is False
     assert reply["error"]["code"] == code
-    assert reply["error"]["code"] in protocol.ERROR_CODES
+    assert reply["error"]["code"] in errors.WIRE_CODES
     assert reply["error"]["message"]
     assert "Traceback" not in json.dumps(reply)
 

@@ -2,8 +2,8 @@
 
 import inspect
 
-from daemon.args import Arg
-from daemon.commands import COMMANDS
+from csadmin.daemon.args import Arg
+from csadmin.daemon.commands import COMMANDS
 
 ROLES = {"admin", "operator", "viewer"}
 

@@ -8,8 +8,8 @@ import tomllib
 
 import pytest
 
-from daemon import config
-from daemon.config import Config, ConfigError, load
+from csadmin.daemon import config
+from csadmin.daemon.config import Config, ConfigError, load
 from tests.harness import ROOT
 
 
@@ -104,7 +104,7 @@ def test_the_sample_config_is_valid_and_documents_every_key():
 
 
 def csd(*args, env=None):
-    return subprocess.run([sys.executable, "-m", "daemon", *args], capture_output=True, text=True, cwd=ROOT,
+    return subprocess.run([sys.executable, "-m", "csadmin.daemon", *args], capture_output=True, text=True, cwd=ROOT,
                           env={**os.environ, **(env or {})}, timeout=60)
 
 

@@ -8,7 +8,7 @@ import sys
 import pytest
 import zmq
 
-from csadmin import protocol
+from csadmin import errors, protocol
 from tests.harness import ROOT
 
 
@@ -53,7 +53,7 @@ def _error(reply) -> dict:
     assert reply is not None, "no reply"
     assert len(reply) == 1, "one frame back"
     body = json.loads(reply[0])
-    assert body["ok"] is False and body["error"]["code"] in protocol.ERROR_CODES
+    assert body["ok"] is False and body["error"]["code"] in errors.WIRE_CODES
     assert "Traceback" not in reply[0].decode()
     return body
 
@@ -89,7 +89,7 @@ def test_lone_surrogate_from_a_revoked_keys_open_connection_is_denied_and_audite
     sock.connect(csd.endpoint)
     try:
         assert json.loads(send(protocol.request("w", "meta.whoami"), socket=sock)[0])["ok"]
-        r = subprocess.run([sys.executable, "-m", "daemon", "keys", "revoke", "runtime", "--state-dir", csd.state_dir],
+        r = subprocess.run([sys.executable, "-m", "csadmin.daemon", "keys", "revoke", "runtime", "--state-dir", csd.state_dir],
                            capture_output=True, text=True, cwd=ROOT)
         assert r.returncode == 0, r.stderr
         for frame in (b'{"v":1,"id":"\\ud800","op":"system.standby","args":{}}',

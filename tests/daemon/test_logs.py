@@ -11,7 +11,7 @@ import sys
 import pytest
 import structlog
 
-from daemon import logs
+from csadmin.daemon import logs
 from tests.harness import ROOT
 
 REQUEST_FIELDS = {"event", "level", "timestamp", "logger", "id", "op", "client", "role", "outcome", "latency_ms"}
@@ -21,14 +21,19 @@ def json_lines(text: str) -> list[dict]:
     return [json.loads(line) for line in text.splitlines() if line.strip()]
 
 
-def test_every_line_is_json_and_requests_have_the_documented_fields(make_csd):
-    csd = make_csd(log_level="info").start()
+def _a_read_and_a_standby(make_csd, log_level: str) -> list[dict]:
+    """csd's log lines after a read and a standby, at `log_level` (raises if one is not JSON)."""
+    csd = make_csd(log_level=log_level).start()
     with csd.client() as c:
         c.system_show()
         c.system_standby()
         c.wait_for(state="STANDBY", timeout=20)
     csd.stop()
-    lines = json_lines(csd.log())  # raises if any line is not JSON
+    return json_lines(csd.log())
+
+
+def test_every_line_is_json_and_requests_have_the_documented_fields(make_csd):
+    lines = _a_read_and_a_standby(make_csd, "info")
     assert all({"event", "level", "timestamp", "logger"} <= set(line) for line in lines), lines
     requests = [line for line in lines if line["event"] == "request"]
     # At info, the mutating request is logged and the reads (system.show, wait_for's polls) are not.
@@ -43,13 +48,7 @@ def test_every_line_is_json_and_requests_have_the_documented_fields(make_csd):
 
 
 def test_reads_are_logged_at_debug(make_csd):
-    csd = make_csd(log_level="debug").start()
-    with csd.client() as c:
-        c.system_show()
-        c.system_standby()
-        c.wait_for(state="STANDBY", timeout=20)
-    csd.stop()
-    lines = json_lines(csd.log())
+    lines = _a_read_and_a_standby(make_csd, "debug")
     reads = [line for line in lines if line.get("op") == "system.show"]
     assert reads and all(line["level"] == "debug" for line in reads)
     # The state machine library's own (stdlib) lines come through in the same JSON format.
@@ -89,7 +88,7 @@ def test_reconfigure_changes_the_level(capsys, restore_logging):
 
 def test_console_rendering_on_a_terminal():
     primary, secondary = os.openpty()
-    code = "from daemon.logs import configure; configure('info', 'auto').info('hello_tty', answer=42)"
+    code = "from csadmin.daemon.logs import configure; configure('info', 'auto').info('hello_tty', answer=42)"
     proc = subprocess.Popen([sys.executable, "-c", code], stdout=secondary, stderr=subprocess.STDOUT, cwd=ROOT)
     os.close(secondary)
     output = b""

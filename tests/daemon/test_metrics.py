@@ -16,12 +16,12 @@ import time
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from csadmin import protocol
-from daemon.commands import COMMANDS
-from daemon.metrics import ABORT_CAUSES, DENIAL_REASONS, HEALTH_VALUES, Metrics, View
-from daemon.metrics_endpoint import MetricsEndpoint, parse
-from daemon.metrics_listener import MetricsListener
-from statemachine import faults
+from csadmin import errors, protocol
+from csadmin.daemon.commands import COMMANDS
+from csadmin.daemon.metrics import ABORT_CAUSES, DENIAL_REASONS, HEALTH_VALUES, Metrics, View
+from csadmin.daemon.metrics_endpoint import MetricsEndpoint, parse
+from csadmin.daemon.metrics_listener import MetricsListener
+from csadmin.statemachine import faults
 from tests.harness import ROOT
 
 SHOW = {  # a system.show result, as csd answers it
@@ -34,7 +34,7 @@ HOLDER = {"runId": "run-000007", "owner": "job-42", "since": 1_700_000_000_000, 
 
 
 def new_metrics() -> Metrics:
-    return Metrics("9.9.9", COMMANDS, protocol.ERROR_CODES)
+    return Metrics("9.9.9", COMMANDS, errors.WIRE_CODES)
 
 
 def listener_for(metrics: Metrics, endpoint: str = "0", **settings) -> MetricsListener:
@@ -197,14 +197,14 @@ def test_what_hostile_clients_send_cannot_grow_the_series(served):
     junk = [None, 7, 1.5, {"op": 1}, ["x"], "", "system.show\x00", "x" * 10_000]
     for i in range(20_000):
         op = rng.choice([*COMMANDS, *junk, f"op-{i}"])
-        outcome = rng.choice(["ok", "replayed", *protocol.ERROR_CODES, f"code-{i}", None, {"x": 1}])
+        outcome = rng.choice(["ok", "replayed", *errors.WIRE_CODES, f"code-{i}", None, {"x": 1}])
         metrics.observe_request(op, outcome, rng.random() / 100)
     samples = scrape(listener)
     series = {k for k in samples if k[0] == "csd_requests_total"}
     ops = {dict(k)["op"] for _, k in series}
     outcomes = {dict(k)["outcome"] for _, k in series}
     assert ops <= set(COMMANDS) | {"other"} and "other" in ops
-    assert outcomes <= set(protocol.ERROR_CODES) | {"ok", "replayed", "other"} and "other" in outcomes
+    assert outcomes <= set(errors.WIRE_CODES) | {"ok", "replayed", "other"} and "other" in outcomes
     assert sum(v for (n, _), v in samples.items() if n == "csd_requests_total") == 20_000
     # The loop's lookup cache holds closed-set labels only (no hostile key was kept).
     assert all(isinstance(op, str) and (op in COMMANDS or op == "other") for op, _ in metrics._request_children)
@@ -449,7 +449,7 @@ def test_view_is_immutable():
 # -- who imports prometheus_client ------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("module", ["csadmin.client", "csadmin.cli.main", "daemon.config", "daemon.metrics_endpoint"])
+@pytest.mark.parametrize("module", ["csadmin.client", "csadmin.main", "csadmin.daemon.config", "csadmin.daemon.metrics_endpoint"])
 def test_the_client_one_shot_and_config_paths_do_not_import_prometheus_client(module):
     code = f"import sys, {module}; print('prometheus_client' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, check=True).stdout

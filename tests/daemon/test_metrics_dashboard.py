@@ -11,9 +11,9 @@ from pathlib import Path
 from prometheus_client.exposition import generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
-from csadmin import protocol
-from daemon.commands import COMMANDS
-from daemon.metrics import Metrics
+from csadmin import errors, protocol
+from csadmin.daemon.commands import COMMANDS
+from csadmin.daemon.metrics import Metrics
 
 DASHBOARD = Path(__file__).resolve().parents[2] / "docs" / "grafana" / "csd-dashboard.json"
 # Grafana's variables, and what a test puts in their place to run a query.
@@ -42,7 +42,7 @@ def runnable(expr: str) -> str:
 
 def defined_series() -> set[str]:
     """Every sample name csd's metric set renders, with every metric given a value."""
-    metrics = Metrics("1.0", COMMANDS, protocol.ERROR_CODES)
+    metrics = Metrics("1.0", COMMANDS, errors.WIRE_CODES)
     metrics.publish({"serial": "CS2-0001", "state": "ACTIVE", "systemHealth": "OK", "activeExecmode": "PIPELINED",
                      "configuredExecmode": "PIPELINED", "seq": 1,
                      "runHolder": {"runId": "run-1", "owner": "o", "mode": "train", "fabric": "PROGRAMMED"}})
@@ -87,8 +87,8 @@ def test_the_dashboard_shows_what_the_issue_asks_for():
 
 
 def test_the_health_timeline_names_every_code_csd_reports():
-    from daemon.metrics import HEALTH_VALUES
-    from statemachine.faults import HEALTH_CODES
+    from csadmin.daemon.metrics import HEALTH_VALUES
+    from csadmin.statemachine.faults import HEALTH_CODES
 
     panel = next(p for p in dashboard()["panels"] if p["title"] == "systemHealth")
     (mapping,) = panel["fieldConfig"]["defaults"]["mappings"]

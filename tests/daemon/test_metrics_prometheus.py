@@ -14,11 +14,11 @@ import time
 
 import pytest
 
-from csadmin import protocol
-from daemon.commands import COMMANDS
-from daemon.metrics import Metrics
-from daemon.metrics_endpoint import parse
-from daemon.metrics_listener import MetricsListener
+from csadmin import errors, protocol
+from csadmin.daemon.commands import COMMANDS
+from csadmin.daemon.metrics import Metrics
+from csadmin.daemon.metrics_endpoint import parse
+from csadmin.daemon.metrics_listener import MetricsListener
 from tests import prometheus
 from tests.daemon.test_metrics_dashboard import dashboard, queries, runnable
 
@@ -34,7 +34,7 @@ pytestmark = pytest.mark.skipif(bool(prometheus.unavailable()), reason=prometheu
 def scraped():
     """csd's metric set on a listener at 127.0.0.1 (a free port), and a Prometheus scraping it
     every 0.25 s."""
-    metrics = Metrics("1.2.3", COMMANDS, protocol.ERROR_CODES)
+    metrics = Metrics("1.2.3", COMMANDS, errors.WIRE_CODES)
     metrics.publish(SHOW)
     # Renders are reused for 0.1 s here (1 s in csd): the test reads what it just changed sooner.
     listener = MetricsListener(metrics.registry, parse("0"), render_seconds=0.1)

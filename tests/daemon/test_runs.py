@@ -1,4 +1,4 @@
-"""The training runtime's path against a real csd (DESIGN.md §2.3): exclusive wafer, one
+"""The training runtime's path against a real csd (README, "Training runtimes"): exclusive wafer, one
 program per run, compatibility, leases, forced standby, retries, performance records, history
 across restarts, and coded errors for bad input."""
 
@@ -177,7 +177,7 @@ def test_standby_is_refused_while_a_run_holds_the_fabric_and_force_aborts_it(own
 
 
 def test_the_interactive_confirmation_names_the_run_to_be_aborted(csd):
-    from csadmin.cli.actions import Session
+    from csadmin.cli.session import Session
     from csadmin.cli.parse import parse
 
     class Console:
@@ -278,7 +278,7 @@ def test_leaving_the_block_on_an_exception_ends_the_run_with_the_reason(csd):
 
 @pytest.mark.parametrize("flag", ["--lease-seconds", "--program-bytes-per-second"])
 def test_csd_refuses_non_positive_run_settings(flag):
-    r = subprocess.run([sys.executable, "-m", "daemon", flag, "0"], capture_output=True, text=True, cwd=ROOT, timeout=30)
+    r = subprocess.run([sys.executable, "-m", "csadmin.daemon", flag, "0"], capture_output=True, text=True, cwd=ROOT, timeout=30)
     assert r.returncode == 2 and "must be more than 0" in r.stderr
 
 

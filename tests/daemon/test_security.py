@@ -85,7 +85,7 @@ def test_secret_key_files_are_0600_and_wider_ones_are_refused(csd, tmp_path):
     # `csd keys add` (the real CLI) under a permissive umask still makes a 0600 secret.
     out = str(tmp_path / "ops.key_secret")
     r = subprocess.run(
-        [sys.executable, "-c", f"import os, sys; os.umask(0); from daemon.main import main; "
+        [sys.executable, "-c", f"import os, sys; os.umask(0); from csadmin.daemon.main import main; "
                                f"sys.exit(main(['keys', 'add', 'ops', '--role', 'operator', '--state-dir', {csd.state_dir!r}, '--out', {out!r}]))"],
         capture_output=True, text=True, cwd=ROOT,
     )
@@ -190,7 +190,7 @@ def test_revoked_key_is_refused_from_its_next_message(csd):
     with csd.client(key=runtime) as c:
         assert c.whoami()["role"] == "operator"
         r = subprocess.run(
-            [sys.executable, "-m", "daemon", "keys", "revoke", "runtime-1", "--state-dir", csd.state_dir],
+            [sys.executable, "-m", "csadmin.daemon", "keys", "revoke", "runtime-1", "--state-dir", csd.state_dir],
             capture_output=True, text=True, cwd=ROOT,
         )
         assert r.returncode == 0, r.stderr
@@ -268,7 +268,7 @@ def test_authenticator_stopped_fails_closed(faulty_csd):
 
 
 def test_old_libzmq_is_refused(monkeypatch):
-    from daemon import auth
+    from csadmin.daemon import auth
 
     monkeypatch.setattr(zmq, "zmq_version_info", lambda: (4, 3, 2))
     monkeypatch.setattr(zmq, "zmq_version", lambda: "4.3.2")

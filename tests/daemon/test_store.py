@@ -8,9 +8,9 @@ import shutil
 
 import pytest
 
-from daemon.identity import FILE_NAME
-from daemon.store import Store, StoreError
-from statemachine.events import Event
+from csadmin.daemon.identity import FILE_NAME
+from csadmin.daemon.store import Store, StoreError
+from csadmin.statemachine.events import Event
 
 SNAPSHOT = {"serial": "CS2-0001", "state": "STANDBY", "configuredExecmode": "PIPELINED",
             "activeExecmode": "PIPELINED", "pendingUntil": None}

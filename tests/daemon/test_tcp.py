@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from csadmin import protocol
+from csadmin import connection
 from csadmin.client import Client
 
 
@@ -22,7 +22,7 @@ from csadmin.client import Client
 )
 def test_events_endpoint_for(request_endpoint, advertised, expected):
     hello = {"eventsEndpoint": "ipc:///run/csd/ev.sock", "tcpEventsEndpoint": advertised}
-    assert protocol.events_endpoint_for(request_endpoint, hello) == expected
+    assert connection.events_endpoint_for(request_endpoint, hello) == expected
 
 
 def test_a_tcp_client_is_served_and_follows_events_over_tcp(make_csd):

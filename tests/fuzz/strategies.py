@@ -13,8 +13,8 @@ from typing import NamedTuple
 
 from hypothesis import strategies as st
 
-from daemon.args import Arg
-from daemon.commands import COMMANDS
+from csadmin.daemon.args import Arg
+from csadmin.daemon.commands import COMMANDS
 
 VIEWER, ADMIN = "viewer", "admin"
 BIG_INTS = [2**63 - 1, 2**63, -(2**63), -(2**63) - 1, 2**64, 10**30, 10**400, -(10**400)]

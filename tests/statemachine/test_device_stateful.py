@@ -1,4 +1,4 @@
-"""Stateful property test of the pure device model (DESIGN.md §2).
+"""Stateful property test of the pure device model (docs/design.md, "The model").
 
 Random sequences of standby / activate / setup_execmode / time passing / recover / snapshot-and-
 restore, checked against a small reference model and against invariants after every step.
@@ -11,10 +11,11 @@ from hypothesis import settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
 
-from statemachine.device import Device, Timings
-from statemachine.errors import Refused
-from statemachine.events import CATALOG
-from statemachine.states import PENDING_STATES, SETTLES_TO, ExecMode, Health, Lifecycle
+from csadmin.errors import CsError
+from csadmin.statemachine.defaults import Timings
+from csadmin.statemachine.device import Device
+from csadmin.statemachine.events import CATALOG
+from csadmin.states import PENDING_STATES, SETTLES_TO, ExecMode, Health, Lifecycle
 from tests.statemachine.fakeclock import FakeClock
 
 ACTIVATE_MS = 4_000
@@ -70,7 +71,7 @@ class DeviceMachine(RuleBasedStateMachine):
         before_seq = self.device.events.last_seq
         try:
             result = call()
-        except Refused as err:
+        except CsError as err:
             assert err.code == "INVALID_STATE"
             assert self.state.value in err.message
             assert err.hint
@@ -98,45 +99,36 @@ class DeviceMachine(RuleBasedStateMachine):
 
     # -- rules -------------------------------------------------------------------------------
 
-    @rule()
-    def standby(self):
+    def _begin(self, request, settled, already: str, emitted: list[str], pending, duration_ms: int) -> None:
+        """`request` (standby or activate): refused while pending, an idempotent success when
+        already `settled`, else the transition starts, to complete after `duration_ms`."""
         was = self.state
         configured_before = self.device.configured_mode
-        refused = self._refused_changes_nothing(self.device.standby)
+        refused = self._refused_changes_nothing(request)
         assert self.device.configured_mode is configured_before
         if was in PENDING_STATES:
             assert refused
             return
         assert not refused
-        if was is S:
+        if was is settled:
             assert self.result["changed"] is False
-            assert self.result["message"] == "System is already in STANDBY."
+            assert self.result["message"] == already
             self._collect([])
         else:
             assert self.result["changed"] is True
-            self._collect(["EventStandbyIssued", "EventPendingStandby"])
-            self.state = PS
-            self.pending_until = self.clock.now + STANDBY_MS
+            self._collect(emitted)
+            self.state = pending
+            self.pending_until = self.clock.now + duration_ms
+
+    @rule()
+    def standby(self):
+        self._begin(self.device.standby, S, "System is already in STANDBY.",
+                    ["EventStandbyIssued", "EventPendingStandby"], PS, STANDBY_MS)
 
     @rule()
     def activate(self):
-        was = self.state
-        configured_before = self.device.configured_mode
-        refused = self._refused_changes_nothing(self.device.activate)
-        assert self.device.configured_mode is configured_before
-        if was in PENDING_STATES:
-            assert refused
-            return
-        assert not refused
-        if was is A:
-            assert self.result["changed"] is False
-            assert self.result["message"] == "System is already in ACTIVE."
-            self._collect([])
-        else:
-            assert self.result["changed"] is True
-            self._collect(["EventActivateIssued", "EventPendingActive"])
-            self.state = PA
-            self.pending_until = self.clock.now + ACTIVATE_MS
+        self._begin(self.device.activate, A, "System is already in ACTIVE.",
+                    ["EventActivateIssued", "EventPendingActive"], PA, ACTIVATE_MS)
 
     @rule(mode=st.sampled_from(list(ExecMode)))
     def setup_execmode(self, mode):
@@ -185,29 +177,24 @@ class DeviceMachine(RuleBasedStateMachine):
         self.advance_time(0)
 
     @rule()
-    def recover(self):
+    def restart(self):
+        """What csd does at start: a fresh device from the stored snapshot and events, with a
+        transition the stop interrupted rolled forward at once."""
         configured_before = self.device.configured_mode
         active_before = self.device.active_mode
-        was = self.state
-        changed = self.device.recover()
-        assert self.device.configured_mode is configured_before
-        assert changed is (was in PENDING_STATES)
-        if changed:
-            assert self.device.lifecycle is SETTLES_TO[was]
+        snap, was = self.device.snapshot(), self.state
+        fresh = Device(self.clock, TIMINGS)
+        recovery = fresh.recover(snap, self.device.events.query(), [])
+        assert not recovery.fresh and fresh.configured_mode is configured_before
+        assert recovery.events == fresh.events.query(after_seq=self.device.events.last_seq)
+        self.device = fresh
+        if was in PENDING_STATES:
+            assert recovery.rolled_forward is fresh.lifecycle is SETTLES_TO[was]
             self._settle(recovered=True)
         else:
+            assert recovery.rolled_forward is None and fresh.snapshot() == snap
             assert self.device.active_mode is active_before
             self._collect([])
-
-    @rule()
-    def snapshot_and_restore(self):
-        snap = self.device.snapshot()
-        fresh = Device(self.clock, TIMINGS, events=self.device.events)
-        fresh.restore(snap)
-        assert fresh.snapshot() == snap
-        assert fresh.events is self.device.events
-        self.device = fresh
-        self._collect([])
 
     # -- invariants --------------------------------------------------------------------------
 

@@ -1,6 +1,6 @@
 """The pure device model, pinned down by an explicit table of (lifecycle state, request) outcomes.
 
-DESIGN.md §2: lifecycle STANDBY -> PENDING_ACTIVE -> ACTIVE -> PENDING_STANDBY -> STANDBY, the
+docs/design.md, "The model": lifecycle STANDBY -> PENDING_ACTIVE -> ACTIVE -> PENDING_STANDBY -> STANDBY, the
 configured/active execution mode, idempotent "already" successes, refusals naming the state,
 events from the real catalog, and the bounded, queryable event log.
 """
@@ -14,17 +14,19 @@ from pathlib import Path
 
 import pytest
 
-from statemachine.device import Device, Timings
-from statemachine.errors import Refused
-from statemachine.events import CATALOG, EventLog
-from statemachine.states import PENDING_STATES, ExecMode, Health, Lifecycle
+from csadmin.errors import CsError
+from csadmin.statemachine.defaults import Timings
+from csadmin.statemachine.device import Device
+from csadmin.statemachine.events import CATALOG, EventLog
+from csadmin.states import ExecMode, Health, Lifecycle
 from tests.statemachine.fakeclock import FakeClock
 
 ACTIVATE_MS = 5_000
 STANDBY_MS = 3_000
 
-# A copy of shared/reference/cs2-events.tsv, kept in the repo so the suite runs from any clone;
-# test_reference_copy_is_current checks it against shared/ when that sits beside the clone.
+# The real system's event catalog, kept in the repo so the suite runs from any clone;
+# test_reference_copy_is_current checks it against the project's reference data when a
+# `shared/reference/` folder sits beside the clone's parent (the project's own machines).
 EVENTS_TSV = Path(__file__).resolve().parents[1] / "reference" / "cs2-events.tsv"
 SHARED_TSV = Path(__file__).resolve().parents[3] / "shared" / "reference" / "cs2-events.tsv"
 
@@ -136,12 +138,12 @@ def test_request_table(state, request_name):
     now = clock.now
 
     if expected[0] == "refused":
-        with pytest.raises(Refused) as info:
+        with pytest.raises(CsError) as info:
             REQUESTS[request_name](device)
         err = info.value
         assert err.code == "INVALID_STATE"
         assert _names_state(err.message, state), err.message
-        assert str(err) == err.message
+        assert str(err) == f"{err.message} {err.hint}"  # what a runtime printing it reads
         assert isinstance(err.hint, str) and err.hint.strip()
         # Nothing changed, nothing emitted.
         assert device.snapshot() == before_snapshot
@@ -269,7 +271,7 @@ def test_activation_completes_into_configured_mode():
 
 
 def test_five_step_admin_procedure():
-    """DESIGN §2.2: show, standby, setup, activate -> ACTIVE in WEIGHT_STREAMING."""
+    """The admin's procedure: show, standby, setup, activate -> ACTIVE in WEIGHT_STREAMING."""
     device, clock = make_device()
     assert device.execmode()["execmode"] == "PIPELINED"
     device.standby()
@@ -288,16 +290,24 @@ def test_five_step_admin_procedure():
 # -- recovery ------------------------------------------------------------------------------------
 
 
+def restarted(device: Device, clock) -> tuple[Device, object]:
+    """What csd does at start: a fresh device recovered from what `device` would have stored."""
+    fresh = Device(clock, Timings(activate_ms=ACTIVATE_MS, standby_ms=STANDBY_MS))
+    snap = json.loads(json.dumps(device.snapshot()))  # through JSON, as the store keeps it
+    return fresh, fresh.recover(snap, device.events.query(), [])
+
+
 @pytest.mark.parametrize("pending", [PA, PS], ids=lambda s: s.value)
 def test_recover_rolls_pending_forward_immediately(pending):
     device, clock = put_in_state(pending)
     now = clock.now
     assert now < device.pending_until
     before = device.events.last_seq
-    assert device.recover() is True
-    assert device.lifecycle is SETTLED[pending]
+    device, recovery = restarted(device, clock)
+    assert recovery.rolled_forward is device.lifecycle is SETTLED[pending] and recovery.needs_commit
     assert device.pending_until is None
     emitted = device.events.query(after_seq=before)
+    assert recovery.events == emitted
     if pending is PA:
         assert [e.type for e in emitted] == ["EventEnteredActive", "EventActivateCompleted"]
         assert device.active_mode is device.configured_mode
@@ -305,7 +315,8 @@ def test_recover_rolls_pending_forward_immediately(pending):
         assert [e.type for e in emitted] == ["EventEnteredStandby", "EventStandbyCompleted"]
     assert emitted and all(e.details["recovered"] is True for e in emitted)
     assert all(e.triggerTime == now for e in emitted)
-    assert device.recover() is False
+    device, recovery = restarted(device, clock)
+    assert recovery.rolled_forward is None and not recovery.needs_commit
     assert device.events.last_seq == before + 2
 
 
@@ -316,76 +327,56 @@ def test_recover_after_mode_change_activates_configured_mode():
     device, clock = put_in_state(S)
     device.setup_execmode(WS)
     device.activate()
-    assert device.recover() is True
+    device, recovery = restarted(device, clock)
+    assert recovery.rolled_forward is A
     assert device.lifecycle is A
     assert device.active_mode is WS
 
 
 @pytest.mark.parametrize("state", [S, A], ids=lambda s: s.value)
 def test_recover_in_settled_state_is_a_no_op(state):
-    device, _ = put_in_state(state)
-    before_snap = device.snapshot()
-    before = device.events.last_seq
-    assert device.recover() is False
-    assert device.snapshot() == before_snap
-    assert device.events.last_seq == before
+    old, clock = put_in_state(state)
+    device, recovery = restarted(old, clock)
+    assert (recovery.fresh, recovery.rolled_forward, recovery.aborted_run) == (False, None, None)
+    assert recovery.events == [] and recovery.runs == [] and not recovery.needs_commit
+    assert device.snapshot() == old.snapshot()
+    assert device.events.last_seq == old.events.last_seq
+
+
+def test_a_new_system_is_recovered_from_nothing_and_written_at_once():
+    clock = FakeClock()
+    device = Device(clock)
+    recovery = device.recover(None, [], [])
+    assert recovery.fresh and recovery.needs_commit and recovery.events == []
+    assert device.lifecycle is A and device.serial == "CS2-0001"
 
 
 # -- persistence ---------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("state", list(Lifecycle), ids=lambda s: s.value)
+@pytest.mark.parametrize("state", [S, A], ids=lambda s: s.value)
 @pytest.mark.parametrize("configure_ws", [False, True], ids=["pipelined", "ws-configured"])
-def test_snapshot_restore_round_trip(state, configure_ws):
+def test_a_snapshot_comes_back_the_same_at_start(state, configure_ws):
     device, clock = make_device(serial="CS2-0042")
-    if configure_ws:
+    if configure_ws or state is S:
         device.standby()
         clock.now = device.pending_until
         device.advance()
+    if configure_ws:
         device.setup_execmode(WS)
-        if state in (PA, A):
-            device.activate()
-            if state is A:
-                clock.now = device.pending_until
-                device.advance()
-        elif state is PS:
+        if state is A:
             device.activate()
             clock.now = device.pending_until
             device.advance()
-            # Now ACTIVE in WS; configure back needs standby, so just go to PS with WS active.
-            device.standby()
-    else:
-        if state is not A:
-            device.standby()
-            if state in (S, PA):
-                clock.now = device.pending_until
-                device.advance()
-                if state is PA:
-                    device.activate()
     assert device.lifecycle is state
-
-    snap = device.snapshot()
-    snap = json.loads(json.dumps(snap))  # JSON-ready
-    other = Device(clock, Timings(activate_ms=ACTIVATE_MS, standby_ms=STANDBY_MS))
-    other.restore(snap)
+    other, _ = restarted(device, clock)
     assert other.lifecycle is device.lifecycle
     assert other.configured_mode is device.configured_mode
     assert other.active_mode is device.active_mode
-    assert other.pending_until == device.pending_until
+    assert other.pending_until is None
     assert other.serial == "CS2-0042"
     assert other.health is device.health
     assert other.snapshot() == device.snapshot()
-    assert (other.pending_until is not None) == (state in PENDING_STATES)
-
-    # The restored device carries on like the original.
-    if other.pending_until is not None:
-        clock.now = other.pending_until - 1
-        assert other.advance() is False
-        clock.now = other.pending_until
-        assert other.advance() is True
-        assert other.lifecycle is SETTLED[state]
-        if state is PA:
-            assert other.active_mode is other.configured_mode
 
 
 def test_snapshot_in_mid_configuration_keeps_both_modes():
@@ -394,8 +385,7 @@ def test_snapshot_in_mid_configuration_keeps_both_modes():
     snap = device.snapshot()
     assert snap["configuredExecmode"] == "WEIGHT_STREAMING"
     assert snap["activeExecmode"] == "PIPELINED"
-    other, _ = make_device(clock)
-    other.restore(snap)
+    other, _ = restarted(device, clock)
     assert other.configured_mode is WS
     assert other.active_mode is PIP
     assert other.execmode()["takesEffectOnActivate"] is True
@@ -500,7 +490,7 @@ def test_internal_triggers_respect_sources():
 
     device, _ = make_device()  # ACTIVE
     with pytest.raises(MachineError):
-        device.finish_standby()
+        device.settle()  # ACTIVE is not pending: nothing to settle
     with pytest.raises(MachineError):
         device.begin_activate()
     assert device.lifecycle is A
@@ -545,9 +535,9 @@ def test_every_emitted_event_is_catalogued_with_reference_severity():
     device.setup_execmode(PIP)
     device.setup_execmode(WS)
     device.activate()
-    device.recover()
+    device, _ = restarted(device, clock)
     device.standby()
-    device.recover()
+    device, _ = restarted(device, clock)
     device.activate()
     clock.now = device.pending_until
     device.advance()
@@ -663,18 +653,43 @@ def test_newest():
     assert EventLog().newest(3) == []
 
 
-def test_discard_newest():
+def test_a_rollback_takes_back_the_events_since_its_savepoint_and_their_seqs():
     log = _filled_log()
-    log.discard_newest(2)
-    assert len(log) == 6
-    assert log.last_seq == 6
-    assert [e.seq for e in log.query()] == list(range(1, 7))
-    # seq continues after what is still held: the discarded numbers are reused.
-    e = log.emit("EventStandbyIssued", 900)
-    assert e.seq == 7
-    log.discard_newest(0)
-    assert log.last_seq == 7
-    assert len(log) == 7
+    savepoint = log.savepoint()
+    log.emit("EventStandbyIssued", 900)
+    log.emit("EventPendingStandby", 900)
+    assert [e.seq for e in log.since(8)] == [9, 10]
+    log.rollback(savepoint)
+    log.release(savepoint)
+    assert (len(log), log.last_seq) == (8, 8)
+    assert [e.seq for e in log.query()] == list(range(1, 9))
+    assert log.emit("EventStandbyIssued", 900).seq == 9  # the taken-back numbers are used again
+
+
+def test_a_rollback_brings_back_the_events_pushed_out_of_the_window():
+    log = _filled_log(capacity=8)
+    kept = log.query()
+    savepoint = log.savepoint()
+    for _ in range(3):
+        log.emit("EventStandbyIssued", 900)
+    assert [e.seq for e in log.query()] == list(range(4, 12))
+    log.rollback(savepoint)
+    log.release(savepoint)
+    assert log.query() == kept and log.last_seq == 8
+
+
+def test_nested_savepoints_take_back_only_their_own_events():
+    log = _filled_log(capacity=9)
+    outer = log.savepoint()
+    log.emit("EventStandbyIssued", 900)  # seq 9
+    inner = log.savepoint()
+    log.emit("EventPendingStandby", 900)  # seq 10, pushes seq 1 out
+    log.rollback(inner)
+    log.release(inner)
+    assert [e.seq for e in log.query()] == list(range(1, 10))
+    log.rollback(outer)
+    log.release(outer)
+    assert [e.seq for e in log.query()] == list(range(1, 9)) and log.last_seq == 8
 
 
 def test_emit_event_fields_and_round_trip():
@@ -685,7 +700,7 @@ def test_emit_event_fields_and_round_trip():
     assert e.severity == "INFO"
     assert e.triggerTime == 1234
     assert e.details == {"execmode": "PIPELINED", "expectedCompletion": 6234}
-    from statemachine.events import Event
+    from csadmin.statemachine.events import Event
 
     assert Event.from_dict(json.loads(json.dumps(e.to_dict()))) == e
 
@@ -706,15 +721,6 @@ def test_rejected_emit_does_not_consume_a_seq():
     assert log.emit("EventStandbyIssued", 0).seq == 2
 
 
-def test_discard_more_than_held_keeps_seq_consistent():
-    log = EventLog()
-    log.emit("EventStandbyIssued", 0)
-    log.discard_newest(3)
-    assert len(log) == 0
-    assert log.last_seq >= 0
-    assert log.emit("EventStandbyIssued", 0).seq >= 1
-
-
 def test_restore_continues_seq():
     log = _filled_log()
     kept = log.query()
@@ -726,7 +732,7 @@ def test_restore_continues_seq():
 
 
 def test_reference_copy_is_current():
-    """The repo's copy of the real event catalog matches shared/reference when that is present."""
+    """The repo's copy of the real event catalog matches the project's reference data, when present."""
     if SHARED_TSV.exists():
         assert EVENTS_TSV.read_text() == SHARED_TSV.read_text()
     assert "EventActivateCompleted\tINFO" in EVENTS_TSV.read_text()
@@ -748,9 +754,9 @@ def test_a_dry_run_says_what_the_request_would_do_and_changes_nothing(state, req
     expected = TABLE[(state, request_name)]
     before, seq = device.snapshot(), device.events.last_seq
     if expected[0] == "refused":
-        with pytest.raises(Refused) as dry:
+        with pytest.raises(CsError) as dry:
             DRY_RUNS[request_name](device)
-        with pytest.raises(Refused) as real:
+        with pytest.raises(CsError) as real:
             REQUESTS[request_name](device)
         assert (dry.value.message, dry.value.hint) == (real.value.message, real.value.hint)
         return

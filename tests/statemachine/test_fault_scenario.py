@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from statemachine.fault_scenario import LOAD, MAX_STEPS, RUN, ScenarioError, Step, parse
-from statemachine.faults import BY_NAME
+from csadmin.statemachine.fault_scenario import LOAD, MAX_STEPS, RUN, ScenarioError, Step, parse
+from csadmin.statemachine.faults import BY_NAME
 
 # The issue's own example: "after 30 s of run, temperature warning for 10 s; at 60 s PSU error".
 ISSUE_EXAMPLE = """\

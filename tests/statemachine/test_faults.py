@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from statemachine import faults
-from statemachine.faults import BY_NAME, FAULTS, Effect, Outcome, Transition
-from statemachine.states import Health, Lifecycle, Severity
+from csadmin.statemachine import faults
+from csadmin.statemachine.faults import BY_NAME, FAULTS, Effect, Outcome, Transition
+from csadmin.states import Health, Lifecycle, Severity
 
 REFERENCE = Path(__file__).resolve().parents[1] / "reference"
 

@@ -1,10 +1,12 @@
-"""Stateful property test of runs and the fabric on the pure device model (DESIGN.md §2.3).
+"""Stateful property test of runs and the fabric on the pure device model (docs/design.md, "Runs").
 
 Random sequences of open / program (compatible or not) / stream / heartbeat / close / abort /
 standby (forced or not) / activate / time passing / a restart from the stored records, by two
-clients. Invariants after every step: at most one open run and it is the holder; at most one
-successful program per run; the fabric is released whenever a run ends; standby never leaves a
-run holding the fabric; a refusal changes nothing and emits nothing.
+clients, each request in a change (Device.change()) as csd makes it; some changes are then not
+saved (their commit fails), alone or in a batch of several. Invariants after every step: at most
+one open run and it is the holder; at most one successful program per run; the fabric is released
+whenever a run ends; standby never leaves a run holding the fabric; a refusal changes nothing and
+emits nothing; a change that is not saved leaves the model exactly as it was.
 """
 
 from __future__ import annotations
@@ -15,18 +17,18 @@ from hypothesis import settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
-from statemachine.device import Device, Timings
-from statemachine.errors import Refused
-from statemachine.events import EventLog
-from statemachine.programs import RunMode, parse_program
-from statemachine.runs import Fabric, RunStatus
-from statemachine.states import Lifecycle
+from csadmin.errors import CsError
+from csadmin.statemachine.defaults import Timings
+from csadmin.statemachine.device import Device
+from csadmin.statemachine.programs import RunMode, parse_program
+from csadmin.states import Lifecycle
 from tests.statemachine.fakeclock import FakeClock
 
 SERIAL = "CS2-0003"
 LEASE_MS = 3_000
 RATE = 1_000  # bytes per second
 CLIENTS = ("client-a", "client-b")
+COMPATIBILITY = ["yes", "yes", "other-system", "other-execmode", "train_and_eval"]
 
 
 def descriptor(compatible: str, size: int) -> dict:
@@ -43,100 +45,118 @@ def descriptor(compatible: str, size: int) -> dict:
     return parse_program(raw)
 
 
+class NotSaved(Exception):
+    """What a failed commit raises inside csd's change."""
+
+
 class RunsMachine(RuleBasedStateMachine):
     def __init__(self):
         super().__init__()
         self.clock = FakeClock()
         self.timings = Timings(activate_ms=2_000, standby_ms=1_000, lease_ms=LEASE_MS, program_bytes_per_second=RATE)
         self.device = Device(self.clock, self.timings, serial=SERIAL)
-        self.stored: dict[str, dict] = {}  # what the daemon would have written (take_dirty)
+        self.stored: dict[str, dict] = {}  # what csd would have written
         self.run_ids: list[str] = []
 
     # -- helpers -------------------------------------------------------------------------------
 
+    def _everything(self) -> tuple:
+        """All the model shows: the device, every kept run, the events, what is unsaved."""
+        d = self.device
+        return d.snapshot(), d.list_runs(), d.events.query(), d.events.last_seq, d.unsaved_runs(), d.next_deadline()
+
     def _try(self, call):
-        """Run `call`; a refusal must change nothing and emit nothing."""
-        runs = self.device.runs
-        before = [r.to_dict() for r in runs.listing()]
-        snap, seq = self.device.snapshot(), self.device.events.last_seq
+        """Run `call` in a change, as csd does; a refusal must change nothing and emit nothing."""
+        before = self._everything()
         try:
-            result = call()
-        except Refused as err:
+            with self.device.change() as change:
+                result = call()
+        except CsError as err:
             assert err.code and err.message and err.hint
-            assert [r.to_dict() for r in runs.listing()] == before
-            assert self.device.snapshot() == snap and self.device.events.last_seq == seq
+            assert self._everything() == before
             return None
+        assert [e.seq for e in change.events] == list(range(before[3] + 1, self.device.events.last_seq + 1))
         self._store()
         return result
 
     def _store(self):
-        for record in self.device.runs.take_dirty():
+        records = self.device.unsaved_runs()
+        for record in records:
             self.stored[record["runId"]] = record
+        self.device.runs_saved(records)
+
+    def _request(self, kind: str, client: str, run_id: str | None, compatible: str):
+        d = self.device
+        return {
+            "open": lambda: d.open_run(f"job-{client}", client, RunMode.TRAIN),
+            "program": lambda: d.program_run(run_id, client, descriptor(compatible, 500)),
+            "stream": lambda: d.stream(run_id, client, 7),
+            "close": lambda: d.close_run(run_id, client),
+            "abort": lambda: d.abort_run(run_id, "admin"),
+            "standby": lambda: d.standby(force=True),
+            "activate": d.activate,
+        }[kind]
 
     # -- rules ---------------------------------------------------------------------------------
 
     @rule(client=st.sampled_from(CLIENTS), mode=st.sampled_from(list(RunMode)), lease=st.sampled_from([None, 500, 5_000]))
     def open(self, client, mode, lease):
-        had_holder = self.device.runs.holder is not None
+        had_holder = self.device.list_runs()["runHolder"] is not None
         run = self._try(lambda: self.device.open_run(f"job-{client}", client, mode, lease))
         if run is not None:
             assert not had_holder and self.device.lifecycle is Lifecycle.ACTIVE
-            self.run_ids.append(run.run_id)
+            self.run_ids.append(run["runId"])
         else:
             assert had_holder or self.device.lifecycle is not Lifecycle.ACTIVE
 
     @precondition(lambda self: self.run_ids)
-    @rule(
-        data=st.data(), client=st.sampled_from(CLIENTS),
-        compatible=st.sampled_from(["yes", "yes", "other-system", "other-execmode", "train_and_eval"]),
-        size=st.sampled_from([0, 500, 4_000]),
-    )
+    @rule(data=st.data(), client=st.sampled_from(CLIENTS), compatible=st.sampled_from(COMPATIBILITY),
+          size=st.sampled_from([0, 500, 4_000]))
     def program(self, data, client, compatible, size):
         run_id = data.draw(st.sampled_from(self.run_ids))
         result = self._try(lambda: self.device.program_run(run_id, client, descriptor(compatible, size)))
         if result is not None:
-            assert compatible == "yes" and result.mode == "train" and result.client == client
+            assert compatible == "yes" and result["mode"] == "train" and result["client"] == client
 
     @precondition(lambda self: self.run_ids)
     @rule(data=st.data(), client=st.sampled_from(CLIENTS), samples=st.integers(0, 1_000))
     def stream(self, data, client, samples):
         run_id = data.draw(st.sampled_from(self.run_ids))
-        total = self.device.runs._runs[run_id].total_samples if run_id in self.device.runs._runs else None
-        result = self._try(lambda: self.device.runs.stream(run_id, client, samples))
+        total = self.device.show_run(run_id)["totalSamples"]
+        result = self._try(lambda: self.device.stream(run_id, client, samples))
         if result is not None:
-            assert result.fabric is Fabric.PROGRAMMED and result.total_samples == total + samples
+            assert result["fabric"] == "PROGRAMMED" and result["totalSamples"] == total + samples
 
     @precondition(lambda self: self.run_ids)
     @rule(data=st.data(), client=st.sampled_from(CLIENTS))
     def heartbeat(self, data, client):
         run_id = data.draw(st.sampled_from(self.run_ids))
-        result = self._try(lambda: self.device.runs.heartbeat(run_id, client))
+        result = self._try(lambda: self.device.heartbeat(run_id, client))
         if result is not None:
-            assert result.lease_until == self.clock.now + result.lease_ms
+            assert result["leaseUntil"] == self.clock.now + self.device.show_run(run_id)["leaseSeconds"] * 1000
 
     @precondition(lambda self: self.run_ids)
     @rule(data=st.data(), client=st.sampled_from(CLIENTS), reason=st.sampled_from([None, "runtime failed"]))
     def close(self, data, client, reason):
         run_id = data.draw(st.sampled_from(self.run_ids))
-        result = self._try(lambda: self.device.runs.close(run_id, client, reason))
+        result = self._try(lambda: self.device.close_run(run_id, client, reason))
         if result is not None:
-            run, changed = result
-            assert run.status is (RunStatus.ABORTED if changed and reason else RunStatus.CLOSED)
+            assert result["status"] == ("ABORTED" if result["changed"] and reason else "CLOSED")
 
     @precondition(lambda self: self.run_ids)
     @rule(data=st.data())
     def abort(self, data):
         run_id = data.draw(st.sampled_from(self.run_ids))
-        result = self._try(lambda: self.device.runs.abort(run_id, "admin"))
+        result = self._try(lambda: self.device.abort_run(run_id, "admin"))
         if result is not None:
-            assert result[0].status is RunStatus.ABORTED
+            assert result["status"] == "ABORTED"
 
     @rule(force=st.booleans())
     def standby(self, force):
-        holder = self.device.runs.holder
+        holder = self.device.list_runs()["runHolder"]
         result = self._try(lambda: self.device.standby(force=force))
         if holder is not None and self.device.lifecycle is not Lifecycle.ACTIVE:
-            assert force and holder.status is RunStatus.ABORTED
+            assert force and self.device.show_run(holder["runId"])["status"] == "ABORTED"
         if holder is not None and not force:
             assert result is None
 
@@ -144,26 +164,52 @@ class RunsMachine(RuleBasedStateMachine):
     def activate(self):
         self._try(self.device.activate)
 
+    @rule(
+        data=st.data(),
+        kinds=st.lists(st.sampled_from(["open", "program", "stream", "close", "abort", "standby", "activate"]),
+                       min_size=1, max_size=4),
+        clients=st.lists(st.sampled_from(CLIENTS), min_size=4, max_size=4),
+        compatible=st.sampled_from(COMPATIBILITY),
+    )
+    def a_batch_that_cannot_be_saved(self, data, kinds, clients, compatible):
+        """Several requests applied one by one, each in its own change (some refused, undoing
+        only themselves), then their common commit fails: the model is exactly as before."""
+        before = self._everything()
+        try:
+            with self.device.change():
+                for kind, client in zip(kinds, clients):
+                    run_id = data.draw(st.sampled_from(self.run_ids)) if self.run_ids else "run-000001"
+                    mid = self._everything()
+                    try:
+                        with self.device.change():
+                            self._request(kind, client, run_id, compatible)()
+                    except CsError:
+                        assert self._everything() == mid  # a refusal undoes only itself
+                raise NotSaved()
+        except NotSaved:
+            pass
+        assert self._everything() == before
+
     @rule(ms=st.sampled_from([1, 499, 500, 1_000, 2_999, 3_000, 10_000]))
     def time_passes(self, ms):
         self.clock.now += ms
-        self.device.advance()
+        with self.device.change():
+            self.device.advance()
         self._store()
 
     @rule()
     def restart(self):
-        """What csd does at start: rebuild from the stored records and abort the open run."""
-        events = EventLog()
-        events.restore(self.device.events.query())
-        fresh = Device(self.clock, self.timings, serial=SERIAL, events=events)
-        fresh.restore(self.device.snapshot())
-        fresh.runs.restore(sorted(self.stored.values(), key=lambda r: r["number"]))
-        fresh.runs.take_dirty()
-        assert [r.to_dict() for r in fresh.runs.listing()] == [r.to_dict() for r in self.device.runs.listing()]
-        fresh.recover()
-        aborted = fresh.abort_open_run("daemon restarted")
-        if aborted is not None:
-            assert aborted.abort_reason == "daemon restarted"
+        """What csd does at start: a device recovered from the stored records, the run left open
+        aborted."""
+        fresh = Device(self.clock, self.timings, serial=SERIAL)
+        recovery = fresh.recover(self.device.snapshot(), self.device.events.query(),
+                                 sorted(self.stored.values(), key=lambda r: r["number"]))
+        holder = self.device.list_runs()["runHolder"]
+        if holder is None:
+            assert recovery.aborted_run is None and fresh.list_runs() == self.device.list_runs()
+        else:
+            assert recovery.aborted_run["runId"] == holder["runId"]
+            assert recovery.aborted_run["abortReason"] == "daemon restarted"
         self.device = fresh
         self._store()
 
@@ -171,9 +217,10 @@ class RunsMachine(RuleBasedStateMachine):
 
     @invariant()
     def at_most_one_open_run_and_it_holds_the_fabric(self):
-        open_runs = [r for r in self.device.runs.listing() if r.is_open]
+        listed = self.device.list_runs()
+        open_runs = [r["runId"] for r in listed["runs"] if r["status"] == "OPEN"]
         assert len(open_runs) <= 1
-        assert self.device.runs.holder is (open_runs[0] if open_runs else None)
+        assert (listed["runHolder"] or {}).get("runId") == (open_runs[0] if open_runs else None)
 
     @invariant()
     def at_most_one_successful_program_per_run(self):
@@ -182,24 +229,25 @@ class RunsMachine(RuleBasedStateMachine):
 
     @invariant()
     def ended_runs_released_the_fabric(self):
-        for run in self.device.runs.listing():
-            if not run.is_open:
-                assert run.ended_at is not None and run.lease_until is None and run.performance is not None
-                assert self.device.runs.holder is not run
-        if self.device.runs.holder is None:
-            assert self.device.runs.fabric() is Fabric.UNPROGRAMMED
+        listed = self.device.list_runs()
+        for run in listed["runs"]:
+            if run["status"] != "OPEN":
+                assert run["endedAt"] is not None and run["leaseUntil"] is None and run["performance"] is not None
+                assert (listed["runHolder"] or {}).get("runId") != run["runId"]
+        if listed["runHolder"] is None:
+            assert self.device.fabric() == "UNPROGRAMMED"
 
     @invariant()
     def no_run_holds_the_fabric_outside_active(self):
         if self.device.lifecycle is not Lifecycle.ACTIVE:
-            assert self.device.runs.holder is None
+            assert self.device.list_runs()["runHolder"] is None
 
     @invariant()
     def the_timer_knows_every_deadline(self):
-        holder = self.device.runs.holder
+        holder = self.device.list_runs()["runHolder"]
         deadline = self.device.next_deadline()
         if holder is not None:
-            assert deadline is not None and deadline <= holder.lease_until
+            assert deadline is not None and deadline <= self.device.show_run(holder["runId"])["leaseUntil"]
         if holder is None and self.device.pending_until is None:
             assert deadline is None
 

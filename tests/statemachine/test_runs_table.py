@@ -1,8 +1,8 @@
-"""Runs and the fabric (DESIGN.md §2.3), pinned down rule by rule on a fake clock.
+"""Runs and the fabric (docs/design.md, "The model"), pinned down rule by rule on a fake clock.
 
 Every (request, run phase) entry of RUN_RULES and every lifecycle entry of OPEN_RULES is
 exercised; then program compatibility, descriptors, leases, forced standby, the performance
-record, rollback and restore.
+record, undo and recovery.
 """
 
 from __future__ import annotations
@@ -11,19 +11,19 @@ import itertools
 
 import pytest
 
-from statemachine.device import Device, Timings
-from statemachine.errors import (
+from csadmin.errors import (
     Busy,
     IncompatibleProgram,
     InvalidState,
     NotFound,
     PermissionDenied,
-    Refused,
     ReprogramForbidden,
     RunAborted,
 )
-from statemachine.programs import RunMode, parse_mode, parse_program
-from statemachine.run_rules import (
+from csadmin.statemachine.defaults import Timings
+from csadmin.statemachine.device import Device
+from csadmin.statemachine.programs import RunMode, parse_mode, parse_program
+from csadmin.statemachine.run_rules import (
     ABORTED,
     CLOSED,
     OPEN_PROGRAMMED,
@@ -36,8 +36,8 @@ from statemachine.run_rules import (
     Go,
     Refuse,
 )
-from statemachine.runs import Fabric, RunStatus
-from statemachine.states import ExecMode, Lifecycle
+from csadmin.statemachine.run import Fabric
+from csadmin.states import ExecMode, Lifecycle
 from tests.statemachine.fakeclock import START_MS, FakeClock
 
 LEASE_MS = 10_000
@@ -61,29 +61,33 @@ def program(**changes) -> dict:
     return parse_program(raw)
 
 
+def phase_of(record: dict) -> str:
+    return f"OPEN/{record['fabric']}" if record["status"] == "OPEN" else record["status"]
+
+
 def in_phase(phase: str):
-    """A device with one run in `phase`, reached through public methods only."""
+    """A device with one run in `phase`, reached through public methods only; returns its id."""
     device, clock = make_device()
-    run = device.open_run("job-42", CLIENT, RunMode.TRAIN)
+    run = device.open_run("job-42", CLIENT, RunMode.TRAIN)["runId"]
     if phase in (OPEN_PROGRAMMING, OPEN_PROGRAMMED):
-        device.program_run(run.run_id, CLIENT, program())
+        device.program_run(run, CLIENT, program())
     if phase == OPEN_PROGRAMMED:
         clock.tick(SIZE * 1000 // RATE)
         assert device.advance()
     if phase == CLOSED:
-        device.runs.close(run.run_id, CLIENT)
+        device.close_run(run, CLIENT)
     if phase == ABORTED:
-        device.runs.abort(run.run_id, "an admin said so")
-    assert run.phase == phase
+        device.abort_run(run, "an admin said so")
+    assert phase_of(device.show_run(run)) == phase
     return device, clock, run
 
 
 REQUESTS = {
-    "program": lambda d, r: d.program_run(r.run_id, CLIENT, program()),
-    "stream": lambda d, r: d.runs.stream(r.run_id, CLIENT, 5),
-    "heartbeat": lambda d, r: d.runs.heartbeat(r.run_id, CLIENT),
-    "close": lambda d, r: d.runs.close(r.run_id, CLIENT),
-    "abort": lambda d, r: d.runs.abort(r.run_id, "admin"),
+    "program": lambda d, r: d.program_run(r, CLIENT, program()),
+    "stream": lambda d, r: d.stream(r, CLIENT, 5),
+    "heartbeat": lambda d, r: d.heartbeat(r, CLIENT),
+    "close": lambda d, r: d.close_run(r, CLIENT),
+    "abort": lambda d, r: d.abort_run(r, "admin"),
 }
 
 
@@ -95,18 +99,18 @@ def test_the_rules_table_covers_every_request_in_every_phase():
 def test_each_run_rule(request_, phase):
     device, clock, run = in_phase(phase)
     rule = RUN_RULES[(request_, phase)]
-    before, seq = run.to_dict(), device.events.last_seq
+    before, seq = device.show_run(run), device.events.last_seq
     if isinstance(rule, Refuse):
         with pytest.raises(rule.error) as info:
             REQUESTS[request_](device, run)
         assert info.value.code == rule.error.code
-        assert run.run_id in info.value.message and info.value.hint
-        assert run.to_dict() == before and device.events.last_seq == seq  # a refusal changes nothing
+        assert run in info.value.message and info.value.hint
+        assert device.show_run(run) == before and device.events.last_seq == seq  # a refusal changes nothing
         return
     result = REQUESTS[request_](device, run)
     if isinstance(rule, Already):
-        assert result == (run, False)
-        assert run.to_dict() == before and device.events.last_seq == seq
+        assert result == {**before, "changed": False}
+        assert device.show_run(run) == before and device.events.last_seq == seq
         return
     assert isinstance(rule, Go)
     emitted = [e.type for e in device.events.query(after_seq=seq)]
@@ -119,7 +123,7 @@ def test_each_run_rule(request_, phase):
     }[request_]
     assert emitted == expected
     if request_ in ("close", "abort"):
-        assert device.runs.holder is None and device.runs.fabric() is Fabric.UNPROGRAMMED
+        assert device.list_runs()["runHolder"] is None and device.fabric() == Fabric.UNPROGRAMMED.value
 
 
 def test_refusals_carry_the_documented_codes():
@@ -144,14 +148,14 @@ def test_open_only_when_active(state):
     rule = OPEN_RULES[state]
     if isinstance(rule, Go):
         run = device.open_run("job", CLIENT, RunMode.EVAL)
-        assert run.run_id == "run-000001" and device.runs.holder is run
+        assert run["runId"] == "run-000001" and device.list_runs()["runHolder"]["runId"] == run["runId"]
         assert device.events.newest(1)[0].type == "EventTrainingStarted"
         return
     seq = device.events.last_seq
     with pytest.raises(InvalidState) as info:
         device.open_run("job", CLIENT, RunMode.TRAIN)
     assert state.value in info.value.message and "ACTIVE" in info.value.hint
-    assert device.events.last_seq == seq and device.runs.holder is None
+    assert device.events.last_seq == seq and device.list_runs() == {"runs": [], "runHolder": None}
 
 
 def test_a_second_open_is_busy_naming_the_holder_since_when_and_what_to_do():
@@ -159,7 +163,7 @@ def test_a_second_open_is_busy_naming_the_holder_since_when_and_what_to_do():
     with pytest.raises(Busy) as info:
         device.open_run("job-43", "client-b", RunMode.TRAIN)
     assert info.value.code == "BUSY"
-    assert run.run_id in info.value.message and "job-42" in info.value.message
+    assert run in info.value.message and "job-42" in info.value.message
     assert "2023-11-14 22:13:20 UTC" in info.value.message  # since when
     assert "runs abort" in info.value.hint
 
@@ -167,7 +171,7 @@ def test_a_second_open_is_busy_naming_the_holder_since_when_and_what_to_do():
 def test_run_ids_are_short_sequential_and_a_new_run_may_open_once_the_last_ended():
     device, clock, run = in_phase(CLOSED)
     second = device.open_run("job", CLIENT, RunMode.TRAIN)
-    assert (run.run_id, second.run_id) == ("run-000001", "run-000002")
+    assert (run, second["runId"]) == ("run-000001", "run-000002")
 
 
 @pytest.mark.parametrize(
@@ -181,71 +185,76 @@ def test_run_ids_are_short_sequential_and_a_new_run_may_open_once_the_last_ended
 )
 def test_incompatible_programs_are_refused_and_change_nothing(changes, words):
     device, clock, run = in_phase(OPEN_UNPROGRAMMED)
-    before, seq = run.to_dict(), device.events.last_seq
+    before, seq = device.show_run(run), device.events.last_seq
     with pytest.raises(IncompatibleProgram) as info:
-        device.program_run(run.run_id, CLIENT, program(**changes))
+        device.program_run(run, CLIENT, program(**changes))
     assert words in info.value.message and info.value.hint
-    assert run.to_dict() == before and device.events.last_seq == seq
-    device.program_run(run.run_id, CLIENT, program())  # the right artifact still programs
+    assert device.show_run(run) == before and device.events.last_seq == seq
+    device.program_run(run, CLIENT, program())  # the right artifact still programs
 
 
 def test_programming_takes_time_proportional_to_size_and_then_finishes():
     device, clock, run = in_phase(OPEN_UNPROGRAMMED)
-    device.program_run(run.run_id, CLIENT, program())
-    assert run.fabric is Fabric.PROGRAMMING and run.programming_until == clock.now + 2_000
+    record = device.program_run(run, CLIENT, program())
+    assert record["fabric"] == "PROGRAMMING" and record["programmingUntil"] == clock.now + 2_000
     assert device.next_deadline() == clock.now + 2_000  # before the lease
     clock.tick(1_999)
-    assert not device.advance() and run.fabric is Fabric.PROGRAMMING
+    assert not device.advance() and device.show_run(run)["fabric"] == "PROGRAMMING"
     clock.tick(1)
-    assert device.advance() and run.fabric is Fabric.PROGRAMMED
+    assert device.advance() and device.show_run(run)["fabric"] == "PROGRAMMED"
     finished = device.events.newest(1)[0]
     assert finished.type == "EventProgrammingFinished" and finished.details["programmingTime"] == 2.0
 
 
 def test_an_empty_program_is_programmed_at_once():
     device, clock, run = in_phase(OPEN_UNPROGRAMMED)
-    device.program_run(run.run_id, CLIENT, program(size_bytes=0))
-    assert run.fabric is Fabric.PROGRAMMED
+    assert device.program_run(run, CLIENT, program(size_bytes=0))["fabric"] == "PROGRAMMED"
 
 
 def test_another_clients_run_is_permission_denied_and_an_unknown_run_not_found():
     device, clock, run = in_phase(OPEN_PROGRAMMED)
     for call in (
-        lambda: device.program_run(run.run_id, "client-b", program()),
-        lambda: device.runs.stream(run.run_id, "client-b", 1),
-        lambda: device.runs.heartbeat(run.run_id, "client-b"),
-        lambda: device.runs.close(run.run_id, "client-b"),
+        lambda: device.program_run(run, "client-b", program()),
+        lambda: device.stream(run, "client-b", 1),
+        lambda: device.heartbeat(run, "client-b"),
+        lambda: device.close_run(run, "client-b"),
     ):
         with pytest.raises(PermissionDenied):
             call()
     with pytest.raises(NotFound) as info:
-        device.runs.heartbeat("run-999999", CLIENT)
+        device.heartbeat("run-999999", CLIENT)
     assert info.value.code == "NOT_FOUND" and "runs list" in info.value.hint
-    assert run.is_open
+    assert device.show_run(run)["status"] == "OPEN"
+
+
+def test_a_run_that_asks_for_no_lease_gets_csds_default_of_60_seconds():
+    device = Device(FakeClock())  # the model's own defaults, which csd's settings start from (test_config)
+    assert device.open_run("job", CLIENT, RunMode.TRAIN)["leaseSeconds"] == 60
 
 
 def test_a_lapsed_lease_aborts_the_run_and_releases_the_fabric():
     device, clock, run = in_phase(OPEN_PROGRAMMED)
     clock.tick(LEASE_MS - 1)
-    device.runs.heartbeat(run.run_id, CLIENT)  # renewed: LEASE_MS from now
+    device.heartbeat(run, CLIENT)  # renewed: LEASE_MS from now
     assert device.next_deadline() == clock.now + LEASE_MS
     clock.tick(LEASE_MS - 1)
-    assert not device.advance() and run.is_open
+    assert not device.advance() and device.show_run(run)["status"] == "OPEN"
     clock.tick(1)
     assert device.advance()
-    assert run.status is RunStatus.ABORTED and "lease expired" in run.abort_reason
-    assert device.runs.holder is None and device.next_deadline() is None
+    record = device.show_run(run)
+    assert record["status"] == "ABORTED" and "lease expired" in record["abortReason"]
+    assert device.list_runs()["runHolder"] is None and device.next_deadline() is None
     with pytest.raises(RunAborted) as info:
-        device.runs.stream(run.run_id, CLIENT, 1)
+        device.stream(run, CLIENT, 1)
     assert "lease expired" in info.value.message
 
 
 def test_stream_and_program_renew_the_lease_too():
     device, clock, run = in_phase(OPEN_PROGRAMMED)
     clock.tick(LEASE_MS - 1)
-    device.runs.stream(run.run_id, CLIENT, 1)
+    device.stream(run, CLIENT, 1)
     clock.tick(LEASE_MS - 1)
-    assert not device.advance() and run.is_open
+    assert not device.advance() and device.show_run(run)["status"] == "OPEN"
 
 
 def test_standby_is_busy_while_a_run_holds_the_fabric_and_force_aborts_it():
@@ -253,31 +262,31 @@ def test_standby_is_busy_while_a_run_holds_the_fabric_and_force_aborts_it():
     seq = device.events.last_seq
     with pytest.raises(Busy) as info:
         device.standby()
-    assert run.run_id in info.value.message and device.lifecycle is Lifecycle.ACTIVE
+    assert run in info.value.message and device.lifecycle is Lifecycle.ACTIVE
     assert device.events.last_seq == seq
     result = device.standby(force=True)
     assert result["changed"] and device.lifecycle is Lifecycle.PENDING_STANDBY
-    assert run.status is RunStatus.ABORTED and "--force" in run.abort_reason
+    record = device.show_run(run)
+    assert record["status"] == "ABORTED" and "--force" in record["abortReason"]
     types = [e.type for e in device.events.query(after_seq=seq)]
     assert types == ["EventTrainingAborted", "EventStandbyIssued", "EventPendingStandby"]
     with pytest.raises(RunAborted):
-        device.runs.heartbeat(run.run_id, CLIENT)
+        device.heartbeat(run, CLIENT)
 
 
 def test_a_run_closed_by_its_runtime_with_a_reason_ends_aborted():
     device, clock, run = in_phase(OPEN_PROGRAMMED)
-    run_, changed = device.runs.close(run.run_id, CLIENT, reason="runtime failed: OOM")
-    assert changed and run.status is RunStatus.ABORTED and run.abort_reason == "runtime failed: OOM"
+    record = device.close_run(run, CLIENT, reason="runtime failed: OOM")
+    assert record["changed"] and record["status"] == "ABORTED" and record["abortReason"] == "runtime failed: OOM"
 
 
 def test_performance_record_fields_and_input_bottleneck():
     device, clock, run = in_phase(OPEN_PROGRAMMED)
     clock.tick(10_000 - 1)
-    device.runs.heartbeat(run.run_id, CLIENT)
+    device.heartbeat(run, CLIENT)
     clock.tick(1)
-    device.runs.stream(run.run_id, CLIENT, 9_000)  # 900/s against 1000/s: fed well enough
-    device.runs.close(run.run_id, CLIENT)
-    assert run.performance == {
+    device.stream(run, CLIENT, 9_000)  # 900/s against 1000/s: fed well enough
+    assert device.close_run(run, CLIENT)["performance"] == {
         "compile_time": 42.0,
         "est_samples_per_sec": 1000.0,
         "programming_time": 2.0,
@@ -288,27 +297,27 @@ def test_performance_record_fields_and_input_bottleneck():
     }
     device, clock, run = in_phase(OPEN_PROGRAMMED)
     clock.tick(5_000)
-    device.runs.stream(run.run_id, CLIENT, 100)  # 20/s against 1000/s: the input is the bottleneck
-    device.runs.close(run.run_id, CLIENT)
-    assert run.performance["samples_per_sec"] == 20.0 and run.performance["suspected_input_bottleneck"] is True
+    device.stream(run, CLIENT, 100)  # 20/s against 1000/s: the input is the bottleneck
+    performance = device.close_run(run, CLIENT)["performance"]
+    assert performance["samples_per_sec"] == 20.0 and performance["suspected_input_bottleneck"] is True
 
 
 def test_the_device_consumes_at_most_its_estimated_capacity():
     device, clock, run = in_phase(OPEN_PROGRAMMED)
     clock.tick(1_000)
-    device.runs.stream(run.run_id, CLIENT, 1_000_000)
-    device.runs.close(run.run_id, CLIENT)
-    assert run.performance["samples_per_sec"] == 1000.0
-    assert run.performance["suspected_input_bottleneck"] is False
+    device.stream(run, CLIENT, 1_000_000)
+    performance = device.close_run(run, CLIENT)["performance"]
+    assert performance["samples_per_sec"] == 1000.0
+    assert performance["suspected_input_bottleneck"] is False
 
 
 def test_the_open_run_shows_in_system_show():
     device, clock, run = in_phase(OPEN_PROGRAMMING)
     assert device.show()["runHolder"] == {
-        "runId": run.run_id, "owner": "job-42", "since": START_MS, "mode": "train", "fabric": "PROGRAMMING",
+        "runId": run, "owner": "job-42", "since": START_MS, "mode": "train", "fabric": "PROGRAMMING",
         "slurmJob": None,
     }
-    device.runs.abort(run.run_id, "x")
+    device.abort_run(run, "x")
     assert device.show()["runHolder"] is None
 
 
@@ -352,66 +361,70 @@ def test_run_modes():
         parse_mode("infer")
 
 
-def test_rollback_undoes_one_request():
+def test_a_change_that_raises_undoes_what_the_request_did():
     device, clock, run = in_phase(OPEN_PROGRAMMED)
-    memento = device.runs.mark()
-    before = run.to_dict()
-    device.runs.close(run.run_id, CLIENT)
-    device.runs.rollback(memento)
-    holder = device.runs.holder
-    assert holder is not None and holder.to_dict() == before
-    memento = device.runs.mark()
-    device.runs.abort(holder.run_id, "x")
-    device.open_run("job", CLIENT, RunMode.TRAIN)
-    device.runs.rollback(memento)
-    assert [r.run_id for r in device.runs.listing()] == ["run-000001"] and device.runs.next_number == 2
+    before, seq = device.list_runs(), device.events.last_seq
+    with pytest.raises(RuntimeError), device.change():
+        device.close_run(run, CLIENT)
+        raise RuntimeError("the commit failed")
+    assert device.list_runs() == before and device.events.last_seq == seq
+    with pytest.raises(RuntimeError), device.change():
+        device.abort_run(run, "x")
+        device.open_run("job", CLIENT, RunMode.TRAIN)
+        raise RuntimeError("the commit failed")
+    assert device.list_runs() == before and device.events.last_seq == seq
+    device.close_run(run, CLIENT)  # the run numbers were taken back too
+    assert device.open_run("job", CLIENT, RunMode.TRAIN)["runId"] == "run-000002"
 
 
-def test_restore_continues_numbering_and_the_open_run_holds_the_fabric():
+def test_recovery_continues_numbering_and_aborts_the_run_left_open():
     device, clock, run = in_phase(CLOSED)
     device.open_run("job", CLIENT, RunMode.TRAIN)
-    records = device.runs.take_dirty()
-    assert device.runs.take_dirty() == []
+    records = device.unsaved_runs()
+    device.runs_saved(records)
+    assert device.unsaved_runs() == []
     fresh, _ = make_device()
-    fresh.runs.restore(records)
-    assert fresh.runs.holder.run_id == "run-000002" and fresh.runs.next_number == 3
-    aborted = fresh.abort_open_run("daemon restarted")
-    assert aborted.status is RunStatus.ABORTED and aborted.abort_reason == "daemon restarted"
-    assert fresh.runs.holder is None and fresh.events.newest(1)[0].details["reason"] == "daemon restarted"
+    recovery = fresh.recover(device.snapshot(), device.events.query(), records)
+    aborted = recovery.aborted_run
+    assert aborted["runId"] == "run-000002" and aborted["status"] == "ABORTED"
+    assert aborted["abortReason"] == "daemon restarted" and recovery.runs == [fresh.show_run("run-000002")]
+    assert [e.type for e in recovery.events] == ["EventTrainingAborted"]
+    assert fresh.list_runs()["runHolder"] is None and fresh.events.newest(1)[0].details["reason"] == "daemon restarted"
+    assert fresh.open_run("job", CLIENT, RunMode.TRAIN)["runId"] == "run-000003"
 
 
-def test_refused_is_the_base_of_every_run_error():
-    for cls in (Busy, NotFound, PermissionDenied, ReprogramForbidden, IncompatibleProgram, RunAborted):
-        assert issubclass(cls, Refused)
+def test_every_refusal_the_run_rules_name_is_one_csd_may_answer_with():
+    refusals = {rule.error for rule in (*RUN_RULES.values(), *OPEN_RULES.values()) if isinstance(rule, Refuse)}
+    assert refusals and all(cls.on_wire for cls in refusals | {Busy, NotFound, PermissionDenied, IncompatibleProgram})
 
 
 @pytest.mark.parametrize("phase", PHASES)
 def test_a_dry_run_of_abort_follows_the_rule_and_changes_nothing(phase):
     device, clock, run = in_phase(phase)
-    before, seq = run.to_dict(), device.events.last_seq
+    before, seq = device.show_run(run), device.events.last_seq
     rule = RUN_RULES[("abort", phase)]
     if isinstance(rule, Refuse):
         with pytest.raises(rule.error):
-            device.runs.abort(run.run_id, "admin", dry_run=True)
+            device.abort_run(run, "admin", dry_run=True)
     else:
-        _, changed = device.runs.abort(run.run_id, "admin", dry_run=True)
-        assert changed is isinstance(rule, Go)
-    assert run.to_dict() == before and device.events.last_seq == seq
+        result = device.abort_run(run, "admin", dry_run=True)
+        assert result["changed"] is isinstance(rule, Go) and result["dryRun"] is True
+    assert device.show_run(run) == before and device.events.last_seq == seq
 
 
 def test_standby_dry_run_is_busy_while_a_run_holds_the_fabric_and_the_hint_names_force():
     device, clock, run = in_phase(OPEN_PROGRAMMED)
     with pytest.raises(Busy) as info:
         device.standby(dry_run=True)
-    assert "--force" in info.value.hint and run.run_id in info.value.hint
-    assert device.standby(force=True, dry_run=True)["changed"] is True and run.is_open
+    assert "--force" in info.value.hint and run in info.value.hint
+    assert device.standby(force=True, dry_run=True)["changed"] is True and device.show_run(run)["status"] == "OPEN"
 
 
 def test_messages_read_as_sentences():
     device, clock, run = in_phase(OPEN_UNPROGRAMMED)
     with pytest.raises(IncompatibleProgram) as info:
-        device.program_run(run.run_id, CLIENT, program(mode="train_and_eval"))
+        device.program_run(run, CLIENT, program(mode="train_and_eval"))
     assert info.value.message.startswith("The program was compiled for train_and_eval, which is not supported:")
     with pytest.raises(IncompatibleProgram) as info:
-        device.program_run(run.run_id, CLIENT, program(mode="eval"))
+        device.program_run(run, CLIENT, program(mode="eval"))
     assert "open an eval run" in info.value.hint

@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import pytest
 
-from statemachine.device import Device, Timings
-from statemachine.errors import Busy
-from statemachine.programs import RunMode
-from statemachine.runs import RunStatus
-from statemachine.slurm_jobs import SlurmJob, parse_job_id
+from csadmin.errors import Busy
+from csadmin.statemachine.defaults import Timings
+from csadmin.statemachine.device import Device
+from csadmin.statemachine.programs import RunMode
+from csadmin.statemachine.slurm_jobs import SlurmJob, parse_job_id
 from tests.statemachine.fakeclock import START_MS, FakeClock
 
 TRAIN = RunMode.TRAIN
@@ -27,7 +27,7 @@ def test_runs_opened_while_a_job_holds_the_wafer_carry_its_id():
     assert result["changed"] is True and result["abortedRun"] is None
     assert device.show()["slurmJob"] == {"jobId": "42", "user": "alice", "since": START_MS}
     run = device.open_run("trainer", "c1", TRAIN)
-    assert run.slurm_job == "42" and run.to_dict()["slurmJob"] == "42"
+    assert run["slurmJob"] == "42" and device.show_run(run["runId"])["slurmJob"] == "42"
     assert device.show()["runHolder"]["slurmJob"] == "42"
     started = device.events.newest(1)[0]
     assert started.type == "EventTrainingStarted" and started.details["slurmJob"] == "42"
@@ -36,46 +36,47 @@ def test_runs_opened_while_a_job_holds_the_wafer_carry_its_id():
 def test_runs_outside_any_job_carry_none():
     device, _ = make_device()
     run = device.open_run("trainer", "c1", TRAIN)
-    assert run.slurm_job is None and device.show()["slurmJob"] is None
+    assert run["slurmJob"] is None and device.show()["slurmJob"] is None
     assert "slurmJob" not in device.events.newest(1)[0].details
 
 
 def test_ending_the_job_aborts_the_run_it_left_and_frees_the_fabric():
     device, clock = make_device()
     device.begin_slurm_job("42", "alice")
-    run = device.open_run("trainer", "c1", TRAIN)
+    run = device.open_run("trainer", "c1", TRAIN)["runId"]
     clock.tick(1_000)
     result = device.end_slurm_job("42")
-    assert result == {"message": f"Slurm job 42 ended; its run {run.run_id} was aborted and the fabric is free.",
-                      "changed": True, "abortedRun": run.run_id}
-    assert run.status is RunStatus.ABORTED and run.abort_reason == "slurm job 42 ended"
-    assert device.runs.holder is None and device.slurm_job is None
+    assert result == {"message": f"Slurm job 42 ended; its run {run} was aborted and the fabric is free.",
+                      "changed": True, "abortedRun": run}
+    record = device.show_run(run)
+    assert record["status"] == "ABORTED" and record["abortReason"] == "slurm job 42 ended"
+    assert device.list_runs()["runHolder"] is None and device.slurm_job is None
     aborted = device.events.newest(1)[0]
     assert aborted.type == "EventTrainingAborted" and aborted.details["reason"] == "slurm job 42 ended"
     # The next job gets the wafer at once.
     device.begin_slurm_job("43", "bob")
-    assert device.open_run("trainer", "c2", TRAIN).slurm_job == "43"
+    assert device.open_run("trainer", "c2", TRAIN)["slurmJob"] == "43"
 
 
 def test_ending_a_job_whose_run_closed_forgets_it_and_leaves_closed_runs_alone():
     device, _ = make_device()
     device.begin_slurm_job("42", "alice")
-    run = device.open_run("trainer", "c1", TRAIN)
-    device.runs.close(run.run_id, "c1")
+    run = device.open_run("trainer", "c1", TRAIN)["runId"]
+    device.close_run(run, "c1")
     result = device.end_slurm_job("42")
     assert result["changed"] is True and result["abortedRun"] is None
-    assert run.status is RunStatus.CLOSED and device.slurm_job is None
+    assert device.show_run(run)["status"] == "CLOSED" and device.slurm_job is None
 
 
 def test_ending_is_idempotent_and_never_touches_another_jobs_run():
     device, _ = make_device()
     device.begin_slurm_job("43", "bob")
-    run = device.open_run("trainer", "c1", TRAIN)
+    run = device.open_run("trainer", "c1", TRAIN)["runId"]
     seq = device.events.last_seq
     for _ in range(2):  # an epilog of a job that never held the wafer, and a retry
         result = device.end_slurm_job("42")
         assert result["changed"] is False and result["abortedRun"] is None
-    assert run.is_open and device.slurm_job.job_id == "43" and device.events.last_seq == seq
+    assert device.show_run(run)["status"] == "OPEN" and device.slurm_job.job_id == "43" and device.events.last_seq == seq
 
 
 def test_beginning_the_same_job_again_changes_nothing():
@@ -91,44 +92,45 @@ def test_a_run_left_by_an_earlier_job_gives_way_to_the_next_job():
     run cannot still hold it."""
     device, _ = make_device()
     device.begin_slurm_job("42", "alice")
-    stale = device.open_run("trainer", "c1", TRAIN)
+    stale = device.open_run("trainer", "c1", TRAIN)["runId"]
     result = device.begin_slurm_job("43", "bob")
-    assert result["changed"] is True and result["abortedRun"] == stale.run_id
-    assert stale.abort_reason == "slurm job 42 ended" and device.runs.holder is None
+    assert result["changed"] is True and result["abortedRun"] == stale
+    assert device.show_run(stale)["abortReason"] == "slurm job 42 ended" and device.list_runs()["runHolder"] is None
     assert device.slurm_job == SlurmJob("43", "bob", START_MS)
 
 
 def test_a_run_outside_slurm_keeps_the_fabric_and_the_job_is_told_why():
     device, _ = make_device()
-    run = device.open_run("someone-by-hand", "c1", TRAIN)
+    run = device.open_run("someone-by-hand", "c1", TRAIN)["runId"]
     with pytest.raises(Busy) as refused:
         device.begin_slurm_job("42", "alice")
-    assert run.run_id in refused.value.message and "outside Slurm" in refused.value.message
-    assert run.is_open and device.slurm_job is None
+    assert run in refused.value.message and "outside Slurm" in refused.value.message
+    assert device.show_run(run)["status"] == "OPEN" and device.slurm_job is None
 
 
 def test_the_job_survives_a_snapshot_and_old_snapshots_have_none():
     device, _ = make_device()
     device.begin_slurm_job("42_7", "alice")
     copy, _ = make_device()
-    copy.restore(device.snapshot())
+    copy.recover(device.snapshot(), [], [])
     assert copy.slurm_job == device.slurm_job
     old = {k: v for k, v in device.snapshot().items() if k != "slurmJob"}
-    copy.restore(old)
-    assert copy.slurm_job is None
+    older, _ = make_device()
+    older.recover(old, [], [])
+    assert older.slurm_job is None
 
 
 def test_a_run_record_keeps_its_job_across_the_store():
     device, _ = make_device()
     device.begin_slurm_job("42", "alice")
-    record = device.open_run("trainer", "c1", TRAIN).to_dict()
+    device.open_run("trainer", "c1", TRAIN)
+    (record,) = device.unsaved_runs()
     restored, _ = make_device()
-    restored.runs.restore([record])
-    assert restored.runs.holder.slurm_job == "42"
+    recovery = restored.recover(device.snapshot(), [], [record])
+    assert recovery.aborted_run["slurmJob"] == "42"  # the run csd found open at start
     del record["slurmJob"]  # a record written before the Slurm integration
     older, _ = make_device()
-    older.runs.restore([record])
-    assert older.runs.holder.slurm_job is None
+    assert older.recover(device.snapshot(), [], [record]).aborted_run["slurmJob"] is None
 
 
 def test_busy_names_the_job_holding_the_wafer():

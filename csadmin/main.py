@@ -5,7 +5,9 @@
     cs -c "cmd; cmd"           a script; also `cs < file`
     cs --embedded              a private csd in a temp dir, with the shell on it
 
-This module stays light: the shell (prompt_toolkit) is imported only when a shell is opened.
+The program above both ways of using the console: cli/ (one-shot commands and scripts) and
+shell/ (the interactive shell, which runs on cli/). It stays light: the shell (prompt_toolkit)
+is imported only when a shell is opened.
 """
 
 from __future__ import annotations
@@ -13,11 +15,12 @@ from __future__ import annotations
 import contextlib
 import sys
 
-from .. import __version__, errors
-from ..client import Client
-from .actions import Session, help_text
-from .console import PlainConsole
-from .runner import run_script, run_tokens
+from . import __version__, errors
+from .cli.commands import help_text
+from .cli.console import PlainConsole
+from .cli.runner import run_script, run_tokens
+from .cli.session import Session
+from .client import Client
 
 USAGE = """usage: cs [--connect FILE] [--key FILE] [--endpoint URL --server-key KEY] [--timeout S]
           [--output-format text|json] [--embedded] [-c "CMD; CMD" | COMMAND [OPTIONS]]
@@ -123,7 +126,7 @@ def _daemon(g: GlobalOptions):
     if not g.embedded:
         yield
         return
-    from .embedded import embedded_daemon
+    from .cli.embedded import embedded_daemon
 
     with embedded_daemon() as (connection_file, key_file):
         g.endpoint, g.server_key, g.connect, g.key = None, None, connection_file, key_file
@@ -144,8 +147,8 @@ def _run(g: GlobalOptions, rest: list[str], client: Client) -> int:
     if not stdin_is_tty:
         session = Session(client, PlainConsole(interactive=False), g.output_format, g.timeout)
         return run_script(session, sys.stdin.read())
-    from ..shell.app import run_shell
-    from ..shell.foreground import own_foreground_group
+    from .shell.app import run_shell
+    from .shell.foreground import own_foreground_group
 
     with own_foreground_group():
         return run_shell(client, g)

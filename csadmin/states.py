@@ -1,6 +1,9 @@
-"""State constants and their groupings (stdlib only, in the manner of supervisor's states.py).
+"""The system's vocabulary, as the wire and the real CLI spell it: lifecycle states, execution
+modes, health and severity, and where each pending state settles.
 
-The string values are the wire and display strings; they match the real system's CLI.
+Defined once for the model (which moves between these states), csd (which parses what requests
+say) and the console (which shows and completes them). Stdlib only and importing nothing of ours,
+like csadmin/errors.py: every layer may import it (docs/design.md, "Layers").
 """
 
 from enum import Enum
@@ -15,11 +18,26 @@ class Lifecycle(str, Enum):
 
 PENDING_STATES = frozenset({Lifecycle.PENDING_ACTIVE, Lifecycle.PENDING_STANDBY})
 
-# Where each pending state settles once its simulated duration has elapsed.
+# Where each pending state settles once its simulated duration has elapsed (the model's
+# transitions are built from this table).
 SETTLES_TO = {
     Lifecycle.PENDING_ACTIVE: Lifecycle.ACTIVE,
     Lifecycle.PENDING_STANDBY: Lifecycle.STANDBY,
 }
+
+
+def settles_to(state: str) -> str | None:
+    """Where a lifecycle state read off the wire is heading: `ACTIVE` for `PENDING_ACTIVE`, None
+    for a settled state (or one this client does not know)."""
+    for pending, target in SETTLES_TO.items():
+        if pending.value == state:
+            return target.value
+    return None
+
+
+def title(mode: str) -> str:
+    """`WEIGHT_STREAMING` → `Weight Streaming`: a mode as the real CLI shows it to people."""
+    return mode.replace("_", " ").title()
 
 
 class ExecMode(str, Enum):
@@ -29,7 +47,7 @@ class ExecMode(str, Enum):
     @property
     def title(self) -> str:
         """The name the real CLI shows people: `Weight Streaming`, `Pipelined`."""
-        return self.value.replace("_", " ").title()
+        return title(self.value)
 
     @classmethod
     def parse(cls, text: str) -> "ExecMode":
@@ -44,6 +62,10 @@ class ExecMode(str, Enum):
             accepted = ", ".join(m.value for m in cls)
             shown = repr(text) if len(text) <= 40 else repr(text[:39] + "…")
             raise ValueError(f"unknown execution mode {shown}; use one of {accepted}") from None
+
+
+# What the console offers to complete a mode with (ExecMode.parse takes these and more).
+EXECMODE_SPELLINGS = (*(m.value for m in ExecMode), *(m.value.lower().replace("_", "-") for m in ExecMode))
 
 
 class Health(str, Enum):

@@ -1,0 +1,58 @@
+"""What a `cs` command is, as plain data: its words and options (Command, Option), a command
+line parsed against it (Parsed), and its action (Action), which gets a Session and returns the
+exit code. The table of commands is commands.py.
+
+(NamedTuples rather than dataclasses: `dataclasses` imports `inspect`, ~5 ms on every one-shot.)
+"""
+
+from __future__ import annotations
+
+from typing import Callable, NamedTuple
+
+from .session import Session
+
+
+class Option(NamedTuple):
+    name: str  # "--mode"
+    help: str
+    takes_value: bool = False
+    metavar: str = "VALUE"
+    values: tuple[str, ...] = ()  # completion candidates (and, if `choices`, the only ones allowed)
+    choices: bool = False
+    integer: bool = False
+    complete_from: str = ""  # a live source of completions the shell asks the daemon for ("event_types")
+
+    @property
+    def dest(self) -> str:
+        return self.name.lstrip("-").replace("-", "_")
+
+
+class Command(NamedTuple):
+    words: tuple[str, ...]
+    help: str
+    action: Action  # the function that carries the command out (actions.py, commands.py)
+    options: tuple[Option, ...] = ()
+    aliases: tuple[tuple[str, ...], ...] = ()
+    changes_state: bool = False  # asks for confirmation unless --no-confirm; refused in scripts without it
+    reads: bool = False  # reads state only (no confirmation, safe to retry)
+    output: bool = True  # prints a result, so takes --output-format
+    details: str = ""
+    arguments: tuple[str, ...] = ()  # positional arguments, all required, e.g. ("ID",)
+    takes_command: bool = False  # its arguments name a command (help)
+
+    @property
+    def name(self) -> str:
+        return " ".join(self.words)
+
+    @property
+    def usage(self) -> str:
+        return " ".join((self.name, *self.arguments))
+
+
+class Parsed(NamedTuple):
+    command: Command
+    options: dict
+    args: list[str]
+
+
+Action = Callable[[Session, Parsed], int]  # returns the exit code

@@ -1,0 +1,124 @@
+"""Starting csd: everything that happens before it answers anyone, in order.
+
+1. The state store is opened and checked (daemon/store.py, daemon/identity.py), and the model
+   recovers from it in one call (Device.recover: a transition a stop interrupted is rolled
+   forward, the run left open is aborted); what recovery did is committed at once.
+2. csd's keypair and the key registry; the ZAP authenticator, bound before any CURVE socket
+   (daemon/auth.py says why).
+3. The sockets bound (daemon/sockets.py), the connection gate (daemon/capacity.py), and the
+   connection file written.
+Only then does the loop (daemon/server.py) serve, and systemd hear READY=1. `Booted.close()`
+undoes it all in reverse at a clean stop.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+import zmq
+
+from csadmin import __version__, connection
+from csadmin.statemachine.defaults import KEEP_RUNS, Timings
+from csadmin.statemachine.device import Device
+
+from .audit import AuditTrail
+from .auth import Authenticator, check_libzmq
+from .capacity import ConnectionGate
+from .config import Config
+from .context import Context
+from .dispatch import Dispatcher
+from .keys import KeyStore, Registry
+from .memory import release_large_blocks
+from .sockets import Sockets, bind
+from .store import Store
+
+
+def wall_ms() -> int:
+    """The device's clock: milliseconds since the epoch."""
+    return int(time.time() * 1000)
+
+
+@dataclass
+class Booted:
+    """What the loop serves with."""
+
+    store: Store
+    audit: AuditTrail
+    device: Device
+    registry: Registry
+    ctx: zmq.Context
+    auth: Authenticator
+    sockets: Sockets
+    gate: ConnectionGate
+    dispatcher: Dispatcher
+    connection_file: str
+    log: object
+
+    def close(self) -> None:
+        """A clean stop, in the reverse order of boot()."""
+        connection.remove(self.connection_file)
+        self.audit.flush()
+        self.gate.close()
+        self.sockets.close()
+        self.auth.close()  # last: nothing it guards is open any more
+        self.ctx.term()
+        self.sockets.remove_files()
+        try:
+            self.store.record_progress(force=True)
+        except OSError as exc:
+            self.log.error("identity_write_failed", path=self.store.identity.path, reason=str(exc))
+        self.store.close()
+
+
+def boot(config: Config, log) -> Booted:
+    """Recover the state, then bind: on return csd may answer anyone. Raises what stops it
+    (StoreError says what to do; a bind error names the endpoint)."""
+    check_libzmq()
+    release_large_blocks()
+    store = Store(config.state_dir, keep_events=config.keep_events)
+    audit = AuditTrail(store, log)
+    device, replies = _recover(config, store, log)
+
+    keys = KeyStore(config.state_dir)
+    server_public, server_secret = keys.ensure_server_keypair()
+    registry = Registry(keys.registry_path, log)
+    ctx = zmq.Context()
+    auth = Authenticator(ctx, registry, log, on_denied=audit.refused_handshake)
+    auth.start()
+    sockets = bind(ctx, config, server_secret, log)
+    gate = ConnectionGate([sockets.router, sockets.pub], log, ctx)
+    connection_file = config.connection_file or connection.file_beside(config.endpoint) or connection.default_file()
+    connection.write(connection_file, sockets.endpoint, sockets.events_endpoint, server_public, device.serial)
+
+    context = Context(device, sockets.events_endpoint, wall_ms(), __version__,
+                      tcp_events_endpoint=sockets.tcp.get("tcp_events_endpoint", ""),
+                      audit_entries=audit.entries)  # audit.show sees the records still being batched
+    dispatcher = Dispatcher(context, store, sockets.publish, log, auth, replies, audit_trail=audit)
+    log.info(
+        "ready", endpoint=sockets.endpoint, events_endpoint=sockets.events_endpoint, **sockets.tcp,
+        state_dir=config.state_dir, connection_file=connection_file, server_key=server_public,
+        state=device.lifecycle.value, execmode=device.active_mode.value, seq=device.events.last_seq,
+    )
+    return Booted(store, audit, device, registry, ctx, auth, sockets, gate, dispatcher, connection_file, log)
+
+
+def _recover(config: Config, store: Store, log) -> tuple[Device, list]:
+    """The device as the store kept it, with what a stop interrupted resolved and committed;
+    and the kept replies (for retries across the restart)."""
+    snapshot, events, replies = store.load()
+    timings = Timings(
+        int(config.activate_seconds * 1000), int(config.standby_seconds * 1000),
+        lease_ms=max(1, int(config.lease_seconds * 1000)), program_bytes_per_second=config.program_bytes_per_second,
+    )
+    device = Device(wall_ms, timings, serial=config.serial, keep_events=config.keep_events)
+    recovery = device.recover(snapshot, events, store.load_runs(KEEP_RUNS))
+    if recovery.rolled_forward is not None:
+        log.warning("transition_rolled_forward", state=recovery.rolled_forward.value)
+    if recovery.aborted_run is not None:
+        log.warning("run_aborted_at_start", run_id=recovery.aborted_run["runId"], owner=recovery.aborted_run["owner"])
+    if recovery.needs_commit:
+        store.commit(device.snapshot(), recovery.events, runs=recovery.runs)
+        device.runs_saved(recovery.runs)
+    store.record_progress(force=True)
+    return device, replies

@@ -1,0 +1,115 @@
+"""One run: the record of a training runtime's hold on the wafer, open or ended.
+
+A run programs the fabric at most once (UNPROGRAMMED → PROGRAMMING → PROGRAMMED), streams
+samples, renews its lease, and ends CLOSED (by its runtime) or ABORTED (lease lapsed, forced
+standby, an admin, Slurm, a daemon restart). The record is also the wire and store form
+(`to_dict`, camelCase keys, stable: docs/protocol.md).
+"""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from enum import Enum
+
+
+class RunStatus(str, Enum):
+    OPEN = "OPEN"
+    CLOSED = "CLOSED"
+    ABORTED = "ABORTED"
+
+
+class Fabric(str, Enum):
+    UNPROGRAMMED = "UNPROGRAMMED"
+    PROGRAMMING = "PROGRAMMING"
+    PROGRAMMED = "PROGRAMMED"
+
+
+def run_id_of(number: int) -> str:
+    return f"run-{number:06d}"
+
+
+def utc(ms: int | None) -> str:
+    """A time for messages people read (pure: no clock is read here)."""
+    if ms is None:
+        return "-"
+    return datetime.fromtimestamp(ms / 1000, timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
+def seconds(ms: int) -> float:
+    """Milliseconds as the seconds the wire and performance.json show (to the millisecond)."""
+    return round(ms / 1000, 3)
+
+
+@dataclass
+class Run:
+    """One run, open or ended. Times are ms since the epoch."""
+
+    run_id: str
+    number: int
+    owner: str  # the runtime's label for itself (e.g. a job name)
+    client: str  # the caller that opened it; only it may use the run
+    mode: str
+    lease_ms: int
+    opened_at: int
+    lease_until: int | None
+    status: RunStatus = RunStatus.OPEN
+    fabric: Fabric = Fabric.UNPROGRAMMED
+    program: dict | None = None
+    programming_started_at: int | None = None
+    programming_until: int | None = None  # when programming completes (completed, once PROGRAMMED)
+    total_samples: int = 0
+    ended_at: int | None = None
+    abort_reason: str | None = None
+    performance: dict | None = None  # performance.json's fields, set when the run ends
+    slurm_job: str | None = None  # the Slurm job holding the wafer when the run was opened
+
+    @property
+    def phase(self) -> str:
+        """The run's row in statemachine/run_rules.py: OPEN/<fabric>, CLOSED or ABORTED."""
+        if self.status is RunStatus.OPEN:
+            return f"OPEN/{self.fabric.value}"
+        return self.status.value
+
+    @property
+    def is_open(self) -> bool:
+        return self.status is RunStatus.OPEN
+
+    def to_dict(self) -> dict:
+        """The wire and store form (camelCase keys, stable: docs/protocol.md)."""
+        return {
+            "runId": self.run_id,
+            "number": self.number,
+            "owner": self.owner,
+            "client": self.client,
+            "mode": self.mode,
+            "status": self.status.value,
+            "fabric": self.fabric.value,
+            "leaseSeconds": seconds(self.lease_ms),
+            "leaseUntil": self.lease_until,
+            "openedAt": self.opened_at,
+            "program": dict(self.program) if self.program else None,
+            "programmingStartedAt": self.programming_started_at,
+            "programmingUntil": self.programming_until,
+            "totalSamples": self.total_samples,
+            "endedAt": self.ended_at,
+            "abortReason": self.abort_reason,
+            "performance": dict(self.performance) if self.performance else None,
+            "slurmJob": self.slurm_job,
+        }
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "Run":
+        return cls(
+            run_id=d["runId"], number=int(d["number"]), owner=d["owner"], client=d["client"], mode=d["mode"],
+            lease_ms=int(round(d["leaseSeconds"] * 1000)), opened_at=d["openedAt"], lease_until=d["leaseUntil"],
+            status=RunStatus(d["status"]), fabric=Fabric(d["fabric"]), program=d.get("program"),
+            programming_started_at=d.get("programmingStartedAt"), programming_until=d.get("programmingUntil"),
+            total_samples=int(d.get("totalSamples", 0)), ended_at=d.get("endedAt"),
+            abort_reason=d.get("abortReason"), performance=d.get("performance"), slurm_job=d.get("slurmJob"),
+        )
+
+    def copy(self) -> "Run":
+        # Shallow is enough: `program` and `performance` are replaced, never changed in place.
+        return copy.copy(self)

@@ -1,0 +1,15 @@
+"""The console's command table (csadmin/cli/commands.py) holds each command's action itself, so
+a reader or a tool follows `cs system standby` to the client and csd's op with no name looked up."""
+
+from csadmin.cli import actions, commands
+from csadmin.cli.commands import COMMANDS
+
+
+def test_every_command_holds_the_function_that_carries_it_out():
+    for command in COMMANDS:
+        assert callable(command.action), command.name
+        assert command.action.__module__ in (actions.__name__, commands.__name__), command.name
+
+
+def test_help_takes_a_command_and_nothing_else_does():
+    assert [c.name for c in COMMANDS if c.takes_command] == ["help"]
