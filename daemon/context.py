@@ -7,6 +7,8 @@ from typing import Callable
 
 from csadmin.statemachine.device import Device
 
+from .instruments import NO_METRICS
+
 
 @dataclass(frozen=True)
 class Caller:
@@ -38,3 +40,4 @@ class Context:
     version: str
     tcp_events_endpoint: str = ""  # for clients that reach csd over TCP ("" = not bound)
     audit_entries: Callable[[int], list[dict]] | None = None  # the newest N audit records
+    metrics: object = NO_METRICS  # what commands count beyond requests (daemon/instruments.py)

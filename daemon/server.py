@@ -68,6 +68,8 @@ class Server:
         b = self.booted
         self.device, self.auth, self.registry, self.dispatcher = b.device, b.auth, b.registry, b.dispatcher
         self.router, self.gate = b.sockets.router, b.gate
+        self.metrics = b.metrics
+        self._published_seq = self.device.events.last_seq  # boot published the state as it was
         self._catch_signals()
         self._status_shown = self._status()
         self.notifier.ready(self._status_shown)
@@ -84,7 +86,12 @@ class Server:
         return f"{d.lifecycle.value}, execution mode {d.active_mode.value}"
 
     def _housekeeping(self) -> None:
-        """Once per loop turn: ping the watchdog when due, refresh STATUS= when it changed."""
+        """Once per loop turn: ping the watchdog when due, refresh STATUS= when it changed, and
+        give the metrics the state when an event says it changed (every change emits one)."""
+        seq = self.device.events.last_seq
+        if seq != self._published_seq:
+            self._published_seq = seq
+            self.metrics.publish(self.device.show())
         if self._watchdog_due is not None:
             now = monotonic_ms()
             # An unhealthy csd (authenticator down) stops pinging, so systemd restarts it.
@@ -225,6 +232,7 @@ class Server:
         is a request; more frames are refused (never echoed), and any exception raised while
         handling it is answered INTERNAL (with the request's id when it can be read)."""
         identity, payload = frames[0].bytes, frames[-1]
+        started = time.perf_counter()
         try:
             reply = self.dispatcher.handle(identity, payload.bytes, self._caller(identity, payload),
                                            parts=len(frames) - 1)
@@ -235,6 +243,7 @@ class Server:
             except protocol.ProtocolError:
                 request_id = None
             reply = protocol.error(request_id, errors.Internal("csd failed while handling this request; it carries on serving."))
+            self.metrics.observe_request(None, errors.Internal.code, time.perf_counter() - started)
         try:
             self.router.send_multipart([identity, reply], zmq.NOBLOCK)
         except zmq.ZMQError:  # the client is gone or not reading: its reply is dropped, not queued

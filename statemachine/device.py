@@ -16,19 +16,26 @@ from typing import Callable, Iterable
 
 from transitions import Machine
 
+from csadmin.errors import FaultActive, InvalidArgument, NotFound, TransitionFailed
 from csadmin.states import PENDING_STATES, ExecMode, Health, Lifecycle
 
+from . import fault_scenario
 from .change import Change
 from .defaults import KEEP_EVENTS, KEEP_RUNS, SERIAL, Timings
 from .events import Event, EventLog
-from .lifecycle_rules import LIFECYCLE_TRANSITIONS, REQUEST_RULES, SET_EXECMODE_EVENTS, SETTLED_EVENTS
+from .fault_rules import BLOCKING, EFFECTS
+from .fault_state import ACTIVE, ARMED, FIRING, SCHEDULED, Entry, FaultState, LoadedScenario, parsed_scenario
+from .faults import TIMES_OUT_AFTER, Fault, Outcome, Transition, health_event, parse_fault, system_health, worst_health
+from .lifecycle_rules import (
+    LIFECYCLE_TRANSITIONS, PENDING_TRANSITION, REQUEST_RULES, SET_EXECMODE_EVENTS, SETTLED_EVENTS, SETTLED_TRANSITION,
+)
 from .programs import RunMode
 from .rules import Already, Refuse
 from .run_rules import OPEN_RULES
 from .runs import Runs
 from .slurm_jobs import SlurmJob, ended_reason
 
-A = Lifecycle.ACTIVE
+A, S = Lifecycle.ACTIVE, Lifecycle.STANDBY
 RESTART_REASON = "daemon restarted"  # why a run left open when csd stopped is aborted at start
 
 
@@ -79,6 +86,7 @@ class Device:
         )
         # Runs and the fabric (statemachine/runs.py); their history is kept apart from snapshot().
         self._runs = Runs(clock, self.events, timings, keep_runs)
+        self._faults = FaultState()  # the faults present and the scenario (statemachine/fault_state.py)
 
     # -- reading -----------------------------------------------------------------------------
 
@@ -88,9 +96,28 @@ class Device:
 
     @property
     def health(self) -> Health:
-        if self.lifecycle is A:
-            return Health.OK
-        return Health(self.lifecycle.value)
+        """The lifecycle's health, or the worst active fault's if that ranks higher."""
+        lifecycle = Health.OK if self.lifecycle is A else Health(self.lifecycle.value)
+        return Health(system_health(lifecycle.value, [e.fault for e in self._faults.with_status(ACTIVE)]))
+
+    def faults(self) -> list[dict]:
+        """Every fault present (scheduled, armed, firing or active; the active last), with the
+        catalogue's words: what `system.show` carries as `activeFaults`."""
+        return [{**e.to_dict(), "event": e.fault.event, "severity": e.fault.severity.value,
+                 "health": e.fault.health, "effect": e.fault.effect.value, "summary": e.fault.summary}
+                for e in self._faults.ordered()]
+
+    def scenario(self) -> dict | None:
+        """The loaded fault scenario: its source, description, steps in words, when it was
+        loaded, runs opened since, and the run-anchored steps still waiting."""
+        loaded = self._faults.scenario
+        if loaded is None:
+            return None
+        parsed = parsed_scenario(loaded.text, loaded.source)
+        return {"source": loaded.source, "description": parsed.description, "loadedAt": loaded.loaded_at,
+                "digest": loaded.digest, "runsOpened": loaded.runs_opened,
+                "steps": [step.describe() for step in parsed.steps],
+                "waiting": [parsed.steps[i].describe() for i in loaded.waiting]}
 
     def show(self) -> dict:
         return {
@@ -103,6 +130,7 @@ class Device:
             "pendingUntil": self.pending_until,
             "runHolder": self._runs.holder_summary(),
             "slurmJob": self.slurm_job.to_dict() if self.slurm_job else None,
+            "activeFaults": self.faults(),
             "seq": self.events.last_seq,
             "time": self._clock(),
         }
@@ -130,10 +158,9 @@ class Device:
     def next_deadline(self) -> int | None:
         """When something timed is next due (ms): the pending transition's completion, the
         fabric's programming completion or the holder's lease expiry; for the daemon's timer."""
-        runs_deadline = self._runs.next_deadline()
-        if self.pending_until is None:
-            return runs_deadline
-        return self.pending_until if runs_deadline is None else min(self.pending_until, runs_deadline)
+        deadlines = [d for d in (self.pending_until, self._runs.next_deadline(), self._faults.next_deadline())
+                     if d is not None]
+        return min(deadlines) if deadlines else None
 
     # -- requests ----------------------------------------------------------------------------
 
@@ -166,26 +193,28 @@ class Device:
         if dry_run:
             return self._result("System would go to STANDBY.", changed=True, dry_run=True)
         if self._runs.holder is not None:
-            self._runs.abort_holder("system standby --force (an admin put the system in standby)")
+            self._runs.abort_holder("system standby --force (an admin put the system in standby)", "standby_forced")
         now = self._clock()
         self._emit("EventStandbyIssued", now, origin)
         self.begin_standby()
-        self.pending_until = now + self.timings.standby_ms
-        self._emit("EventPendingStandby", now, origin, expectedCompletion=self.pending_until)
+        self.pending_until = now + self._transition_ms(Transition.STANDBY, self.timings.standby_ms)
+        self._emit("EventPendingStandby", now, origin, expectedCompletion=now + self.timings.standby_ms)
         return self._result("System is going to STANDBY.", changed=True)
 
     def activate(self, origin: dict | None = None, dry_run: bool = False) -> dict:
         rule = self._rule("activate")
         if isinstance(rule, Already):
             return self._result(rule.message, changed=False, dry_run=dry_run)
+        self._refuse_if_blocked("activate", "the system cannot activate")
         if dry_run:
             return self._result(f"System would activate in {self.configured_mode.value}.", changed=True, dry_run=True)
         now = self._clock()
         self._emit("EventActivateIssued", now, origin, execmode=self.configured_mode.value)
         self.begin_activate()
-        self.pending_until = now + self.timings.activate_ms
+        self.pending_until = now + self._transition_ms(Transition.ACTIVATE, self.timings.activate_ms)
         self._emit(
-            "EventPendingActive", now, origin, execmode=self.configured_mode.value, expectedCompletion=self.pending_until
+            "EventPendingActive", now, origin, execmode=self.configured_mode.value,
+            expectedCompletion=now + self.timings.activate_ms,
         )
         return self._result(f"System is activating in {self.configured_mode.value}.", changed=True)
 
@@ -197,9 +226,19 @@ class Device:
             return self._result(f"Execution mode would be configured as {mode.value}.", changed=True, dry_run=True)
         now = self._clock()
         self._emit("EventConfigOpIssued", now, origin, op="execmode", execmode=mode.value)
+        armed = self._armed(Transition.EXECMODE)
+        if armed is not None:
+            self._fire_transition_fault(armed, now, origin, execmode=mode.value)
+            raise TransitionFailed(
+                f"Setting the execution mode to {mode.value} failed: {armed.fault.summary} (injected fault "
+                f"{armed.name}); the execution mode is still {self.configured_mode.value}.",
+                f"Clear it (`cs system fault clear {armed.name}`) or retry: a successful change clears it.",
+                fault=armed.name,
+            )
         self.configured_mode = mode
         self._emit(SET_EXECMODE_EVENTS[mode], now, origin, execmode=mode.value)
         self._emit("EventConfigOpCompleted", now, origin, op="execmode", execmode=mode.value)
+        self._clear_transition_faults(Transition.EXECMODE, now)
         return self._result(
             f"Execution mode configured as {mode.value}; it takes effect on `system activate`.", changed=True
         )
@@ -207,12 +246,14 @@ class Device:
     # -- time --------------------------------------------------------------------------------
 
     def advance(self) -> bool:
-        """Complete whatever is due: the pending transition, the fabric's programming, a lapsed
-        lease. Returns whether anything changed."""
-        changed = self._runs.advance()
+        """Complete whatever is due: faults injected, cleared or lapsing on their schedule, the
+        pending transition (or its failure), the fabric's programming, a lapsed lease. Returns
+        whether anything changed."""
+        changed = self._fire_due_faults()
+        changed = self._runs.advance() or changed
         if self.pending_until is None or self._clock() < self.pending_until:
             return changed
-        self._settle(recovered=False)
+        self._complete_transition(recovered=False)
         return True
 
     # -- runs (statemachine/runs.py keeps the book, statemachine/run_rules.py the rules) -----
@@ -220,15 +261,20 @@ class Device:
     def open_run(self, owner: str, client: str, mode: RunMode, lease_ms: int | None = None) -> dict:
         """Open a run holding the fabric, owned by `client`; only when ACTIVE, BUSY while
         another run holds it. Returns the run's record."""
+        self._refuse_if_blocked("open", "no run can be opened")
         rule = OPEN_RULES[self.lifecycle]
         if isinstance(rule, Refuse):
             raise rule.refusal()
         job = self.slurm_job.job_id if self.slurm_job else None
-        return self._runs.record(self._runs.open(owner, client, mode, lease_ms, job))
+        run = self._runs.open(owner, client, mode, lease_ms, job)
+        self._scenario_run_opened(run.opened_at)
+        return self._runs.record(run)
 
     def program_run(self, run_id: str, client: str, program: dict) -> dict:
         """Program the fabric of a run, once, with a descriptor checked by programs.parse_program.
         Returns the run's record (PROGRAMMING until `programmingUntil`)."""
+        self._runs.get(run_id, client)  # NOT_FOUND / another's run first: they say more than a fault
+        self._refuse_if_blocked("program", "the fabric cannot be programmed")
         return self._runs.record(self._runs.program(run_id, client, program, self.serial, self.active_mode))
 
     def stream(self, run_id: str, client: str, samples: int) -> dict:
@@ -270,7 +316,7 @@ class Device:
             raise self._runs.busy_error(f"Slurm job {job_id} cannot be given the wafer while a run outside Slurm holds it")
         aborted = None
         if holder is not None and holder.slurm_job != job_id:
-            aborted = self._runs.abort_holder(ended_reason(holder.slurm_job)).run_id
+            aborted = self._runs.abort_holder(ended_reason(holder.slurm_job), "slurm_job_ended").run_id
         self.slurm_job = SlurmJob(job_id, user, self._clock())
         message = f"Slurm job {job_id} ({user}) holds the wafer; runs opened from now on carry its id."
         if aborted:
@@ -284,7 +330,7 @@ class Device:
         holder = self._runs.holder
         aborted = None
         if holder is not None and holder.slurm_job == job_id:
-            aborted = self._runs.abort_holder(ended_reason(job_id)).run_id
+            aborted = self._runs.abort_holder(ended_reason(job_id), "slurm_job_ended").run_id
         forgot = self.slurm_job is not None and self.slurm_job.job_id == job_id
         if forgot:
             self.slurm_job = None
@@ -296,6 +342,209 @@ class Device:
             message = f"Slurm job {job_id} does not hold the wafer; nothing to do."
         return {"message": message, "changed": bool(aborted or forgot), "abortedRun": aborted}
 
+    # -- faults (statemachine/faults.py: the catalogue; fault_rules.py: their effects) -----------
+
+    def inject_fault(self, name: str, origin: dict | None = None, for_ms: int | None = None,
+                     after_ms: int | None = None, dry_run: bool = False) -> dict:
+        """Inject the fault `name` (statemachine/faults.py): now, or `after_ms` from now; it clears
+        `for_ms` after it is injected (a transition fault: stays armed that long). Injecting a
+        fault already present renews when it clears (`changed` false when nothing moved)."""
+        fault = _fault(name)
+        now = self._clock()
+        if after_ms:
+            if not dry_run:
+                self._faults.put(None, Entry(fault, SCHEDULED, now, due=now + after_ms, for_ms=for_ms, by=origin))
+            return self._fault_result(f"Fault {fault.name} will be injected in {after_ms / 1000:g} s.", True, dry_run)
+        present = self._faults.present(fault.name)
+        if present is not None:
+            until = now + for_ms if for_ms else None
+            changed = present.until != until
+            if changed and not dry_run:
+                self._faults.put(present, present.moved(until=until))
+            return self._fault_result(f"Fault {fault.name} is already {present.status}" +
+                                      ("; its end was moved." if changed else "."), changed, dry_run)
+        if not dry_run:
+            self._start_fault(fault, now, for_ms, origin)
+        verb = "armed" if EFFECTS[fault.effect].arms else "injected"
+        return self._fault_result(f"Fault {fault.name} {'would be ' if dry_run else 'is '}{verb}: {fault.summary}.",
+                                  True, dry_run)
+
+    def clear_fault(self, name: str | None, origin: dict | None = None, dry_run: bool = False) -> dict:
+        """Clear the fault `name` (None: every fault, and the scenario's steps still to come);
+        NOT_FOUND naming the faults present if it is not."""
+        if name is None:
+            targets = list(self._faults.entries)
+            waiting = self._faults.scenario is not None and bool(self._faults.scenario.waiting)
+            changed = bool(targets) or waiting
+            if not dry_run and waiting:
+                self._faults.scenario = self._faults.scenario.moved(waiting=())
+            message = f"{len(targets)} fault(s) cleared." if changed else "No fault is present; nothing to clear."
+        else:
+            fault = _fault(name)
+            targets = [e for e in self._faults.entries if e.name == fault.name]
+            if not targets:
+                present = ", ".join(sorted({e.name for e in self._faults.entries})) or "none"
+                raise NotFound(f"Fault {fault.name} is not present (present: {present}).",
+                               "`cs system fault list` shows the faults present.")
+            changed, message = True, f"Fault {fault.name} cleared."
+        if not dry_run:
+            now = self._clock()
+            for entry in targets:
+                self._end_fault(entry, now, origin)
+        return self._fault_result(message if not dry_run else message.replace("cleared", "would be cleared"),
+                                  changed, dry_run)
+
+    def load_scenario(self, text: str, source: str, origin: dict | None = None, dry_run: bool = False) -> dict:
+        """Load a fault scenario (statemachine/fault_scenario.py) from its TOML `text`: it replaces
+        the one loaded before (whose steps still to come are cancelled; active faults stay).
+        Steps anchored at the load are scheduled from now; those anchored at a run wait for it."""
+        try:
+            parsed = parsed_scenario(text, source)
+        except fault_scenario.ScenarioError as exc:
+            raise InvalidArgument(f"The fault scenario cannot be used:\n{exc}",
+                                  "Fix the lines named and load it again.") from None
+        steps = [step.describe() for step in parsed.steps]
+        if dry_run:
+            return {**self._fault_result(f"Scenario {source} would be loaded.", True, True), "steps": steps}
+        now = self._clock()
+        for entry in self._faults.with_status(SCHEDULED):
+            if entry.scenario is not None:
+                self._faults.put(entry, None)
+        waiting = tuple(i for i, step in enumerate(parsed.steps) if step.anchor == fault_scenario.RUN)
+        self._faults.scenario = LoadedScenario(source, text, now, 0, waiting, origin)
+        for step in parsed.steps:
+            if step.anchor == fault_scenario.LOAD:
+                self._schedule_step(step, now, source, origin)
+        return {**self._fault_result(f"Scenario {source} loaded: {len(steps)} step(s).", True), "steps": steps}
+
+    def _fault_result(self, message: str, changed: bool, dry_run: bool = False) -> dict:
+        return {**self._result(message, changed, dry_run), "systemHealth": self.health.value,
+                "activeFaults": self.faults()}
+
+    def _schedule_step(self, step, anchor_ms: int, source: str, origin: dict | None) -> None:
+        self._faults.put(None, Entry(step.fault, SCHEDULED, anchor_ms, due=anchor_ms + step.offset_ms,
+                                     for_ms=step.duration_ms, by=origin, scenario=source, line=step.line))
+
+    def _scenario_run_opened(self, at: int) -> None:
+        """A run opened: the scenario's steps anchored at this run are scheduled."""
+        loaded = self._faults.scenario
+        if loaded is None:
+            return
+        number = loaded.runs_opened + 1
+        steps = parsed_scenario(loaded.text, loaded.source).steps
+        due = [i for i in loaded.waiting if steps[i].run == number]
+        self._faults.scenario = loaded.moved(runs_opened=number, waiting=tuple(i for i in loaded.waiting if i not in due))
+        for i in due:
+            self._schedule_step(steps[i], at, loaded.source, loaded.by)
+
+    def _start_fault(self, fault: Fault, at: int, for_ms: int | None, origin: dict | None,
+                     scenario: str | None = None, line: int | None = None) -> None:
+        """A fault takes effect (fault_rules.EFFECTS): armed, or active with its event and effects."""
+        effect = EFFECTS[fault.effect]
+        until = at + for_ms if for_ms else None
+        entry = Entry(fault, ARMED if effect.arms else ACTIVE, at, until, by=origin, scenario=scenario, line=line)
+        self._faults.put(None, entry)
+        if effect.arms:
+            return
+        now = self._clock()
+        self._emit(fault.event, now, origin, **self._fault_details(entry), summary=fault.summary)
+        if effect.aborts_run:
+            self._runs.abort_holder(f"{fault.name}: {fault.summary} (injected)", "fault", fault.name)
+        if effect.drops_to_standby and self.lifecycle is not S:
+            for firing in self._faults.with_status(FIRING):  # the transition it was breaking is over
+                self._faults.put(firing, firing.moved(status=ARMED))
+            self.pending_until = None
+            self.emergency_standby()
+            for event_type in SETTLED_EVENTS[S]:
+                self._emit(event_type, now, origin, cause="fault", fault=fault.name, injected=True)
+
+    def _fault_details(self, entry: Entry) -> dict:
+        """What every event about a fault says: which, that it was injected, the health now."""
+        details = {"fault": entry.name, "injected": True, "systemHealth": self.health.value}
+        if entry.scenario is not None:
+            details.update(scenario=entry.scenario, line=entry.line)
+        return details
+
+    def _end_fault(self, entry: Entry, now: int, origin: dict | None, cause: str = "cleared") -> None:
+        """Remove an entry; an active one announces the health left (faults.health_event)."""
+        self._faults.put(entry, None)
+        if entry.status != ACTIVE:
+            return
+        left = [e.fault.health for e in self._faults.with_status(ACTIVE)]
+        worst = worst_health(*left) if left else None
+        self._emit(health_event(worst), now, origin, **self._fault_details(entry), cleared=True, cause=cause)
+
+    def _fire_due_faults(self) -> bool:
+        """Inject, clear or lapse every fault whose time has come, oldest deadline first."""
+        now, changed = self._clock(), False
+        while True:
+            due = [e for e in self._faults.entries if e.deadline is not None and e.deadline <= now]
+            if not due:
+                return changed
+            entry = min(due, key=lambda e: e.deadline)
+            changed = True
+            if entry.status == SCHEDULED:
+                self._faults.put(entry, None)
+                present = self._faults.present(entry.name)
+                until = entry.due + entry.for_ms if entry.for_ms else None
+                if present is not None:
+                    self._faults.put(present, present.moved(until=until))
+                else:
+                    self._start_fault(entry.fault, entry.due, entry.for_ms, entry.by, entry.scenario, entry.line)
+            else:  # an active fault's `--for` is over, or an armed one lapsed unused
+                self._end_fault(entry, now, None, cause="expired")
+
+    def _refuse_if_blocked(self, request: str, doing: str) -> None:
+        """FAULT_ACTIVE while a fault that blocks `request` is active (fault_rules.BLOCKING)."""
+        for entry in self._faults.with_status(ACTIVE):
+            if request in BLOCKING[entry.fault.effect]:
+                fault = entry.fault
+                raise FaultActive(
+                    f"Fault {fault.name} is active ({fault.summary}, injected; systemHealth {fault.health}): {doing}.",
+                    f"See `cs system fault list`; wait for it to clear (wait_for(health=...)) or have an admin "
+                    f"clear it (`cs system fault clear {fault.name}`).",
+                    fault=fault.name,
+                )
+
+    def _armed(self, transition: Transition) -> Entry | None:
+        return next((e for e in self._faults.with_status(ARMED) if e.fault.transition is transition), None)
+
+    def _transition_ms(self, transition: Transition, normal_ms: int) -> int:
+        """How long the transition starting now takes: normal, unless an armed fault breaks it
+        (then it is firing: it fails at the normal end, or times out after TIMES_OUT_AFTER × it)."""
+        armed = self._armed(transition)
+        if armed is None:
+            return normal_ms
+        self._faults.put(armed, armed.moved(status=FIRING, until=None))
+        return normal_ms if armed.fault.outcome is Outcome.FAILS else int(normal_ms * TIMES_OUT_AFTER)
+
+    def _complete_transition(self, recovered: bool) -> None:
+        """The pending transition's time has come: it settles, or fails if a fault is firing."""
+        transition = PENDING_TRANSITION[self.lifecycle]
+        firing = next((e for e in self._faults.with_status(FIRING) if e.fault.transition is transition), None)
+        if firing is None:
+            self._settle(recovered)
+            return
+        self.pending_until = None
+        self.fail_transition()
+        self._fire_transition_fault(firing, self._clock(), None, recovered=recovered)
+
+    def _fire_transition_fault(self, entry: Entry, now: int, origin: dict | None, **details) -> None:
+        """A transition fault broke its transition: it is active now, with its events."""
+        active = entry.moved(status=ACTIVE, since=now, until=None)
+        self._faults.put(entry, active)
+        fault = entry.fault
+        facts = {**self._fault_details(active), "summary": fault.summary, "state": self.lifecycle.value, **details}
+        self._emit(fault.event, now, origin, **facts)
+        for event_type in fault.also:
+            self._emit(event_type, now, origin, **facts, op=fault.transition.value)
+
+    def _clear_transition_faults(self, transition: Transition, now: int) -> None:
+        """A transition succeeded: the faults it had left active are over."""
+        for entry in self._faults.with_status(ACTIVE):
+            if entry.fault.transition is transition:
+                self._end_fault(entry, now, None, cause="succeeded")
+
     def _settle(self, recovered: bool) -> None:
         now = self._clock()
         self.pending_until = None
@@ -306,6 +555,7 @@ class Device:
             details = {"execmode": self.active_mode.value, **details}
         for event_type in SETTLED_EVENTS[self.lifecycle]:
             self.events.emit(event_type, now, **details)
+        self._clear_transition_faults(SETTLED_TRANSITION[self.lifecycle], now)
 
     def _result(self, message: str, changed: bool, dry_run: bool = False) -> dict:
         result = {
@@ -324,7 +574,7 @@ class Device:
         """A transaction on the model: `with device.change() as change:` collects the events
         emitted (`change.events`) and the runs to write (`change.dirty_runs()`), and undoes all
         of it if the block raises. Changes nest (statemachine/change.py)."""
-        return Change(self.events, self._runs, _OwnFields(self))
+        return Change(self.events, self._runs, _OwnFields(self), self._faults)
 
     def snapshot(self) -> dict:
         """The device's own state as JSON-ready data, for the store (events and runs are kept
@@ -336,6 +586,7 @@ class Device:
             "activeExecmode": self.active_mode.value,
             "pendingUntil": self.pending_until,
             "slurmJob": self.slurm_job.to_dict() if self.slurm_job else None,
+            "faults": self._faults.snapshot(),
         }
 
     def has_unsaved_runs(self) -> bool:
@@ -362,9 +613,12 @@ class Device:
         with self.change() as change:
             rolled_forward = None
             if self.lifecycle in PENDING_STATES:
-                self._settle(recovered=True)
+                self._complete_transition(recovered=True)
                 rolled_forward = self.lifecycle
-            aborted = self._runs.abort_holder(RESTART_REASON)
+            aborted = self._runs.abort_holder(RESTART_REASON, "daemon_restarted")
+            # What fell due while csd was down, in time order: a `--for` that expired clears, an
+            # `--after` (or a scenario step) that came due is injected.
+            self._fire_due_faults()
         return Recovery(
             fresh=snapshot is None, rolled_forward=rolled_forward,
             aborted_run=self._runs.record(aborted) if aborted is not None else None,
@@ -379,6 +633,14 @@ class Device:
         job = snap.get("slurmJob")  # absent in stores written before the Slurm integration
         self.slurm_job = SlurmJob.from_dict(job) if job else None
         self.machine.set_state(Lifecycle(snap["state"]).value)
+        self._faults.restore(snap.get("faults"))  # absent in stores written before faults
+
+
+def _fault(name: str) -> Fault:
+    try:
+        return parse_fault(name)
+    except ValueError as exc:
+        raise InvalidArgument(str(exc), "`cs system fault list` shows the catalogue.") from None
 
 
 class _OwnFields:

@@ -62,6 +62,7 @@ class Run:
     total_samples: int = 0
     ended_at: int | None = None
     abort_reason: str | None = None
+    abort_fault: str | None = None  # the fault that aborted it (RunAborted names it)
     performance: dict | None = None  # performance.json's fields, set when the run ends
     slurm_job: str | None = None  # the Slurm job holding the wafer when the run was opened
 
@@ -95,6 +96,7 @@ class Run:
             "totalSamples": self.total_samples,
             "endedAt": self.ended_at,
             "abortReason": self.abort_reason,
+            "abortFault": self.abort_fault,
             "performance": dict(self.performance) if self.performance else None,
             "slurmJob": self.slurm_job,
         }
@@ -107,7 +109,7 @@ class Run:
             status=RunStatus(d["status"]), fabric=Fabric(d["fabric"]), program=d.get("program"),
             programming_started_at=d.get("programmingStartedAt"), programming_until=d.get("programmingUntil"),
             total_samples=int(d.get("totalSamples", 0)), ended_at=d.get("endedAt"),
-            abort_reason=d.get("abortReason"), performance=d.get("performance"), slurm_job=d.get("slurmJob"),
+            abort_reason=d.get("abortReason"), abort_fault=d.get("abortFault"), performance=d.get("performance"), slurm_job=d.get("slurmJob"),
         )
 
     def copy(self) -> "Run":

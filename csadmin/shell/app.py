@@ -54,9 +54,17 @@ def run_shell(client: Client, g, watch: bool = True) -> int:
     def provide_run_ids():
         return [run["runId"] for run in client.runs_list(max_count=50)["runs"]]
 
+    fault_names: list[str] = []
+
+    def provide_fault_names():  # the catalogue comes from csd: the console never imports the model
+        if not fault_names:
+            fault_names.extend(f["name"] for f in client.fault_list()["catalogue"])
+        return fault_names
+
     prompt = PromptSession(
         message="cs> ",
-        completer=CommandCompleter({"event_types": provide_event_types, "run_ids": provide_run_ids}),
+        completer=CommandCompleter({"event_types": provide_event_types, "run_ids": provide_run_ids,
+                                     "fault_names": provide_fault_names}),
         complete_while_typing=False,
         history=shell_history(),
         bottom_toolbar=lambda: toolbar_text(live),

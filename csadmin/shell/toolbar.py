@@ -23,4 +23,6 @@ def toolbar_text(live: LiveState, now_ms: int | None = None) -> str:
         mode += f" → {snap['configuredExecmode']} on activate"
     holder = snap.get("runHolder")
     fabric = f"run {holder['runId']} ({holder['owner']})" if holder else "free"
-    return f" {snap['serial']} │ {state} │ systemHealth {snap['systemHealth']} │ {mode} │ fabric {fabric} "
+    active = sum(1 for f in snap.get("activeFaults") or () if f.get("status") == "active")
+    faults = f" ({active} fault{'s' if active != 1 else ''})" if active else ""
+    return f" {snap['serial']} │ {state} │ systemHealth {snap['systemHealth']}{faults} │ {mode} │ fabric {fabric} "
