@@ -273,8 +273,8 @@ class Device:
     def program_run(self, run_id: str, client: str, program: dict) -> dict:
         """Program the fabric of a run, once, with a descriptor checked by programs.parse_program.
         Returns the run's record (PROGRAMMING until `programmingUntil`)."""
-        self._runs.get(run_id, client)  # NOT_FOUND / another's run first: they say more than a fault
-        self._refuse_if_blocked("program", "the fabric cannot be programmed")
+        if self._runs.get(run_id, client).is_open:  # unknown, another's, ended: those say more
+            self._refuse_if_blocked("program", "the fabric cannot be programmed")
         return self._runs.record(self._runs.program(run_id, client, program, self.serial, self.active_mode))
 
     def stream(self, run_id: str, client: str, samples: int) -> dict:
