@@ -12,10 +12,8 @@ socket with 16 requests in flight. Configurations:
   raw-hammer the same storm with the listener's render cache and pacing turned off
              (render_seconds=0, min_interval=0): a render per scrape, as prometheus_client's
              own server does
-The metrics are hooked into the loop the way docs/PHASE-B-13.md plans (one observation per
-request where the dispatcher logs it, one per event where the loop publishes it, a new View when
-the event seq moved), by patching the running csd (this file, `--serve`), since phase A does not
-wire them in yet.
+csd runs as shipped, with `--metrics-endpoint 0` for every configuration but `off` (this file's
+`--serve` only turns the listener's cache and pacing off for `raw-hammer`).
 """
 
 from __future__ import annotations
@@ -41,55 +39,19 @@ CONFIGS = ("off", "on", "prom", "hammer", "raw-hammer")
 
 
 def serve(argv: list[str]) -> int:
-    import time as _time
+    """csd as shipped, with `--metrics-endpoint 0` unless the config is `off`; for `raw-hammer`,
+    with the listener's render cache and pacing turned off."""
+    from csadmin.daemon import main, metrics_listener
 
-    from csadmin import __version__, protocol
-    from csadmin.daemon import dispatch, main, server
-    from csadmin.daemon.commands import COMMANDS
-    from csadmin.daemon.metrics import Metrics
-    from csadmin.daemon.metrics_endpoint import parse
-    from csadmin.daemon.metrics_listener import MetricsListener
+    if os.environ["BENCH_METRICS"] != "off" and argv[:1] != ["keys"]:
+        argv = [*argv, "--metrics-endpoint", "0"]  # a free loopback port, written to csd.json
+    if os.environ["BENCH_METRICS"] == "raw-hammer":
+        listener_init = metrics_listener.MetricsListener.__init__
 
-    config = os.environ["BENCH_METRICS"]
-    if config == "off":
-        return main.main(argv)
-    metrics = Metrics(__version__, COMMANDS, errors.WIRE_CODES)
-    raw = config == "raw-hammer"
-    listener = MetricsListener(metrics.registry, parse("0"), **({"render_seconds": 0, "min_interval": 0} if raw else {}))
-    start, publish, housekeeping, close = (server.Server.start, server.Server._publish,
-                                           server.Server._housekeeping, server.Server.close)
-    log = dispatch.Dispatcher._log
+        def raw(self, *args, **kwargs):
+            listener_init(self, *args, **{**kwargs, "render_seconds": 0, "min_interval": 0})
 
-    def start_(self):
-        start(self)
-        self._metrics_seq = self.device.events.last_seq
-        metrics.publish(self.device.show())
-        listener.start()
-        with open(os.environ["BENCH_METRICS_PORT_FILE"], "w") as f:
-            f.write(str(listener.bound.port))
-
-    def log_(self, mutating, request_id, op, caller, outcome, started):
-        log(self, mutating, request_id, op, caller, outcome, started)
-        metrics.observe_request(op, outcome, _time.perf_counter() - started)
-
-    def publish_(self, event):
-        publish(self, event)
-        metrics.observe_event(event)
-
-    def housekeeping_(self):
-        housekeeping(self)
-        seq = self.device.events.last_seq
-        if seq != self._metrics_seq:
-            self._metrics_seq = seq
-            metrics.publish(self.device.show())
-
-    def close_(self):
-        listener.close()
-        close(self)
-
-    server.Server.start, server.Server._publish = start_, publish_
-    server.Server._housekeeping, server.Server.close = housekeeping_, close_
-    dispatch.Dispatcher._log = log_
+        metrics_listener.MetricsListener.__init__ = raw
     return main.main(argv)
 
 
@@ -97,19 +59,17 @@ def serve(argv: list[str]) -> int:
 
 
 def start_csd(tmp: str, config: str):
-    """csd with the metrics hooked in (`--serve` below) as `config` says; (process, admin key,
-    the listener's port or None)."""
+    """csd with metrics as `config` says; (process, admin key, the listener's port or None)."""
     from denial_flood import start_csd as start
 
-    port_file = os.path.join(tmp, "metrics.port")
+    import json
+
     proc, admin, _ = start(ROOT, tmp, daemon=[sys.executable, os.path.abspath(__file__), "--serve"],
-                           env={"BENCH_METRICS": config, "BENCH_METRICS_PORT_FILE": port_file})
+                           env={"BENCH_METRICS": config})
     port = None
     if config != "off":
-        while not os.path.exists(port_file):
-            time.sleep(0.01)
-        with open(port_file) as f:
-            port = int(f.read())
+        with open(os.path.join(tmp, "csd.json")) as f:
+            port = int(json.load(f)["metrics_url"].split(":")[2].split("/")[0])
     return proc, admin, port
 
 
@@ -213,7 +173,7 @@ def micro(n: int = 200_000) -> None:
     """What each loop-side call costs, in-process (no csd): the per-request and per-change price."""
     import timeit
 
-    from csadmin import __version__, protocol
+    from csadmin import __version__, errors
     from csadmin.daemon.commands import COMMANDS
     from csadmin.daemon.metrics import Metrics
     from prometheus_client.exposition import choose_encoder
