@@ -78,12 +78,14 @@ class Server:
             self._watchdog_due = monotonic_ms() + self.notifier.watchdog_ms
 
     def _status(self) -> str:
-        """The one-line STATUS= systemd shows: lifecycle state and the active execution mode,
-        or that csd is failing closed."""
+        """The one-line STATUS= systemd shows: lifecycle state, the active execution mode and the
+        health when a fault makes it other than the lifecycle's, or that csd is failing closed."""
         d = self.device
         if not self.healthy:
             return "UNHEALTHY: the authenticator is down, every request is refused; restart csd"
-        return f"{d.lifecycle.value}, execution mode {d.active_mode.value}"
+        health = d.health.value
+        shown = "" if health in ("OK", d.lifecycle.value) else f", systemHealth {health}"
+        return f"{d.lifecycle.value}, execution mode {d.active_mode.value}{shown}"
 
     def _housekeeping(self) -> None:
         """Once per loop turn: ping the watchdog when due, refresh STATUS= when it changed, and
