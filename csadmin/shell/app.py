@@ -26,7 +26,8 @@ BANNER = "CS-2 admin console. Type `help` for commands, TAB to complete, Ctrl-D 
 
 def announce_line(event: dict) -> str:
     by = (event.get("details", {}).get("by") or {}).get("name")
-    return "» " + render.event_line({**event, "details": {}}) + (f"  (by {by})" if by else "")
+    injected = {"injected": True} if event.get("details", {}).get("injected") is True else {}
+    return "» " + render.event_line({**event, "details": injected}) + (f"  (by {by})" if by else "")
 
 
 def _changes_state(line: str) -> bool:
