@@ -37,10 +37,12 @@ class CsError(Exception):
     fault: str | None = None  # the fault that caused it, if one did (on the wire as `fault`)
     keeps_change = False  # True: what the model did before raising stands (TransitionFailed)
 
-    def __init__(self, message: str, hint: str | None = None):
+    def __init__(self, message: str, hint: str | None = None, fault: str | None = None):
         super().__init__(message)
         self.message = message
         self.hint = type(self).hint if hint is None else hint
+        if fault is not None:
+            self.fault = fault
 
     def __str__(self) -> str:
         return f"{self.message} {self.hint}".strip() if self.hint else self.message
@@ -112,10 +114,6 @@ class RunAborted(CsError):
 
     code, exit_code, on_wire = "RUN_ABORTED", EXIT_STATE, True
 
-    def __init__(self, message: str, hint: str | None = None, fault: str | None = None):
-        super().__init__(message, hint)
-        self.fault = fault
-
 
 class FaultActive(CsError):
     """Refused because a fault is active (a critical sensor or hardware fault, an emergency
@@ -123,10 +121,6 @@ class FaultActive(CsError):
 
     code, exit_code, on_wire = "FAULT_ACTIVE", EXIT_STATE, True
     hint = "See `cs system fault list`; wait for it to clear (wait_for(health=...)) or have an admin clear it."
-
-    def __init__(self, message: str, hint: str | None = None, fault: str | None = None):
-        super().__init__(message, hint)
-        self.fault = fault
 
 
 class TransitionFailed(CsError):
@@ -137,10 +131,6 @@ class TransitionFailed(CsError):
     hint = "See `cs system fault list` and `cs events show`; clear the fault or retry."
     # The attempt itself is history (its events are committed) although the request is refused.
     keeps_change = True
-
-    def __init__(self, message: str, hint: str | None = None, fault: str | None = None):
-        super().__init__(message, hint)
-        self.fault = fault
 
 
 class Internal(CsError):
@@ -187,8 +177,5 @@ def from_wire(error: dict) -> CsError:
     """The exception a reply's `error` object stands for (an unknown code: Internal); the optional
     `fault` key (RUN_ABORTED, FAULT_ACTIVE, TRANSITION_FAILED) becomes its `.fault`."""
     cls = BY_CODE.get(error.get("code"), Internal)
-    exc = cls(str(error.get("message", "")), str(error.get("hint", "")))
     fault = error.get("fault")
-    if isinstance(fault, str):
-        exc.fault = fault
-    return exc
+    return cls(str(error.get("message", "")), str(error.get("hint", "")), fault if isinstance(fault, str) else None)
