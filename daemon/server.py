@@ -69,7 +69,7 @@ class Server:
         self.device, self.auth, self.registry, self.dispatcher = b.device, b.auth, b.registry, b.dispatcher
         self.router, self.gate = b.sockets.router, b.gate
         self.metrics = b.metrics
-        self._published_seq = self.device.events.last_seq  # boot published the state as it was
+        self._published = self.device.revision  # boot published the state as it was
         self._catch_signals()
         self._status_shown = self._status()
         self.notifier.ready(self._status_shown)
@@ -89,10 +89,10 @@ class Server:
 
     def _housekeeping(self) -> None:
         """Once per loop turn: ping the watchdog when due, refresh STATUS= when it changed, and
-        give the metrics the state when an event says it changed (every change emits one)."""
-        seq = self.device.events.last_seq
-        if seq != self._published_seq:
-            self._published_seq = seq
+        give the metrics the state when the device's revision says it changed."""
+        revision = self.device.revision
+        if revision != self._published:
+            self._published = revision
             self.metrics.publish(self.device.show())
         if self._watchdog_due is not None:
             now = monotonic_ms()

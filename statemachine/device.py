@@ -151,6 +151,13 @@ class Device:
         runs = self._runs
         return {"runs": [runs.record(r) for r in runs.listing(max_count)], "runHolder": runs.holder_summary()}
 
+    @property
+    def revision(self) -> tuple[int, int]:
+        """Changes whenever what `show()` reports may have changed: the newest event's seq, and a
+        count of the fault changes that emit no event (a fault armed or scheduled, a scenario
+        loaded). A cache of `show()` (or of the metrics' view) is current while this is unchanged."""
+        return self.events.last_seq, self._faults.revision
+
     def fabric(self) -> str:
         """The wafer's fabric: the holder's, or UNPROGRAMMED when no run holds it."""
         return self._runs.fabric().value
@@ -377,7 +384,7 @@ class Device:
             waiting = self._faults.scenario is not None and bool(self._faults.scenario.waiting)
             changed = bool(targets) or waiting
             if not dry_run and waiting:
-                self._faults.scenario = self._faults.scenario.moved(waiting=())
+                self._faults.set_scenario(self._faults.scenario.moved(waiting=()))
             message = f"{len(targets)} fault(s) cleared." if changed else "No fault is present; nothing to clear."
         else:
             fault = _fault(name)
@@ -411,7 +418,7 @@ class Device:
             if entry.scenario is not None:
                 self._faults.put(entry, None)
         waiting = tuple(i for i, step in enumerate(parsed.steps) if step.anchor == fault_scenario.RUN)
-        self._faults.scenario = LoadedScenario(source, text, now, 0, waiting, origin)
+        self._faults.set_scenario(LoadedScenario(source, text, now, 0, waiting, origin))
         for step in parsed.steps:
             if step.anchor == fault_scenario.LOAD:
                 self._schedule_step(step, now, source, origin)
@@ -433,7 +440,7 @@ class Device:
         number = loaded.runs_opened + 1
         steps = parsed_scenario(loaded.text, loaded.source).steps
         due = [i for i in loaded.waiting if steps[i].run == number]
-        self._faults.scenario = loaded.moved(runs_opened=number, waiting=tuple(i for i in loaded.waiting if i not in due))
+        self._faults.set_scenario(loaded.moved(runs_opened=number, waiting=tuple(i for i in loaded.waiting if i not in due)))
         for i in due:
             self._schedule_step(steps[i], at, loaded.source, loaded.by)
 

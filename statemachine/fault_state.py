@@ -115,7 +115,7 @@ class FaultState:
     def __init__(self):
         self.entries: tuple[Entry, ...] = ()
         self.scenario: LoadedScenario | None = None
-
+        self.revision = 0  # counts changes, for caches of what the device shows
     # -- reading ------------------------------------------------------------------------------
 
     def with_status(self, *statuses: str) -> list[Entry]:
@@ -140,6 +140,11 @@ class FaultState:
         if new is not None:
             entries.append(new)
         self.entries = tuple(entries)
+        self.revision += 1
+
+    def set_scenario(self, scenario: LoadedScenario | None) -> None:
+        self.scenario = scenario
+        self.revision += 1
 
     # -- persistence and changes --------------------------------------------------------------
 
@@ -154,10 +159,10 @@ class FaultState:
         self.scenario = LoadedScenario.from_dict(scenario) if scenario else None
 
     def savepoint(self) -> tuple:
-        return self.entries, self.scenario
+        return self.entries, self.scenario, self.revision
 
     def rollback(self, savepoint: tuple) -> None:
-        self.entries, self.scenario = savepoint
+        self.entries, self.scenario, self.revision = savepoint
 
     def release(self, savepoint: tuple) -> None:
         pass

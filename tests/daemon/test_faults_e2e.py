@@ -60,6 +60,10 @@ def test_csd_writes_where_its_metrics_are_and_serves_them(scraped):
     assert 'csd_system_health{health="OK"} 1.0' in body and 'csd_lifecycle_state{state="ACTIVE"} 1.0' in body
     (target,) = prom.active_targets()
     assert target["health"] == "up" and target["scrapeUrl"] == url
+    # A change that emits no event (a transition fault armed) still reaches the metrics.
+    with daemon.client() as c:
+        c.fault_inject("activate-fails")
+    prom.wait_for('csd_fault_armed{fault="activate-fails"} == 1', what="the armed fault in Prometheus")
 
 
 def test_prometheus_sees_a_warning_come_and_go_and_a_critical_fault_abort_a_run(scraped):

@@ -321,3 +321,15 @@ def test_standby_is_never_refused_by_a_fault():
     with pytest.raises(InvalidState):  # a refusal of the lifecycle's own is unchanged once cleared
         device.clear_fault(None)
         device.open_run("job", "c1", TRAIN)
+
+
+def test_the_revision_moves_with_fault_changes_that_emit_no_event_and_an_undo_takes_it_back():
+    device, _ = make()
+    before = device.revision
+    device.inject_fault("activate-fails")  # armed: no event, yet show() changed
+    armed = device.revision
+    assert armed != before and armed[0] == before[0]
+    with pytest.raises(RuntimeError), device.change():
+        device.inject_fault("standby-fails")
+        raise RuntimeError("not saved")
+    assert device.revision == armed
