@@ -1,7 +1,7 @@
 """csd's Prometheus metrics (daemon/metrics.py) served by its listener (daemon/metrics_listener.py),
 scraped over real HTTP on 127.0.0.1 and read back with prometheus_client's own parser, the way a
-Prometheus server reads them. The test plays the serving loop (publish, observe_*); wiring them
-into csd is issue 13's phase B (docs/PHASE-B-13.md)."""
+Prometheus server reads them. The test plays the serving loop (publish, observe_*); csd's own
+wiring is tested end to end in tests/daemon/test_faults_e2e.py."""
 
 from __future__ import annotations
 

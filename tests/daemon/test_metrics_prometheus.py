@@ -2,10 +2,9 @@
 answers queries about it through its HTTP API: the harness issue 13's end-to-end test uses.
 
 Here the listener runs standalone in the test process and the test plays csd's serving loop
-(publish a `system.show`, observe events and requests), going through what the end-to-end test
-will make csd do: health OK → DEGRADED (a temperature warning during a run) → OK, a run opened
-and closed, samples streamed. Phase B points the same harness at a real csd started with
-`metrics_endpoint` (docs/PHASE-B-13.md).
+(publish a `system.show`, observe events and requests): health OK → DEGRADED (a temperature
+warning during a run) → OK, a run opened and closed, samples streamed. tests/daemon/
+test_faults_e2e.py points the same harness at a real csd started with `--metrics-endpoint`.
 """
 
 from __future__ import annotations
