@@ -77,12 +77,15 @@ def main(argv: list[str] | None = None) -> int:
                         say(f"run {runs}: opened {run.id} (systemHealth {snap['systemHealth']}); programming")
                         run.program(program)  # a new run may be programmed once: every run does
                         say(f"run {runs}: streaming from sample {done}")
+                        looked = time.monotonic()
                         while done < args.samples:
                             time.sleep(args.batch_seconds)  # the host preparing the next batch
                             batch = min(args.batch_size, args.samples - done)
                             run.stream(batch)
                             done += batch
-                            report(stream.next(0))
+                            if time.monotonic() - looked >= 0.25:  # news of health, a few times a second
+                                report(stream.next(0))
+                                looked = time.monotonic()
                         run.close()
                 except errors.RunAborted as exc:
                     report(stream.next(0))
