@@ -121,15 +121,33 @@ class Client(Transport):
         return self.call("config.execmode.setup", mode=mode, **_given(dry_run=dry_run or None))
 
     def open_run(
-        self, mode: str = "train", owner: str | None = None, lease_seconds: float | None = None, heartbeat: bool = True
+        self, mode: str = "train", owner: str | None = None, lease_seconds: float | None = None, heartbeat: bool = True,
+        workers: int | None = None,
     ):
         """Open a run holding the fabric; returns a `csadmin.runs.Run` (a context manager) that
-        renews its lease in the background while open (unless `heartbeat=False`).
-        Raises Busy (naming the holder), InvalidState (not ACTIVE), InvalidArgument."""
+        renews its lease in the background while open (unless `heartbeat=False`). With
+        `workers=N`, N input workers may join it: hand them `run.id` and `run.join_token` (a
+        secret) for `join_run`. Raises Busy (naming the holder), InvalidState (not ACTIVE),
+        InvalidArgument."""
         from .runs import Run  # threading and json only load for runtimes
 
-        record = self.call("run.open", mode=mode, **_given(owner=owner, lease_seconds=lease_seconds))
-        run = Run(self, record, heartbeat=heartbeat)
+        record = self.call("run.open", mode=mode, **_given(owner=owner, lease_seconds=lease_seconds, workers=workers))
+        return self._keep(Run(self, record, heartbeat=heartbeat))
+
+    def join_run(self, run_id: str, token: str, name: str | None = None, heartbeat: bool = True):
+        """Join an open run as one of its input workers, with the join token its opener got;
+        returns a `csadmin.runs.WorkerRun` (a context manager: `stream()` into the run, and
+        `leave()` when done, which leaving the `with` block does). A background thread says the
+        worker is alive while it feeds (unless `heartbeat=False`). Program, close and abort
+        stay with the opener. Raises PermissionDenied (wrong token), Busy (every slot taken),
+        RunAborted, InvalidState (closed), NotFound."""
+        from .runs import WorkerRun
+
+        record = self.call("run.join", run_id=run_id, token=token, **_given(name=name))
+        return self._keep(WorkerRun(self, record, heartbeat=heartbeat))
+
+    def _keep(self, run):
+        """Track `run` so that closing the client stops its heartbeat thread."""
         self._runs = [r for r in self._runs if r.heartbeating] + [run]
         return run
 

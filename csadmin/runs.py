@@ -13,6 +13,11 @@ owner check uses), while its full identity differs, so csd routes each socket's 
 
 Leaving the `with` block closes the run; leaving it on an exception ends the run as ABORTED with
 the exception as its reason (unless csd already aborted it: then nothing is left to do).
+
+Input workers (`Client.join_run()`, a `WorkerRun`) feed the same run from other processes or
+hosts: they stream and heartbeat, and leave when done; the opener programs and closes it, and
+its close result (`run.record`, `run.input_report`) names the workers that fed below their fair
+share or stopped calling.
 """
 
 from __future__ import annotations
@@ -36,6 +41,7 @@ class Run:
         self.record = record
         self.id: str = record["runId"]
         self.lease_seconds: float = record["leaseSeconds"]
+        self.join_token: str | None = record.get("joinToken")  # a secret: for this run's input workers only
         self.aborted: errors.RunAborted | None = None  # what the heartbeat thread learnt, if anything
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -45,12 +51,17 @@ class Run:
 
     # -- the runtime's calls -------------------------------------------------------------------
 
-    def program(self, program: dict, wait: bool = True, timeout: float | None = None) -> dict:
+    def program(self, program: dict, wait: bool = True, timeout: float | None = None,
+                workers: int | None = None) -> dict:
         """Program the fabric with a compiled artifact's descriptor (once per run). With `wait`,
         return once the fabric is PROGRAMMED (`timeout` defaults to the expected programming
-        time plus the client's timeout). Raises IncompatibleProgram, ReprogramForbidden, ..."""
-        record = self.client.call("run.program", run_id=self.id, program=program)
+        time plus the client's timeout). With `workers=N` (for a run opened without), N input
+        workers may join it from now on with `self.join_token`. Raises IncompatibleProgram,
+        ReprogramForbidden, ..."""
+        args = {"workers": workers} if workers else {}
+        record = self.client.call("run.program", run_id=self.id, program=program, **args)
         self.record = record
+        self.join_token = record.get("joinToken", self.join_token)
         if not wait or record["fabric"] == "PROGRAMMED":
             return record
         expected = (record["programmingUntil"] - record["programmingStartedAt"]) / 1000
@@ -67,6 +78,13 @@ class Run:
     def show(self) -> dict:
         self.record = self.client.call("runs.show", run_id=self.id)
         return self.record
+
+    @property
+    def input_report(self) -> dict | None:
+        """The per-worker report of the last record (after close(): the final one): `slow` and
+        `lost` name the feeders below half their fair share or silent, `message` says it for
+        people; `run.record["workers"]` has each feeder's samples, samples/s and share."""
+        return self.record.get("inputReport")
 
     def close(self, performance_dir: str | None = None, reason: str | None = None) -> dict:
         """End the run and release the fabric; return its performance record (the fields of
@@ -149,6 +167,35 @@ class Run:
         if self._thread is not None and self._thread is not threading.current_thread():
             self._thread.join(timeout=max(1.0, self.client.timeout))
             self._thread = None
+
+
+class WorkerRun(Run):
+    """A run as one of its input workers holds it (`Client.join_run()`): it streams and
+    heartbeats; leaving the `with` block leaves the run (run.leave), and on an exception just
+    stops feeding (csd reports the worker LOST once the run's lease passes without a call).
+    program() and close() are the opener's: csd refuses them (PERMISSION_DENIED)."""
+
+    def __init__(self, client, record: dict, heartbeat: bool = True):
+        self.worker: str = record["worker"]  # the name this worker feeds under
+        super().__init__(client, record, heartbeat)
+
+    def close(self, performance_dir: str | None = None, reason: str | None = None) -> dict:
+        """Refused by csd (the opener closes the run); the heartbeats carry on."""
+        return self.client.call("run.close", run_id=self.id, **({"reason": shorten_reason(reason)} if reason else {}))
+
+    def leave(self) -> dict:
+        """Say this worker is done feeding the run (reported LEFT, not LOST); stops heartbeats."""
+        self.stop_heartbeats()
+        self.record = self.client.call("run.leave", run_id=self.id)
+        return self.record
+
+    def __exit__(self, exc_type, exc, tb) -> None:
+        self.stop_heartbeats()
+        if exc_type is None:
+            try:
+                self.leave()
+            except (errors.RunAborted, errors.InvalidState):
+                pass  # the run ended first: nothing left to leave
 
 
 def shorten_reason(text: str) -> str:

@@ -175,6 +175,13 @@ def fault_name(value: str) -> str:
     return value
 
 
+def join_token(value: str) -> str:
+    """A run's join token (a secret): checked by the model, never repeated in a message."""
+    if not value or len(value) > 200:
+        raise ValueError("must be the run's join token (1 to 200 characters), as its opener got it from run.open")
+    return value
+
+
 def glob(value: str) -> str:
     """A shell-style pattern on event types, e.g. EventActivate*."""
     if not value or len(value) > 200 or not value.isprintable():

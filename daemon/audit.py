@@ -26,8 +26,15 @@ ARGS_MAX = 1000  # characters of a request's args kept in its record
 OP_MAX = 100  # a refused stranger's op is not ours to store whole
 
 
+SECRET_ARGS = frozenset({"token"})  # run.join's join token
+SECRET_MARK = "<secret>"
+
+
 def record(name, role, op, args, outcome: str, message: str, now_ms: int | None = None) -> tuple:
-    """An audit row (store.AUDIT_COLUMNS order), with args as bounded JSON text."""
+    """An audit row (store.AUDIT_COLUMNS order), with args as bounded JSON text and secrets
+    (a run's join token) replaced by a mark: the trail says one was given, never what it was."""
+    if isinstance(args, dict) and SECRET_ARGS.intersection(args):
+        args = {k: (SECRET_MARK if k in SECRET_ARGS else v) for k, v in args.items()}
     text = json.dumps(args, separators=(",", ":"), ensure_ascii=False) if args is not None else "{}"
     if len(text) > ARGS_MAX:
         text = text[:ARGS_MAX] + "…"

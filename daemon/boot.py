@@ -19,7 +19,7 @@ from dataclasses import dataclass
 import zmq
 
 from csadmin import __version__, connection
-from csadmin.statemachine.defaults import KEEP_RUNS, Timings
+from csadmin.statemachine.defaults import EVENTS_IN_MEMORY, KEEP_RUNS, Timings
 from csadmin.statemachine.device import Device
 from csadmin.statemachine.fault_state import text_digest
 
@@ -109,7 +109,9 @@ def boot(config: Config, log) -> Booted:
 
     context = Context(device, sockets.events_endpoint, wall_ms(), __version__,
                       tcp_events_endpoint=sockets.tcp.get("tcp_events_endpoint", ""),
-                      audit_entries=audit.entries, metrics=metrics)  # audit.show sees the records still being batched
+                      audit_entries=audit.entries, events=store.events,  # audit.show sees the records still being batched
+                      metrics=metrics)
+
     def publish(event: dict) -> None:  # every event, once durable
         sockets.publish(event)
         metrics.observe_event(event)
@@ -127,12 +129,13 @@ def boot(config: Config, log) -> Booted:
 def _recover(config: Config, store: Store, log) -> tuple[Device, list]:
     """The device as the store kept it, with what a stop interrupted resolved and committed;
     and the kept replies (for retries across the restart)."""
-    snapshot, events, replies = store.load()
+    snapshot, events, replies = store.load(EVENTS_IN_MEMORY)
     timings = Timings(
         int(config.activate_seconds * 1000), int(config.standby_seconds * 1000),
         lease_ms=max(1, int(config.lease_seconds * 1000)), program_bytes_per_second=config.program_bytes_per_second,
     )
-    device = Device(wall_ms, timings, serial=config.serial, keep_events=config.keep_events)
+    device = Device(wall_ms, timings, serial=config.serial,
+                    events_in_memory=min(EVENTS_IN_MEMORY, config.keep_events))
     recovery = device.recover(snapshot, events, store.load_runs(KEEP_RUNS))
     if recovery.rolled_forward is not None:
         log.warning("transition_rolled_forward", state=recovery.rolled_forward.value)

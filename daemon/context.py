@@ -40,4 +40,6 @@ class Context:
     version: str
     tcp_events_endpoint: str = ""  # for clients that reach csd over TCP ("" = not bound)
     audit_entries: Callable[[int], list[dict]] | None = None  # the newest N audit records
+    # The kept events matching events.show's filters (Store.events); None: the model's own tail.
+    events: Callable[..., list[dict]] | None = None
     metrics: object = NO_METRICS  # what commands count beyond requests (daemon/instruments.py)

@@ -10,7 +10,16 @@ daemon/audit.py, rate-limited per key and written in batches).
 A mutating request runs in a transaction on the model (`device.change()`, statemachine/
 change.py) and is made durable (device snapshot, new events, changed runs, the reply and its
 audit record, in one SQLite transaction) before its reply leaves; refused, failed, or not saved
-(a full disk), the change is undone, nothing is published, and the reply says so. Mutating
+(a full disk), the change is undone, nothing is published, and the reply says so.
+
+Group commit (daemon/group.py): the loop `submit()`s every request it drained in one turn; the
+durable changes among them are applied in order, each in its own inner change, and wait; the
+loop then calls `commit_group()`, which writes all of them in one transaction and only then
+queues their replies (`take_ready()`) and publishes their events. A commit that fails undoes
+every one of them and refuses each (INTERNAL, "not saved", not remembered: a retry may succeed).
+Anything else that looks at the model — a read, a dry run, a hot op, a retry of a request still
+in the group — first commits the group, so no reply ever shows a state that is not durable.
+`handle()` answers one request on its own (a group of one). Mutating
 requests are idempotent on (client, request id): a retry
 (same op, same args) gets the first reply, never a second side effect; an id reused for another
 request is refused (daemon/replies.py). Nothing here raises to the loop (the loop guards anyway)
@@ -36,6 +45,7 @@ from .args import ArgError, describe, shorten, validate
 from .audit import AuditTrail
 from .commands import COMMANDS
 from .context import Caller, Context
+from .group import Group, Staged
 from .instruments import NO_METRICS
 from .keys import role_allows
 from .replies import ReplyCache, Reused, fingerprint
@@ -46,6 +56,13 @@ FLUSH_SECONDS = 1.0  # how stale the stored counters of hot ops may get
 
 class _NotSaved(Exception):
     """The store could not commit a change (a full disk, an I/O error): it was undone."""
+
+
+def _not_saved() -> errors.Internal:
+    return errors.Internal(
+        "The change could not be saved, so it was not made.",
+        "Check the state directory (disk space, permissions) and the csd log, then retry.",
+    )
 
 
 class Dispatcher:
@@ -73,10 +90,28 @@ class Dispatcher:
         self._replies = ReplyCache(keep_replies, replies)
         # Hot ops' replies apart, so a streaming runtime cannot push out the durable ones.
         self._hot_replies = ReplyCache(keep_replies)
+        self._group = Group(ctx.device)
+        self._ready: list[tuple[bytes, bytes]] = []  # (client, reply) committed, to be sent
+        self._unsaved_events: list = []  # a timed completion's, whose commit failed: go with the next
 
     def handle(self, client: bytes, frame: bytes, caller: Caller, parts: int = 1) -> bytes:
-        """Answer one request. `client` is the socket identity (retry key), `caller` who sent it,
-        `parts` how many frames the message had (a request is exactly one)."""
+        """Answer one request on its own: a durable change is committed before this returns."""
+        reply = self.submit(client, frame, caller, parts)
+        if reply is None:
+            self.commit_group()
+            (_, reply), = self.take_ready()
+        return reply
+
+    def take_ready(self) -> list[tuple[bytes, bytes]]:
+        """The (client, reply) of the changes committed (or refused) by commit_group(), in order."""
+        ready, self._ready = self._ready, []
+        return ready
+
+    def submit(self, client: bytes, frame: bytes, caller: Caller, parts: int = 1) -> bytes | None:
+        """Answer one request, or apply it to the group and return None: a durable change, whose
+        reply take_ready() gives after commit_group(). `client` is the socket identity (retry
+        key), `caller` who sent it, `parts` how many frames the message had (a request is
+        exactly one). Replies queued by a commit this call made go out before its own."""
         started = time.perf_counter()
         if not self.auth.healthy:
             return self._deny(frame, caller, started, "authenticator_down", errors.Internal(
@@ -111,6 +146,8 @@ class Dispatcher:
             # A dry run changes nothing: it is answered like a read (no replay, no commit, no audit).
             mutating = command.MUTATING and args.get("dry_run") is not True
             loud = mutating and getattr(command, "DURABLE", True)  # hot ops log at DEBUG
+            if self._group and (not loud or self._group.holds(client, request_id)):
+                self.commit_group()  # what follows must see (or answer) only durable state
             fp = fingerprint(op, args) if mutating else ""
             if mutating:
                 replayed = self._replayed(client, request_id, fp, command, args, caller)
@@ -118,7 +155,12 @@ class Dispatcher:
                     reply, outcome = replayed
                     self._log(loud, request_id, op, caller, outcome, started)
                     return reply
-            reply, outcome = self._execute(command, mutating, request_id, args, client, fp, caller)
+            if loud:
+                reply, outcome = self._stage(command, request_id, args, client, fp, caller, started)
+                if reply is None:
+                    return None
+            else:
+                reply, outcome = self._execute(command, mutating, request_id, args, client, fp, caller)
         except protocol.ProtocolError as exc:
             request_id = exc.request_id if request_id is None else request_id
             reply = protocol.error(request_id, exc.error)
@@ -173,17 +215,82 @@ class Dispatcher:
         """Record a request that changed nothing (rate-limited, written in a batch)."""
         self.audit.add(caller.name, audit.record(caller.name, caller.role, op, args, outcome, message))
 
-    def _execute(self, command, mutating, request_id, args, client, fp, caller) -> tuple[bytes, str]:
-        """Return the reply and its outcome ("ok" or the error code). A change is made in a
-        transaction on the model: refused, failed or not saved, it is undone and nothing is
-        published; done, it is committed before its reply and events leave."""
+    def _validated(self, command, mutating, request_id, args, caller) -> tuple[dict | None, bytes, str]:
+        """(parsed args, b"", "") or, refused, (None, reply, code)."""
         try:
-            parsed = validate(command.ARGS, args)
+            return validate(command.ARGS, args), b"", ""
         except ArgError as exc:
             refusal = errors.InvalidArgument(str(exc), f"{command.NAME} takes {describe(command.ARGS)}.")
             if mutating:
                 self._audit(caller, command.NAME, args, refusal.code, refusal.message)
-            return protocol.error(request_id, refusal), refusal.code
+            return None, protocol.error(request_id, refusal), refusal.code
+
+    def _stage(self, command, request_id, args, client, fp, caller, started) -> tuple[bytes | None, str]:
+        """Apply a durable change to the group: (None, "") once staged (its reply waits for the
+        commit), or the reply and code of a request refused for its arguments."""
+        parsed, reply, outcome = self._validated(command, True, request_id, args, caller)
+        if parsed is None:
+            return reply, outcome
+        row, message = None, ""
+        try:
+            result = self._group.apply(lambda: command.execute(self.ctx, parsed, caller))
+            reply, outcome = protocol.ok(request_id, result), "ok"
+            row = audit.record(caller.name, caller.role, command.NAME, args, "ok", str(result.get("message", "")))
+        except errors.CsError as exc:  # a refusal: the model's rules said no (only this request is undone)
+            reply, outcome, message = protocol.error(request_id, exc), exc.code, exc.message
+            if exc.keeps_change:  # attempted and failed (an injected fault): its events are committed
+                row = audit.record(caller.name, caller.role, command.NAME, args, exc.code, exc.message)
+        except Exception:
+            failure = self._bug(command, request_id)
+            reply, outcome, message = protocol.error(request_id, failure), failure.code, failure.message
+        self._group.add(Staged(client, request_id, protocol.id_key(request_id), fp, reply, outcome, command.NAME, args,
+                               caller, started, row, message))
+        return None, ""
+
+    def commit_group(self) -> None:
+        """Commit the durable changes staged since the last call, in one transaction; then
+        queue their replies (take_ready()) and publish their events, in order. If the commit
+        fails, every one of them is undone and refused."""
+        group = self._group
+        if not group:
+            return
+        runs = []
+        try:
+            if group.events or any(s.row for s in group.staged):  # else refusals only: nothing changed
+                runs = group.dirty_runs()
+                self._write(group.events, runs,
+                            [(s.client, s.key, s.fp, s.reply) for s in group.staged if s.row],
+                            [s.row for s in group.staged if s.row])
+        except Exception as exc:  # not saved (or a bug): the model goes back to before the group
+            staged = group.close(exc)
+            self.log.exception("persist_failed", ops=[s.op for s in staged], ids=[s.request_id for s in staged])
+            failure = _not_saved()
+            for s in staged:  # not remembered: a retry may succeed
+                self._audit(s.caller, s.op, s.args, failure.code, failure.message)
+                self._ready.append((s.client, protocol.error(s.request_id, failure)))
+                self._log(True, s.request_id, s.op, s.caller, failure.code, s.started)
+            return
+        emitted = group.events
+        staged = group.close()
+        self.ctx.device.runs_saved(runs)
+        for s in staged:
+            # Refusals are remembered too (in memory), so a retry gets the same answer and an id
+            # reused for another request is told apart.
+            self._replies.remember(s.client, s.request_id, s.fp, s.reply)
+            if s.row is None:
+                self._audit(s.caller, s.op, s.args, s.outcome, s.message)
+            self._ready.append((s.client, s.reply))
+            self._log(True, s.request_id, s.op, s.caller, s.outcome, s.started)
+        for event in emitted:
+            self.publish(event.to_dict())
+
+    def _execute(self, command, mutating, request_id, args, client, fp, caller) -> tuple[bytes, str]:
+        """Return the reply and its outcome ("ok" or the error code) of a read or a hot op. A
+        hot op that emitted events is committed in its change like any other; refused, failed or
+        not saved, it is undone and nothing is published."""
+        parsed, reply, outcome = self._validated(command, mutating, request_id, args, caller)
+        if parsed is None:
+            return reply, outcome
         if not mutating:
             return self._read(command, request_id, parsed, caller)
         # Hot ops (run.stream, run.heartbeat) stay in memory and out of the audit log, unless
@@ -210,10 +317,7 @@ class Dispatcher:
             if durable:
                 self._audit(caller, command.NAME, args, exc.code, exc.message)
         except _NotSaved:
-            failure = errors.Internal(
-                "The change could not be saved, so it was not made.",
-                "Check the state directory (disk space, permissions) and the csd log, then retry.",
-            )
+            failure = _not_saved()
             self._audit(caller, command.NAME, args, failure.code, failure.message)
             return protocol.error(request_id, failure), failure.code  # not remembered: a retry may succeed
         except Exception:
@@ -245,27 +349,37 @@ class Dispatcher:
     def _commit(self, change, caller: Caller, op: str, args, result: dict, request_id, answer: tuple,
                 outcome: str = "ok") -> None:
         """Write the change, its reply (`answer`: client, fingerprint, reply) and its audit record
-        in one transaction (refusals waiting to be written ride along); raise _NotSaved if the
-        store cannot."""
-        device = self.ctx.device
+        in one transaction; raise _NotSaved if the store cannot."""
         runs = change.dirty_runs()
         client, fp, reply = answer
         row = audit.record(caller.name, caller.role, op, args, outcome, str(result.get("message", "")))
-        waiting = self.audit.take()
         try:
-            began = time.perf_counter()
-            self.store.commit(device.snapshot(), change.events, (client, protocol.id_key(request_id), fp, reply), runs,
-                              [*waiting, row])
-            self.metrics.observe_commit(time.perf_counter() - began)
+            self._write(change.events, runs, [(client, protocol.id_key(request_id), fp, reply)], [row])
         except Exception as exc:
-            self.audit.give_back(waiting)
             self.log.exception("persist_failed", op=op, id=request_id)
             raise _NotSaved() from exc
-        device.runs_saved(runs)
+        self.ctx.device.runs_saved(runs)
+
+    def _write(self, events, runs, replies=(), rows=()) -> None:
+        """One transaction: the device, `events`, `runs`, `replies`, the audit `rows`, and what
+        is waiting to be written (batched refusals, a failed timer commit's events). Raises what
+        the store raised, with everything still waiting."""
+        waiting = self.audit.take()
+        if self._unsaved_events:
+            events = [*self._unsaved_events, *events]
+        try:
+            began = time.perf_counter()
+            self.store.commit(self.ctx.device.snapshot(), events, replies, runs, [*waiting, *rows])
+            self.metrics.observe_commit(time.perf_counter() - began)
+        except Exception:
+            self.audit.give_back(waiting)
+            raise
+        self._unsaved_events = []
 
     def tick(self) -> None:
         """Complete a timed transition whose time has come; persist, then publish. Write the
         audit records that are due."""
+        self.commit_group()  # the loop commits it first; a timer must never fire inside a group
         self.audit.tick()
         try:
             self.store.record_progress()
@@ -292,15 +406,13 @@ class Dispatcher:
         device = self.ctx.device
         runs = device.unsaved_runs()
         self._last_flush = time.monotonic()
-        # A failed commit here leaves the model ahead of the disk; the next commit or a restart
-        # (which rolls the transition forward again) reconciles it, so serving carries on.
-        waiting = self.audit.take()
+        # A failed commit here leaves the model ahead of the disk; the next commit writes the
+        # device and these events (or a restart rolls the transition forward again), so
+        # serving carries on.
         try:
-            began = time.perf_counter()
-            self.store.commit(device.snapshot(), emitted, runs=runs, audit=waiting)
-            self.metrics.observe_commit(time.perf_counter() - began)
+            self._write(emitted, runs)
         except Exception:
-            self.audit.give_back(waiting)
+            self._unsaved_events.extend(emitted)
             self.log.exception("persist_failed", op="timer")
             return
         device.runs_saved(runs)

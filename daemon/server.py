@@ -1,8 +1,9 @@
 """The serving loop: one thread, one `zmq.Poller`; its timers are the device's timed transition
 and the systemd watchdog ping. (What happens before it serves is daemon/boot.py.)
 
-Requests arrive on a ROUTER socket and are answered in arrival order; events go out on a PUB
-socket after they are durable. Both are CURVE servers; the ZAP authenticator (auth.py) is polled
+Requests arrive on a ROUTER socket and are handled in arrival order; the durable changes of one
+loop turn are committed together (group commit, daemon/group.py) and answered after that
+commit; events go out on a PUB socket after they are durable. Both are CURVE servers; the ZAP authenticator (auth.py) is polled
 by the same loop, and each request's caller comes from its User-Id and the key registry.
 SIGTERM/SIGINT wake the poller through a self-pipe and the loop drains and exits (finite
 LINGER, so shutdown never hangs on a gone peer); SIGHUP wakes it to reload the config file and
@@ -205,17 +206,22 @@ class Server:
                         if monitor in ready:
                             self.gate.handle_ready(monitor)
                     if router in ready:
-                        for _ in range(BATCH):
-                            try:  # Frames (not bytes): no copy, and they carry the User-Id
-                                self._answer(router.recv_multipart(zmq.NOBLOCK, copy=False))
-                            except zmq.Again:
-                                break
+                        try:
+                            for _ in range(BATCH):
+                                try:  # Frames (not bytes): no copy, and they carry the User-Id
+                                    self._answer(router.recv_multipart(zmq.NOBLOCK, copy=False))
+                                except zmq.Again:
+                                    break
+                        finally:  # the turn's durable changes: one commit, then their replies
+                            dispatcher.commit_group()
+                            self._send_ready()
                     if wake_r in ready:
                         try:
                             os.read(wake_r, 512)
                         except BlockingIOError:
                             pass
                     dispatcher.tick()
+                    self._send_ready()  # what a commit tick() had to make first answered (normally none)
                     if self._reload_requested:
                         self._reload_requested = False
                         self.reload()
@@ -235,8 +241,8 @@ class Server:
         handling it is answered INTERNAL (with the request's id when it can be read)."""
         identity, payload = frames[0].bytes, frames[-1]
         started = time.perf_counter()
-        try:
-            reply = self.dispatcher.handle(identity, payload.bytes, self._caller(identity, payload),
+        try:  # None: a durable change, answered after the turn's group commit
+            reply = self.dispatcher.submit(identity, payload.bytes, self._caller(identity, payload),
                                            parts=len(frames) - 1)
         except Exception as exc:
             self._failed(exc, "request_failed")
@@ -246,6 +252,15 @@ class Server:
                 request_id = None
             reply = protocol.error(request_id, errors.Internal("csd failed while handling this request; it carries on serving."))
             self.metrics.observe_request(None, errors.Internal.code, time.perf_counter() - started)
+        self._send_ready()  # replies of a group this request had committed first go before its own
+        if reply is not None:
+            self._send(identity, reply)
+
+    def _send_ready(self) -> None:
+        for identity, reply in self.dispatcher.take_ready():
+            self._send(identity, reply)
+
+    def _send(self, identity: bytes, reply: bytes) -> None:
         try:
             self.router.send_multipart([identity, reply], zmq.NOBLOCK)
         except zmq.ZMQError:  # the client is gone or not reading: its reply is dropped, not queued

@@ -4,8 +4,15 @@ A change and the reply that acknowledges it are written in one transaction, comm
 the reply is sent; so what a client was told survives kill -9 and power loss, and a retried
 request after a crash still gets its first reply.
 
-The kept events, replies and audit records are trimmed to their limits at every start and
-whenever about 1% more have been written, so the limits hold across restarts. The database is
+The store is the event log of record: each event is a row keyed by its seq, with its type
+(indexed with seq) and time beside its JSON, so `events.show` is an indexed query whose cost
+follows the events it returns, not the number kept (10⁶ by choice); the model holds only the
+newest few in memory, and a restart reads only those.
+
+The kept events, replies and audit records are trimmed to their limits in bounded steps (at most
+PRUNE_STEP rows per commit, so no commit waits on a large delete): a step at every start and
+whenever about 1% more (at most PRUNE_STEP) have been written, and again at each commit while a
+table is still over its limit; so the limits hold across restarts. The database is
 checked against `csd.identity` before use (daemon/identity.py): an empty, replaced or rolled-back
 database stops csd instead of passing for a fresh system.
 """
@@ -25,7 +32,8 @@ from .identity import Identity, IdentityError, recovery_steps, wal_header_proble
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta    (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS device  (id INTEGER PRIMARY KEY CHECK (id = 1), snapshot TEXT NOT NULL);
-CREATE TABLE IF NOT EXISTS events  (seq INTEGER PRIMARY KEY, body TEXT NOT NULL);
+-- type and time are the event's own (also in body), for indexed queries.
+CREATE TABLE IF NOT EXISTS events  (seq INTEGER PRIMARY KEY, body TEXT NOT NULL, type TEXT, time INTEGER);
 -- request_id is the id as JSON (7 and "7" differ); fingerprint is what the request asked for.
 CREATE TABLE IF NOT EXISTS replies (n INTEGER PRIMARY KEY AUTOINCREMENT, client BLOB NOT NULL,
                                     request_id TEXT NOT NULL, reply BLOB NOT NULL, fingerprint TEXT);
@@ -36,9 +44,14 @@ CREATE TABLE IF NOT EXISTS audit   (n INTEGER PRIMARY KEY AUTOINCREMENT, time IN
                                     message TEXT NOT NULL);
 """
 
+INDEXES = "CREATE INDEX IF NOT EXISTS events_by_type ON events (type, seq);"
+PRUNE_STEP = 2_000  # rows deleted per table at most per commit
+_GLOB_SPECIAL = frozenset("*?[")
+
 AUDIT_COLUMNS = ("time", "name", "role", "op", "args", "outcome", "message")
 IDENTITY_EVERY_SECONDS = 10.0  # how often the committed seq is recorded outside the database
 
+_INSERT_REPLY = "INSERT INTO replies (client, request_id, fingerprint, reply) VALUES (?, ?, ?, ?)"
 _INSERT_AUDIT = f"INSERT INTO audit ({', '.join(AUDIT_COLUMNS)}) VALUES ({', '.join('?' * len(AUDIT_COLUMNS))})"
 
 
@@ -91,6 +104,7 @@ class Store:
             self._adopt()
         self._identity_seq = recorded["seq"] if recorded else self.committed_seq
         self._since_prune = dict.fromkeys(self.keep, 0)
+        self._over = dict.fromkeys(self.keep, True)  # still above its limit after the last step
         self._prune(force=True)  # limits hold across restarts, not only within one run
         self._identity_written = time.monotonic()
 
@@ -102,6 +116,15 @@ class Store:
             self.db.execute("ALTER TABLE replies ADD COLUMN fingerprint TEXT")
         # Such rows cannot be matched safely to a retry (their id's type and request are unknown).
         self.db.execute("DELETE FROM replies WHERE fingerprint IS NULL")
+        columns = {row[1] for row in self.db.execute("PRAGMA table_info(events)")}
+        if "type" not in columns:  # a csd before the indexed event log: once, in one transaction
+            with self.db:
+                self.db.execute("BEGIN IMMEDIATE")
+                self.db.execute("ALTER TABLE events ADD COLUMN type TEXT")
+                self.db.execute("ALTER TABLE events ADD COLUMN time INTEGER")
+                self.db.execute("UPDATE events SET type = json_extract(body, '$.type'), "
+                                "time = json_extract(body, '$.triggerTime')")
+        self.db.executescript(INDEXES)
 
     def _check_identity(self, recorded: dict | None) -> None:
         has_meta = self.db.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'meta'").fetchone()
@@ -161,16 +184,17 @@ class Store:
 
     # -- reading -----------------------------------------------------------------------------------
 
-    def load(self) -> tuple[dict | None, list[Event], list[tuple[bytes, str, str, bytes]]]:
-        """Return (device snapshot or None for a fresh system, kept events, recent replies as
-        (client, id key, fingerprint, reply))."""
+    def load(self, events: int) -> tuple[dict | None, list[Event], list[tuple[bytes, str, str, bytes]]]:
+        """Return (device snapshot or None for a fresh system, the newest `events` events, recent
+        replies as (client, id key, fingerprint, reply)); what it reads does not grow with the
+        number of events kept."""
         row = self.db.execute("SELECT snapshot FROM device WHERE id = 1").fetchone()
         snapshot = json.loads(row[0]) if row else None
         events = [
             Event.from_dict(json.loads(body))
             for (body,) in self.db.execute(
                 "SELECT body FROM (SELECT seq, body FROM events ORDER BY seq DESC LIMIT ?) ORDER BY seq",
-                (self.keep_events,),
+                (min(events, self.keep_events),),
             )
         ]
         replies = self.db.execute(
@@ -187,6 +211,42 @@ class Store:
         )
         return [json.loads(body) for (body,) in rows]
 
+    def events(
+        self,
+        event_type: str | None = None,
+        from_time: int | None = None,
+        max_count: int | None = None,
+        after_seq: int | None = None,
+    ) -> list[dict]:
+        """The kept events that match, oldest first, as Event.to_dict() data; with `max_count`,
+        the newest that many. `event_type` is a shell-style glob matched case-sensitively (as
+        EventLog.query). Read newest first along the seq key (or the (type, seq) index for an
+        exact type) and stopped after `max_count` matches, so its cost follows what it returns."""
+        where, params = [], []
+        if event_type is not None:
+            if _GLOB_SPECIAL.isdisjoint(event_type):
+                where.append("type = ?")
+            else:
+                where.append("type GLOB ?")
+                event_type = event_type.replace("[!", "[^")  # fnmatch's negation, in SQLite's spelling
+            params.append(event_type)
+        if from_time is not None:
+            where.append("time >= ?")
+            params.append(from_time)
+        if after_seq is not None:
+            where.append("seq > ?")
+            params.append(after_seq)
+        if max_count is not None and max_count <= 0:
+            return []
+        sql = "SELECT body FROM events" + (" WHERE " + " AND ".join(where) if where else "")
+        if max_count is None:
+            rows = self.db.execute(sql + " ORDER BY seq", params).fetchall()
+        else:
+            rows = self.db.execute(sql + " ORDER BY seq DESC LIMIT ?", (*params, max_count)).fetchall()
+            rows.reverse()
+        loads = json.loads
+        return [loads(body) for (body,) in rows]
+
     def audit_entries(self, max_count: int) -> list[dict]:
         """The newest `max_count` audit records, oldest first."""
         rows = self.db.execute(
@@ -201,32 +261,33 @@ class Store:
         self,
         snapshot: dict,
         events: list[Event],
-        reply: tuple[bytes, str, str, bytes] | None = None,
+        replies: list[tuple[bytes, str, str, bytes]] = (),
         runs: list[dict] | None = None,
         audit: list[tuple] | None = None,
     ) -> None:
-        """Write a change atomically and durably (fsync'd by SQLite before this returns);
-        `reply` is (client, id key, fingerprint, reply), `runs` changed run records
-        (Run.to_dict()) and `audit` audit records (tuples in AUDIT_COLUMNS order), all written
-        in the same transaction."""
+        """Write a change atomically and durably (fsync'd by SQLite before this returns): one
+        request's, or a group's (daemon/dispatch.py). `replies` are (client, id key,
+        fingerprint, reply), `runs` changed run records (Run.to_dict()) and `audit` audit
+        records (tuples in AUDIT_COLUMNS order), all written in the same transaction."""
         db = self.db
         db.execute("BEGIN IMMEDIATE")
         try:
             db.execute("INSERT OR REPLACE INTO device (id, snapshot) VALUES (1, ?)", (json.dumps(snapshot),))
-            db.executemany(
-                "INSERT OR REPLACE INTO events (seq, body) VALUES (?, ?)",
-                [(e.seq, json.dumps(e.to_dict())) for e in events],
-            )
+            if events:
+                db.executemany(
+                    "INSERT OR REPLACE INTO events (seq, body, type, time) VALUES (?, ?, ?, ?)",
+                    [(e.seq, json.dumps(e.to_dict()), e.type, e.triggerTime) for e in events],
+                )
             if runs:
                 db.executemany(
                     "INSERT OR REPLACE INTO runs (number, run_id, body) VALUES (?, ?, ?)",
                     [(r["number"], r["runId"], json.dumps(r)) for r in runs],
                 )
-            if reply is not None:
-                db.execute("INSERT INTO replies (client, request_id, fingerprint, reply) VALUES (?, ?, ?, ?)", reply)
+            if replies:
+                db.executemany(_INSERT_REPLY, replies)
             if audit:
                 db.executemany(_INSERT_AUDIT, audit)
-            self._count(events=len(events), replies=int(reply is not None), audit=len(audit or ()))
+            self._count(events=len(events), replies=len(replies), audit=len(audit or ()))
             self._prune()
             db.execute("COMMIT")
         except BaseException:
@@ -259,13 +320,23 @@ class Store:
             self._since_prune[table] += n
 
     def _prune(self, force: bool = False) -> None:
-        """Trim a table to its limit once about 1% more rows than it keeps have been written
-        (and always when `force`): the limits hold at every start and within 1% meanwhile."""
+        """Trim a table towards its limit once about 1% more rows than it keeps (at most
+        PRUNE_STEP) have been written, and at every commit while it is still over (and always
+        when `force`), deleting at most PRUNE_STEP of its oldest rows each time: the limits hold
+        within 1% once caught up, and no commit waits on a large delete (a limit lowered by
+        10⁶ is reached over the next commits, not in one)."""
         keys = {"events": "seq", "replies": "n", "audit": "n"}
         for table, keep in self.keep.items():
-            if force or self._since_prune[table] >= max(1, keep // 100):
+            if force or self._over[table] or self._since_prune[table] >= max(1, min(keep // 100, PRUNE_STEP)):
                 key = keys[table]
-                self.db.execute(f"DELETE FROM {table} WHERE {key} <= (SELECT MAX({key}) FROM {table}) - ?", (keep,))
+                # Keys are dense (seq and n only grow), so MAX - keep is where the kept rows begin.
+                # Two subqueries: SQLite reads a lone MIN or MAX off the key, but scans for both at once.
+                low, high = self.db.execute(
+                    f"SELECT (SELECT MIN({key}) FROM {table}), (SELECT MAX({key}) FROM {table})").fetchone()
+                if low is not None:
+                    cut = high - keep
+                    self.db.execute(f"DELETE FROM {table} WHERE {key} <= ?", (min(cut, low + PRUNE_STEP - 1),))
+                    self._over[table] = cut >= low + PRUNE_STEP
                 self._since_prune[table] = 0
 
     def close(self) -> None:

@@ -10,7 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 SERIAL = "CS2-0001"
-KEEP_EVENTS = 10_000  # events kept (in memory and in the store)
+KEEP_EVENTS = 10_000  # events kept in the store (csd's --keep-events)
+EVENTS_IN_MEMORY = 1_000  # the newest events the model holds (the rest are read from the store)
 KEEP_RUNS = 1_000  # runs kept in memory for `runs list` / `runs show` (all stay in the store)
 
 

@@ -21,7 +21,7 @@ from csadmin.errors import TransitionFailed
 from csadmin.states import PENDING_STATES, ExecMode, Health, Lifecycle
 
 from .change import Change
-from .defaults import KEEP_EVENTS, KEEP_RUNS, SERIAL, Timings
+from .defaults import EVENTS_IN_MEMORY, KEEP_RUNS, SERIAL, Timings
 from .device_faults import DeviceFaults
 from .events import Event, EventLog
 from .fault_state import ACTIVE, FaultState, parsed_scenario
@@ -66,13 +66,13 @@ class Device(DeviceFaults):
         clock: Callable[[], int],
         timings: Timings = Timings(),
         serial: str = SERIAL,
-        keep_events: int = KEEP_EVENTS,
+        events_in_memory: int = EVENTS_IN_MEMORY,
         keep_runs: int = KEEP_RUNS,
     ):
         self._clock = clock
         self.timings = timings
         self.serial = serial
-        self.events = EventLog(keep_events)  # read it freely; it changes only through this class
+        self.events = EventLog(events_in_memory)  # the newest events; it changes only through this class
         self.configured_mode = ExecMode.PIPELINED
         self.active_mode = ExecMode.PIPELINED
         self.pending_until: int | None = None
@@ -265,33 +265,57 @@ class Device(DeviceFaults):
 
     # -- runs (statemachine/runs.py keeps the book, statemachine/run_rules.py the rules) -----
 
-    def open_run(self, owner: str, client: str, mode: RunMode, lease_ms: int | None = None) -> dict:
+    def open_run(
+        self, owner: str, client: str, mode: RunMode, lease_ms: int | None = None, worker_slots: int = 0,
+        token_digest: str | None = None,
+    ) -> dict:
         """Open a run holding the fabric, owned by `client`; only when ACTIVE, BUSY while
-        another run holds it. Returns the run's record."""
+        another run holds it. With `worker_slots`, that many input workers may join it with the
+        token whose digest (workers.token_digest) is `token_digest`. Returns the run's record."""
         self._refuse_if_blocked("open", "no run can be opened")
         rule = OPEN_RULES[self.lifecycle]
         if isinstance(rule, Refuse):
             raise rule.refusal()
         job = self.slurm_job.job_id if self.slurm_job else None
-        run = self._runs.open(owner, client, mode, lease_ms, job)
+        run = self._runs.open(owner, client, mode, lease_ms, job, worker_slots, token_digest)
         self._scenario_run_opened(run.opened_at)
         return self._runs.record(run)
 
-    def program_run(self, run_id: str, client: str, program: dict) -> dict:
-        """Program the fabric of a run, once, with a descriptor checked by programs.parse_program.
+    def join_run(self, run_id: str, client: str, token: str, name: str | None = None) -> dict:
+        """Admit `client` as an input worker of the run (statemachine/workers.py): from now on it
+        may stream and heartbeat, nothing else. PERMISSION_DENIED for a wrong token (or a run
+        that admits no workers), BUSY once every slot is taken. Returns the run's record,
+        `worker` (the name it feeds under) and `changed` (False: it had joined already)."""
+        run, worker, changed = self._runs.join(run_id, client, token, name)
+        return {**self._runs.record(run), "worker": worker.name, "changed": changed}
+
+    def leave_run(self, run_id: str, client: str) -> dict:
+        """An input worker is done feeding the run: it is reported LEFT, not LOST. Returns the
+        run's record, `worker` and `changed` (False: it had left already)."""
+        run, worker, changed = self._runs.leave(run_id, client)
+        return {**self._runs.record(run), "worker": worker.name, "changed": changed}
+
+    def program_run(
+        self, run_id: str, client: str, program: dict, worker_slots: int = 0, token_digest: str | None = None
+    ) -> dict:
+        """Program the fabric of a run, once, with a descriptor checked by programs.parse_program;
+        with `worker_slots`, the run admits input workers from now on, as with open_run.
         Returns the run's record (PROGRAMMING until `programmingUntil`)."""
         if self._runs.get(run_id, client).is_open:  # unknown, another's, ended: those say more
             self._refuse_if_blocked("program", "the fabric cannot be programmed")
-        return self._runs.record(self._runs.program(run_id, client, program, self.serial, self.active_mode))
+        return self._runs.record(self._runs.program(
+            run_id, client, program, self.serial, self.active_mode, worker_slots, token_digest
+        ))
 
     def stream(self, run_id: str, client: str, samples: int) -> dict:
-        """Count samples fed to the programmed fabric; renews the lease (a hot op)."""
+        """Count samples fed to the programmed fabric by its opener (renewing the lease) or by
+        one of its input workers (a hot op)."""
         run = self._runs.stream(run_id, client, samples)
         return {"runId": run.run_id, "status": run.status.value, "fabric": run.fabric.value,
                 "totalSamples": run.total_samples, "leaseUntil": run.lease_until}
 
     def heartbeat(self, run_id: str, client: str) -> dict:
-        """Renew the run's lease (a hot op)."""
+        """Renew the run's lease, or, from an input worker, say it is alive (a hot op)."""
         run = self._runs.heartbeat(run_id, client)
         return {"runId": run.run_id, "status": run.status.value, "fabric": run.fabric.value,
                 "leaseUntil": run.lease_until}

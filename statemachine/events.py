@@ -15,7 +15,7 @@ from typing import Iterable
 
 from csadmin.states import Severity
 
-from .defaults import KEEP_EVENTS
+from .defaults import EVENTS_IN_MEMORY
 from .faults import EVENT_SEVERITIES
 
 # type -> severity, for the events this model emits.
@@ -76,30 +76,38 @@ class Event:
 
 
 class EventLog:
-    """The last `capacity` events, in `seq` order, with the real CLI's query filters.
+    """The newest `capacity` events in memory, in `seq` order, with the real CLI's query filters.
 
-    Inside a change (statemachine/change.py) it can take back what it emitted since a savepoint,
-    the events it pushed out of the window included; what that costs grows with the change, not
-    with the log.
+    csd keeps the log itself in its store (daemon/store.py answers `events.show` from there);
+    the model holds only this bounded tail, so memory and a restart cost the same whatever the
+    number of events kept. While a change is open (statemachine/change.py) nothing leaves the
+    tail, so the change can take back exactly what it emitted by popping it; the tail is cut
+    back to `capacity` when the outermost change ends. Every operation costs what it touches
+    (the events emitted, or the `count` asked for), never the length of the log.
     """
 
-    def __init__(self, capacity: int = KEEP_EVENTS, last_seq: int = 0):
-        self._events: deque[Event] = deque(maxlen=capacity)
+    def __init__(self, capacity: int = EVENTS_IN_MEMORY, last_seq: int = 0):
+        self._events: deque[Event] = deque()
+        self.capacity = capacity
         self.last_seq = last_seq
         self._depth = 0  # open changes
-        self._pushed_out: list[Event] = []  # events the window dropped while a change was open
 
     def __len__(self) -> int:
         return len(self._events)
 
     def emit(self, type_: str, now_ms: int, **details) -> Event:
         severity = CATALOG[type_].value  # an unknown type fails here, before using up a seq
-        if self._depth and len(self._events) == self._events.maxlen:
-            self._pushed_out.append(self._events[0])
         self.last_seq += 1
         event = Event(self.last_seq, type_, severity, now_ms, details)
         self._events.append(event)
+        if not self._depth:
+            self._trim()
         return event
+
+    def _trim(self) -> None:
+        events = self._events
+        while len(events) > self.capacity:
+            events.popleft()
 
     def since(self, seq: int) -> list[Event]:
         """The events after `seq`, oldest first (cheap: walks back from the newest only)."""
@@ -112,34 +120,32 @@ class EventLog:
         return newer
 
     def newest(self, count: int) -> list[Event]:
-        """The last `count` events kept, oldest first."""
+        """The last `count` events kept, oldest first (O(count))."""
         return list(islice(reversed(self._events), count))[::-1] if count > 0 else []
 
     def restore(self, events: Iterable[Event]) -> None:
-        """Load events kept from an earlier run; `seq` continues after the newest."""
+        """Load events kept from an earlier run (oldest first); `seq` continues after the newest."""
         for event in events:
             self._events.append(event)
             self.last_seq = max(self.last_seq, event.seq)
+        self._trim()
 
     # -- as part of a change (statemachine/change.py) --------------------------------------------
 
-    def savepoint(self) -> tuple[int, int]:
+    def savepoint(self) -> int:
         self._depth += 1
-        return self.last_seq, len(self._pushed_out)
+        return self.last_seq
 
-    def rollback(self, savepoint: tuple[int, int]) -> None:
-        """Take back the events emitted since `savepoint`; their seqs will be used again."""
-        seq, pushed_out = savepoint
+    def rollback(self, seq: int) -> None:
+        """Take back the events emitted since the savepoint `seq`; their seqs will be used again."""
         while self._events and self._events[-1].seq > seq:
             self._events.pop()
-        while len(self._pushed_out) > pushed_out:
-            self._events.appendleft(self._pushed_out.pop())
         self.last_seq = seq
 
-    def release(self, savepoint: tuple[int, int]) -> None:
+    def release(self, savepoint: int) -> None:
         self._depth -= 1
         if not self._depth:
-            self._pushed_out.clear()
+            self._trim()
 
     def query(
         self,

@@ -9,9 +9,11 @@ standby, an admin, Slurm, a daemon restart). The record is also the wire and sto
 from __future__ import annotations
 
 import copy
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from enum import Enum
+
+from .workers import Worker
 
 
 class RunStatus(str, Enum):
@@ -49,7 +51,7 @@ class Run:
     run_id: str
     number: int
     owner: str  # the runtime's label for itself (e.g. a job name)
-    client: str  # the caller that opened it; only it may use the run
+    client: str  # the caller that opened it; only it (and the input workers it admits) may use the run
     mode: str
     lease_ms: int
     opened_at: int
@@ -65,6 +67,10 @@ class Run:
     abort_fault: str | None = None  # the fault that aborted it (RunAborted names it)
     performance: dict | None = None  # performance.json's fields, set when the run ends
     slurm_job: str | None = None  # the Slurm job holding the wafer when the run was opened
+    worker_slots: int = 0  # input workers the opener asked for (statemachine/workers.py)
+    token_digest: str | None = None  # the join token's SHA-256: kept in the store, never on the wire
+    workers: dict[str, Worker] = field(default_factory=dict)  # joined workers, by client
+    opener_samples: int = 0  # of total_samples, those the opener streamed itself
 
     @property
     def phase(self) -> str:
@@ -99,7 +105,14 @@ class Run:
             "abortFault": self.abort_fault,
             "performance": dict(self.performance) if self.performance else None,
             "slurmJob": self.slurm_job,
+            "workerSlots": self.worker_slots,
+            "workers": [w.to_dict() for w in self.workers.values()],
+            "openerSamples": self.opener_samples,
         }
+
+    def to_store(self) -> dict:
+        """The store form: the wire form and the join token's digest (which never leaves csd)."""
+        return {**self.to_dict(), "joinTokenDigest": self.token_digest}
 
     @classmethod
     def from_dict(cls, d: dict) -> "Run":
@@ -110,8 +123,15 @@ class Run:
             programming_started_at=d.get("programmingStartedAt"), programming_until=d.get("programmingUntil"),
             total_samples=int(d.get("totalSamples", 0)), ended_at=d.get("endedAt"),
             abort_reason=d.get("abortReason"), abort_fault=d.get("abortFault"), performance=d.get("performance"), slurm_job=d.get("slurmJob"),
+            # absent in stores written before input workers (issue #15)
+            worker_slots=int(d.get("workerSlots", 0)), token_digest=d.get("joinTokenDigest"),
+            workers={w["client"]: Worker.from_dict(w) for w in d.get("workers", ())},
+            opener_samples=int(d.get("openerSamples", d.get("totalSamples", 0) if not d.get("workers") else 0)),
         )
 
     def copy(self) -> "Run":
-        # Shallow is enough: `program` and `performance` are replaced, never changed in place.
-        return copy.copy(self)
+        # `program`, `performance` and each Worker are replaced, never changed in place: copying
+        # the dict of workers is enough (a stream from one of 16 workers copies no worker).
+        twin = copy.copy(self)
+        twin.workers = dict(self.workers)
+        return twin

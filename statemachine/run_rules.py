@@ -55,6 +55,18 @@ RUN_RULES: dict[tuple[str, str], Go | Already | Refuse] = {
     ("heartbeat", OPEN_PROGRAMMED): GO,
     ("heartbeat", CLOSED): _CLOSED,
     ("heartbeat", ABORTED): _ABORTED,
+    # An input worker joins an open run at any point (it streams once the fabric is PROGRAMMED)
+    # and leaves it while it is open; once the run ended, it is told why, like the opener.
+    ("join", OPEN_UNPROGRAMMED): GO,
+    ("join", OPEN_PROGRAMMING): GO,
+    ("join", OPEN_PROGRAMMED): GO,
+    ("join", CLOSED): _CLOSED,
+    ("join", ABORTED): _ABORTED,
+    ("leave", OPEN_UNPROGRAMMED): GO,
+    ("leave", OPEN_PROGRAMMING): GO,
+    ("leave", OPEN_PROGRAMMED): GO,
+    ("leave", CLOSED): _CLOSED,
+    ("leave", ABORTED): _ABORTED,
     ("close", OPEN_UNPROGRAMMED): GO,
     ("close", OPEN_PROGRAMMING): GO,
     ("close", OPEN_PROGRAMMED): GO,

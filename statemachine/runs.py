@@ -14,7 +14,7 @@ import math
 from collections import OrderedDict
 from typing import Callable
 
-from csadmin.errors import Busy, NotFound, PermissionDenied
+from csadmin.errors import Busy, InvalidArgument, InvalidState, NotFound, PermissionDenied
 from csadmin.states import ExecMode
 
 from .defaults import KEEP_RUNS, Timings
@@ -23,6 +23,7 @@ from .performance import performance_record
 from .programs import RunMode
 from .run import Fabric, Run, RunStatus, run_id_of, seconds, utc
 from .run_rules import PROGRAM_RULES, RUN_RULES, Already, Refuse
+from .workers import ACTIVE, Worker, breakdown, token_matches
 
 
 # -- the book of runs ---------------------------------------------------------------------------
@@ -54,11 +55,32 @@ class Runs:
         if run is None:
             raise NotFound(f"No run {run_id!r}.", "`runs list` shows the kept runs; run ids look like run-000042.")
         if client is not None and run.client != client:
+            worker = run.workers.get(client)
+            if worker is not None:
+                raise PermissionDenied(
+                    f"{worker.name} is an input worker of run {run_id}: workers may only stream and heartbeat.",
+                    f"The run's opener ({run.owner}) programs, closes or aborts it.",
+                )
             raise PermissionDenied(
                 f"Run {run_id} belongs to another client ({run.owner}).",
-                "Use the run your client opened; an admin can abort another client's run (`runs abort`).",
+                "Use the run your client opened, or join it as an input worker with its join token (run.join); "
+                "an admin can abort another client's run (`runs abort`).",
             )
         return run
+
+    def feeder(self, run_id: str, client: str) -> tuple[Run, Worker | None]:
+        """The run and, if `client` is one of its input workers, that worker (None: the opener).
+        Anyone else is refused as by get()."""
+        run = self._runs.get(run_id)
+        worker = run.workers.get(client) if run is not None else None
+        if worker is None:
+            return self.get(run_id, client), None
+        if worker.left_at is not None:
+            raise InvalidState(
+                f"{worker.name} left run {run_id}; it no longer feeds it.",
+                "Join it again (run.join with the token) to feed it once more.",
+            )
+        return run, worker
 
     def listing(self, max_count: int | None = None) -> list[Run]:
         """Kept runs, newest first."""
@@ -70,7 +92,13 @@ class Runs:
         if run is None:
             return None
         return {"runId": run.run_id, "owner": run.owner, "since": run.opened_at, "mode": run.mode,
-                "fabric": run.fabric.value, "slurmJob": run.slurm_job}
+                "fabric": run.fabric.value, "slurmJob": run.slurm_job,
+                "workers": self._feeding(run)}
+
+    def _feeding(self, run: Run) -> int:
+        """How many of the run's input workers feed it now (joined, neither left nor lost)."""
+        now = self._clock()
+        return sum(w.status(now, run.lease_ms) == ACTIVE for w in run.workers.values())
 
     def fabric(self) -> Fabric:
         """The wafer's fabric: the holder's, or UNPROGRAMMED when no run holds it."""
@@ -85,10 +113,15 @@ class Runs:
         return run.lease_until
 
     def record(self, run: Run) -> dict:
-        """A run as the wire shows it, with its performance so far when still open."""
+        """A run as the wire shows it, with its performance so far when still open, and its
+        input workers' breakdown and report (statemachine/workers.py)."""
         d = run.to_dict()
+        performance = performance_record(run, self._clock()) if run.is_open else run.performance
         if run.is_open:
-            d["performance"] = performance_record(run, self._clock())
+            d["performance"] = performance
+        d["workers"], d["inputReport"] = breakdown(
+            run, self._clock(), int((performance or {}).get("total_time", 0) * 1000)
+        )
         return d
 
     # -- rules ---------------------------------------------------------------------------------
@@ -125,16 +158,19 @@ class Runs:
     # -- requests ------------------------------------------------------------------------------
 
     def open(
-        self, owner: str, client: str, mode: RunMode, lease_ms: int | None = None, slurm_job: str | None = None
+        self, owner: str, client: str, mode: RunMode, lease_ms: int | None = None, slurm_job: str | None = None,
+        worker_slots: int = 0, token_digest: str | None = None,
     ) -> Run:
         """Open a run holding the fabric. The caller (Device) has checked the lifecycle and says
-        which Slurm job, if any, holds the wafer."""
+        which Slurm job, if any, holds the wafer; with `worker_slots`, that many input workers
+        may join it with the token whose digest is `token_digest`."""
         if self.holder is not None:
             raise self.busy_error("a second run cannot be opened")
         now = self._clock()
         lease = self.default_lease_ms if lease_ms is None else lease_ms
         number = self.next_number
-        run = Run(run_id_of(number), number, owner, client, mode.value, lease, now, now + lease, slurm_job=slurm_job)
+        run = Run(run_id_of(number), number, owner, client, mode.value, lease, now, now + lease, slurm_job=slurm_job,
+                  worker_slots=worker_slots, token_digest=token_digest if worker_slots else None)
         self.next_number += 1
         self._add(run)
         self.holder = run
@@ -142,16 +178,27 @@ class Runs:
         self.events.emit("EventTrainingStarted", now, runId=run.run_id, owner=owner, mode=run.mode, **job)
         return run
 
-    def program(self, run_id: str, client: str, program: dict, serial: str, execmode: ExecMode) -> Run:
-        """Start programming the fabric with `program` (checked by programs.parse_program)."""
+    def program(
+        self, run_id: str, client: str, program: dict, serial: str, execmode: ExecMode, worker_slots: int = 0,
+        token_digest: str | None = None,
+    ) -> Run:
+        """Start programming the fabric with `program` (checked by programs.parse_program); with
+        `worker_slots`, admit that many input workers from now on (if the run was opened without)."""
         run = self.get(run_id, client)
         self._rule("program", run)
         self._check_program(run, program, serial, execmode)
+        if worker_slots and run.worker_slots:
+            raise InvalidArgument(
+                f"Run {run_id} already admits {run.worker_slots} input workers (asked for at run.open).",
+                "Program it without `workers`; its workers join with the token run.open gave.",
+            )
         now = self._clock()
         duration = math.ceil(program["size_bytes"] * 1000 / self.program_bytes_per_second)
         self._touch(run)
-        self._renew(run, now)
+        self._renew(run, None, now)
         run.program = dict(program)
+        if worker_slots:
+            run.worker_slots, run.token_digest = worker_slots, token_digest
         run.fabric = Fabric.PROGRAMMING
         run.programming_started_at = now
         run.programming_until = now + duration
@@ -164,22 +211,83 @@ class Runs:
         return run
 
     def stream(self, run_id: str, client: str, samples: int) -> Run:
-        """Count `samples` fed to the fabric (a hot op: memory only until the next flush)."""
-        run = self.get(run_id, client)
+        """Count `samples` fed to the fabric by the opener or one of its input workers (a hot op:
+        memory only until the next flush). Each sample is counted in the run's total and in its
+        feeder's, so the breakdown always sums to the total."""
+        run, worker = self.feeder(run_id, client)
         if run.is_open and run.fabric is Fabric.PROGRAMMING:
             self._settle_programming(run)
         self._rule("stream", run)
         self._touch(run)
         run.total_samples += samples
-        self._renew(run, self._clock())
+        if worker is None:
+            self._renew(run, None, self._clock())
+            run.opener_samples += samples
+        else:
+            run.workers[client] = worker.fed(samples, self._clock())
         return run
 
     def heartbeat(self, run_id: str, client: str) -> Run:
-        run = self.get(run_id, client)
+        """Renew the opener's lease, or say that an input worker is still alive."""
+        run, worker = self.feeder(run_id, client)
         self._rule("heartbeat", run)
         self._touch(run)
-        self._renew(run, self._clock())
+        self._renew(run, worker, self._clock())
         return run
+
+    def join(self, run_id: str, client: str, token: str, name: str | None) -> tuple[Run, Worker, bool]:
+        """Admit `client` as an input worker of the run, with the join token its opener got.
+        Returns (run, worker, changed): joining again is a success that changes nothing."""
+        run = self._runs.get(run_id)
+        # The same answer for an unknown run and a wrong token: a stranger learns nothing.
+        if run is None or not token_matches(token, run.token_digest):
+            raise PermissionDenied(
+                f"Access denied: that is not the join token of run {run_id}, or the run admits no input workers.",
+                "Use the joinToken its opener got from run.open (opened with workers=N); ask the opener for it.",
+            )
+        self._rule("join", run)
+        if client == run.client:
+            raise InvalidArgument(
+                f"This client opened run {run_id}; it feeds it as its opener, not as an input worker.",
+                "Join from the worker process (its own key or socket), or just stream from the opener.",
+            )
+        worker = run.workers.get(client)
+        if worker is not None and worker.left_at is None:
+            return run, worker, False
+        taken = {w.name for w in run.workers.values() if w.client != client}
+        if worker is None and len(run.workers) >= run.worker_slots:
+            raise Busy(
+                f"All {run.worker_slots} worker slots of run {run_id} are taken ({', '.join(sorted(taken))}).",
+                "Open the run with more workers (run.open workers=N), or let this process feed through another.",
+            )
+        name = name or (worker.name if worker is not None else f"worker-{len(run.workers) + 1}")
+        if name in taken or name == run.owner:
+            raise InvalidArgument(
+                f"Run {run_id} already has a feeder named {name!r}.", "Give each worker its own name, or none."
+            )
+        now = self._clock()
+        self._touch(run)
+        samples = worker.samples if worker is not None else 0  # a worker that comes back keeps its count
+        run.workers[client] = Worker(name, client, now, now, samples)
+        return run, run.workers[client], True
+
+    def leave(self, run_id: str, client: str) -> tuple[Run, Worker, bool]:
+        """An input worker is done feeding the run (it is reported LEFT, never LOST). Returns
+        (run, worker, changed)."""
+        run = self._runs.get(run_id)
+        worker = run.workers.get(client) if run is not None else None
+        if worker is None:
+            self.get(run_id, client)  # NOT_FOUND, or another client's run
+            raise PermissionDenied(
+                f"This client is not an input worker of run {run_id}.",
+                "Only a worker that joined (run.join) leaves; the opener closes the run (run.close).",
+            )
+        if worker.left_at is not None:
+            return run, worker, False
+        self._rule("leave", run)
+        self._touch(run)
+        run.workers[client] = worker.gone(self._clock())
+        return run, run.workers[client], True
 
     def close(self, run_id: str, client: str, reason: str | None = None) -> tuple[Run, bool]:
         """End the run; with `reason` the runtime gives up and the run ends ABORTED.
@@ -245,7 +353,7 @@ class Runs:
 
     def unsaved(self) -> list[dict]:
         """The records of the runs changed since they were last written, for the store."""
-        return [self._runs[r].to_dict() for r in sorted(self._unsaved) if r in self._runs]
+        return [self._runs[r].to_store() for r in sorted(self._unsaved) if r in self._runs]
 
     def saved(self, records: list[dict]) -> None:
         """These records (from unsaved()) are in the store now."""
@@ -315,8 +423,13 @@ class Runs:
             self._undo.append(restore)
         self._unsaved.add(run.run_id)
 
-    def _renew(self, run: Run, now: int) -> None:
-        run.lease_until = now + run.lease_ms
+    def _renew(self, run: Run, worker: Worker | None, now: int) -> None:
+        """A call from the opener renews the run's lease; one from a worker, only that worker's
+        liveness (the lease is the opener's: a run its opener left is aborted)."""
+        if worker is None:
+            run.lease_until = now + run.lease_ms
+        else:
+            run.workers[worker.client] = worker.seen(now)
 
     def _settle_programming(self, run: Run) -> None:
         # The timer may not have fired yet when a request arrives just after the deadline.

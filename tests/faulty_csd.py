@@ -21,7 +21,7 @@ def _switched_on(name: str) -> bool:
 
 _name_of = keys.Registry.name_of
 _caller = server.Server._caller
-_handle = dispatch.Dispatcher.handle
+_submit = dispatch.Dispatcher.submit
 _tick = dispatch.Dispatcher.tick
 
 
@@ -37,10 +37,10 @@ def caller(self, identity, frame):
     return _caller(self, identity, frame)
 
 
-def handle(self, client, frame, caller, parts=1):
+def submit(self, client, frame, caller, parts=1):
     if _switched_on("crash-request") and b'"system.date"' in frame:
         raise KeyError("fault injected by tests/faulty_csd.py")
-    return _handle(self, client, frame, caller, parts)
+    return _submit(self, client, frame, caller, parts)
 
 
 def tick(self):
@@ -51,7 +51,7 @@ def tick(self):
 
 keys.Registry.name_of = name_of
 server.Server._caller = caller
-dispatch.Dispatcher.handle = handle
+dispatch.Dispatcher.submit = submit
 dispatch.Dispatcher.tick = tick
 
 if __name__ == "__main__":

@@ -160,13 +160,18 @@ def runs_list(result: dict) -> str:
     if not runs:
         return "No runs."
     header = ("RUN", "OWNER", "SLURM JOB", "MODE", "STATE", "OPENED", "SAMPLES")
-    table = [header] + [
+    return "\n".join(_table(header, [
         (r["runId"], r["owner"], r.get("slurmJob") or "-", r["mode"], _run_state(r), fmt_ms(r["openedAt"]),
          str(r["totalSamples"]))
         for r in runs
-    ]
+    ]))
+
+
+def _table(header: tuple, rows: list[tuple]) -> list[str]:
+    """Lines of left-aligned columns, as wide as their widest cell."""
+    table = [header, *rows]
     widths = [max(len(row[i]) for row in table) for i in range(len(header))]
-    return "\n".join("  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip() for row in table)
+    return ["  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip() for row in table]
 
 
 def run_show(run: dict) -> str:
@@ -190,7 +195,24 @@ def run_show(run: dict) -> str:
                                 f"{program['size_bytes']} bytes"))
     for key, value in (run.get("performance") or {}).items():
         rows.append((key, str(value).lower() if isinstance(value, bool) else f"{value:g}"))
-    return _rows(rows)
+    return _rows(rows) + _input_workers(run)
+
+
+def _input_workers(run: dict) -> str:
+    """The run's feeders (its opener and input workers) with their rates, and the report naming
+    the ones below their fair share; nothing for a run fed by its opener alone."""
+    report = run.get("inputReport")
+    if not report or not report["slots"]:
+        return ""
+    header = ("FEEDER", "ROLE", "STATUS", "SAMPLES", "SAMPLES/S", "SHARE")
+    rows = [
+        (w["name"], w["role"], w["status"], str(w["samples"]), f"{w['samplesPerSec']:,.1f}", f"{w['share'] * 100:.1f}%")
+        for w in run["workers"]
+    ]
+    lines = ["", f"Input workers: {report['joined']} of {report['slots']} joined"]
+    lines += ["  " + line for line in _table(header, rows)]
+    lines.append(f"Input report: {report['message']}")
+    return "\n".join(lines)
 
 
 def audit(entries: list[dict]) -> str:

@@ -23,6 +23,9 @@ def toolbar_text(live: LiveState, now_ms: int | None = None) -> str:
         mode += f" → {snap['configuredExecmode']} on activate"
     holder = snap.get("runHolder")
     fabric = f"run {holder['runId']} ({holder['owner']})" if holder else "free"
+    workers = holder.get("workers", 0) if holder else 0  # input workers feeding it (issue #15)
+    if workers:
+        fabric += f", {workers} worker{'s' if workers != 1 else ''}"
     active = sum(1 for f in snap.get("activeFaults") or () if f.get("status") == "active")
     faults = f" ({active} fault{'s' if active != 1 else ''})" if active else ""
     return f" {snap['serial']} │ {state} │ systemHealth {snap['systemHealth']}{faults} │ {mode} │ fabric {fabric} "

@@ -3,14 +3,21 @@
 args: mode (str, required): `train` or `eval` (`train_and_eval` is refused: the fabric cannot be
       reprogrammed for eval after train in one run); owner (str): a label for the runtime, e.g.
       the job name (default: the caller's name); lease_seconds (number, 0 < s ≤ 3600): the run is
-      aborted if no call from its runtime arrives for this long (default: csd --lease-seconds).
+      aborted if no call from its runtime arrives for this long (default: csd --lease-seconds);
+      workers (int, 0..64): input worker slots (default 0): with N > 0 the reply carries a
+      `joinToken` that N input workers pass to run.join (on this host or another, each with its
+      own operator key) to stream into this run.
 Only when ACTIVE (INVALID_STATE otherwise). BUSY while another run holds the fabric, naming it.
-The run belongs to the calling client: only it may program, stream, heartbeat or close it.
-result: the run (runs.show's keys) and `message`.
+The run belongs to the calling client: only it may program, close or abort it, and only it
+renews its lease; its input workers may stream and heartbeat.
+The join token is a secret: it is in this reply only (csd keeps its SHA-256, never logs it and
+never shows it in runs.show, events or the audit trail). A retried run.open gets the same reply.
+result: the run (runs.show's keys), `message` and, with workers, `joinToken`.
 """
 
 from csadmin.statemachine.programs import parse_mode
 
+from .. import join_tokens
 from ..args import Arg, lease_seconds, label
 
 NAME = "run.open"
@@ -20,12 +27,17 @@ ARGS = {
     "mode": Arg(str, required=True, parse=parse_mode, help="train or eval"),
     "owner": Arg(str, parse=label, help="the runtime's label, e.g. a job name"),
     "lease_seconds": Arg(float, parse=lease_seconds, help="seconds without a call before the run is aborted"),
+    "workers": join_tokens.WORKERS,
 }
 
 
 def execute(ctx, args, caller):
     lease = args.get("lease_seconds")
+    slots = args.get("workers", 0)
+    token, digest = join_tokens.draw(slots)
     run = ctx.device.open_run(
-        args.get("owner") or caller.name, caller.client, args["mode"], None if lease is None else int(lease * 1000)
+        args.get("owner") or caller.name, caller.client, args["mode"], None if lease is None else int(lease * 1000),
+        worker_slots=slots, token_digest=digest,
     )
-    return {**run, "message": f"Run {run['runId']} is open and holds the fabric; program it with run.program."}
+    message = f"Run {run['runId']} is open and holds the fabric; program it with run.program."
+    return join_tokens.handed_out({**run, "message": message}, token, slots)

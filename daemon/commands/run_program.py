@@ -3,18 +3,21 @@
 args: run_id (str, required); program (object, required): the compiled artifact's descriptor,
       exactly these fields: fingerprint (str), target_system (str, the serial it was compiled
       for), execmode (str), mode (`train`/`eval`), compile_time (number, s), est_samples_per_sec
-      (number > 0), size_bytes (int ≥ 0). A missing, unknown or wrong-typed field: INVALID_ARGUMENT.
+      (number > 0), size_bytes (int ≥ 0). A missing, unknown or wrong-typed field: INVALID_ARGUMENT;
+      workers (int, 0..64): input worker slots, as with run.open, for a run opened without them
+      (the reply then carries the `joinToken`; INVALID_ARGUMENT if run.open asked already).
 Refused: INCOMPATIBLE_PROGRAM (another system, execution mode or run mode, or train_and_eval),
 REPROGRAM_FORBIDDEN (already programmed, or programming, in this run), RUN_ABORTED, INVALID_STATE
 (closed run), NOT_FOUND, PERMISSION_DENIED (another client's run).
 Programming takes size_bytes / (csd --program-bytes-per-second) of simulated time: the fabric is
 PROGRAMMING until `programmingUntil`, then PROGRAMMED (EventProgrammingFinished).
 Idempotent on the request id: a retried request gets the first reply and programs once.
-result: the run (runs.show's keys) and `message`.
+result: the run (runs.show's keys), `message` and, with workers, `joinToken`.
 """
 
 from csadmin.statemachine.programs import parse_program
 
+from .. import join_tokens
 from ..args import Arg, run_id
 
 NAME = "run.program"
@@ -23,9 +26,13 @@ ROLE = "operator"  # the least role allowed (admin > operator > viewer)
 ARGS = {
     "run_id": Arg(str, required=True, parse=run_id, help="the run's id, e.g. run-000042"),
     "program": Arg(dict, required=True, parse=parse_program, help="the compiled artifact's descriptor"),
+    "workers": join_tokens.WORKERS,
 }
 
 
 def execute(ctx, args, caller):
-    run = ctx.device.program_run(args["run_id"], caller.client, args["program"])
-    return {**run, "message": f"Programming the fabric for run {run['runId']} (until {run['programmingUntil']} ms)."}
+    slots = args.get("workers", 0)
+    token, digest = join_tokens.draw(slots)
+    run = ctx.device.program_run(args["run_id"], caller.client, args["program"], slots, digest)
+    message = f"Programming the fabric for run {run['runId']} (until {run['programmingUntil']} ms)."
+    return join_tokens.handed_out({**run, "message": message}, token, slots)

@@ -67,8 +67,16 @@ def rig(tmp_path):
         frame = protocol.request(request_id, op, args)
         return json.loads(dispatcher.handle(caller.session.encode(), frame, caller))
 
+    def submit(caller, op, request_id=None, **args):
+        """Hand a request to the group as the loop does; its reply, or None while it waits."""
+        request_id = next(ids) if request_id is None else request_id
+        return dispatcher.submit(caller.session.encode(), protocol.request(request_id, op, args), caller)
+
+    def replies() -> list[dict]:
+        return [json.loads(reply) for _, reply in dispatcher.take_ready()]
+
     yield SimpleNamespace(clock=clock, device=device, store=store, disk=disk, published=published, log=log,
-                          ask=ask, dispatcher=dispatcher)
+                          ask=ask, dispatcher=dispatcher, submit=submit, replies=replies)
     store.close()
 
 
@@ -127,3 +135,134 @@ def test_a_timed_completion_that_cannot_be_saved_is_kept_and_written_with_the_ne
     rig.disk.full = False
     assert rig.ask(ADMIN, "config.execmode.setup", mode="WEIGHT_STREAMING")["ok"]
     assert json.loads(rig.store.db.execute("SELECT snapshot FROM device").fetchone()[0])["state"] == "STANDBY"
+    stored = [row[0] for row in rig.store.db.execute("SELECT seq FROM events ORDER BY seq")]
+    assert stored == list(range(1, rig.device.events.last_seq + 1))  # the timer's events too, no gap
+
+
+# -- group commit ---------------------------------------------------------------------------------
+
+class CountingDisk(FullDisk):
+    """Counts the store's COMMITs (one per fsync'd transaction)."""
+
+    commits = 0
+
+    def execute(self, sql, *args):
+        if sql == "COMMIT" and not self.full:
+            self.commits += 1
+        return super().execute(sql, *args)
+
+
+def _stored_audit(store) -> list[tuple]:
+    return store.db.execute("SELECT op, outcome FROM audit ORDER BY n").fetchall()
+
+
+def test_a_group_is_committed_once_and_each_request_keeps_its_reply_audit_record_and_events(rig):
+    disk = rig.store.db = CountingDisk(rig.disk.db)
+    assert rig.ask(ADMIN, "system.standby")["ok"]
+    rig.clock.tick(1_000)
+    rig.dispatcher.tick()
+    rig.published.clear()
+    first_seq = rig.device.events.last_seq + 1
+    commits = disk.commits
+    modes = ["WEIGHT_STREAMING", "PIPELINED", "WEIGHT_STREAMING"]
+    for n, mode in enumerate(modes):
+        assert rig.submit(ADMIN, "config.execmode.setup", request_id=f"m{n}", mode=mode) is None  # waits
+    assert rig.submit(ADMIN, "runs.abort", request_id="refused", run_id="run-000009") is None  # NOT_FOUND
+    assert rig.published == [] and rig.replies() == []  # nothing leaves before the commit
+    rig.dispatcher.commit_group()
+    assert disk.commits == commits + 1  # one transaction (one fsync) for the whole group
+    answered = rig.replies()
+    assert [r["id"] for r in answered] == ["m0", "m1", "m2", "refused"]  # in arrival order
+    assert all(r["ok"] for r in answered[:3]) and answered[3]["error"]["code"] == "NOT_FOUND"
+    assert rig.device.snapshot()["configuredExecmode"] == "WEIGHT_STREAMING"
+    # Each change's own events, in order, with consecutive seqs, published only now.
+    assert [e["seq"] for e in rig.published] == list(range(first_seq, rig.device.events.last_seq + 1))
+    stored = [row[0] for row in rig.store.db.execute("SELECT seq FROM events WHERE seq >= ?", (first_seq,))]
+    assert stored == [e["seq"] for e in rig.published]
+    # Each its own audit record and stored reply; a retry of each gets its first reply.
+    assert [op for op, outcome in _stored_audit(rig.store) if outcome == "ok"][-3:] == ["config.execmode.setup"] * 3
+    assert rig.store.db.execute("SELECT COUNT(*) FROM replies WHERE request_id IN ('\"m0\"', '\"m1\"', "
+                                "'\"m2\"')").fetchone()[0] == 3
+    for n, mode in enumerate(modes):
+        assert rig.ask(ADMIN, "config.execmode.setup", request_id=f"m{n}", mode=mode) == answered[n]
+
+
+def test_a_request_refused_inside_a_group_undoes_only_itself(rig):
+    run = None
+    assert rig.submit(ADMIN, "slurm.job.begin", job_id="42", user="alice") is None
+    assert rig.submit(RUNTIME, "run.close", run_id="run-000009") is None  # NOT_FOUND: refused alone
+    assert rig.submit(RUNTIME, "run.open", mode="train") is None
+    rig.dispatcher.commit_group()
+    began, refused, opened = rig.replies()
+    assert began["ok"] and not refused["ok"] and refused["error"]["code"] == "NOT_FOUND" and opened["ok"]
+    run = opened["result"]["runId"]
+    assert rig.device.show_run(run)["slurmJob"] == "42"
+    assert ("run.close", "NOT_FOUND") in [(row[3], row[5]) for row in rig.dispatcher.audit.take()]
+
+
+def test_a_group_whose_commit_fails_is_undone_whole_and_its_retries_succeed(rig):
+    device, store, disk, published = rig.device, rig.store, rig.disk, rig.published
+    assert rig.ask(ADMIN, "slurm.job.begin", job_id="42", user="alice")["ok"]
+    run = rig.ask(RUNTIME, "run.open", mode="train")["result"]["runId"]
+    assert rig.ask(RUNTIME, "run.program", run_id=run, program=PROGRAM)["ok"]
+    assert rig.ask(RUNTIME, "run.stream", run_id=run, samples=5)["ok"]  # a hot op: the run is left unsaved
+    published.clear()
+    before = everything(device, store)
+
+    group = [(RUNTIME, "run.close", "g1", {"run_id": run}),
+             (ADMIN, "runs.abort", "g2", {"run_id": "run-000009"}),  # refused on its own (NOT_FOUND)
+             (ADMIN, "slurm.job.end", "g3", {"job_id": "42"}),
+             (ADMIN, "system.standby", "g4", {"force": True})]
+    disk.full = True
+    for caller, op, request_id, args in group:
+        assert rig.submit(caller, op, request_id=request_id, **args) is None
+    rig.dispatcher.commit_group()
+    refused = rig.replies()
+    assert [r["id"] for r in refused] == ["g1", "g2", "g3", "g4"]
+    for r in refused:
+        assert r["ok"] is False and r["error"]["code"] == "INTERNAL"
+        assert r["error"]["message"] == "The change could not be saved, so it was not made."
+    assert everything(device, store) == before  # the model and the store, exactly
+    assert published == []
+    assert ("exception", "persist_failed") in [line[:2] for line in rig.log.lines]
+
+    disk.full = False  # room again: the same requests, retried, are made (none was remembered)
+    for caller, op, request_id, args in group:
+        assert rig.submit(caller, op, request_id=request_id, **args) is None
+    rig.dispatcher.commit_group()
+    retried = rig.replies()
+    assert [r["ok"] for r in retried] == [True, False, True, True]
+    assert retried[1]["error"]["code"] == "NOT_FOUND"
+    assert device.lifecycle.value == "PENDING_STANDBY" and device.show_run(run)["status"] == "CLOSED"
+    assert device.show_run(run)["totalSamples"] == 5 and device.snapshot()["slurmJob"] is None
+    assert [e["seq"] for e in published] == list(range(before[3] + 1, device.events.last_seq + 1))
+    assert device.unsaved_runs() == []  # the stream's counters went with the group's commit
+
+
+def test_a_read_a_hot_op_or_a_retry_commits_the_group_first(rig):
+    """No reply shows a state that is not durable, and a retry never runs a change twice."""
+    assert rig.submit(ADMIN, "system.standby", request_id="s") is None
+    shown = rig.submit(ADMIN, "system.show")
+    assert shown is not None and json.loads(shown)["result"]["state"] == "PENDING_STANDBY"
+    assert [r["id"] for r in rig.replies()] == ["s"]  # committed (and queued) before the read's reply
+    assert json.loads(rig.store.db.execute("SELECT snapshot FROM device").fetchone()[0])["state"] == "PENDING_STANDBY"
+
+    assert rig.submit(ADMIN, "slurm.job.begin", request_id="j", job_id="42", user="alice") is None
+    retry = rig.submit(ADMIN, "slurm.job.begin", request_id="j", job_id="42", user="alice")
+    first = rig.replies()
+    assert [r["id"] for r in first] == ["j"] and first[0]["ok"]
+    assert json.loads(retry) == first[0]  # the first reply, once it was durable
+    assert [e["type"] for e in rig.published].count("EventSlurmJobStarted") <= 1
+
+
+def test_a_group_of_refusals_only_commits_nothing_and_leaves_unsaved_runs_unsaved(rig):
+    assert rig.ask(ADMIN, "slurm.job.begin", job_id="42", user="alice")["ok"]
+    run = rig.ask(RUNTIME, "run.open", mode="train")["result"]["runId"]
+    assert rig.ask(RUNTIME, "run.program", run_id=run, program=PROGRAM)["ok"]
+    assert rig.ask(RUNTIME, "run.stream", run_id=run, samples=5)["ok"]
+    disk = rig.store.db = CountingDisk(rig.disk.db)
+    assert rig.submit(ADMIN, "runs.abort", run_id="run-000009") is None
+    rig.dispatcher.commit_group()
+    (refused,) = rig.replies()
+    assert refused["error"]["code"] == "NOT_FOUND" and disk.commits == 0
+    assert [r["runId"] for r in rig.device.unsaved_runs()] == [run]  # still to be written by the flush

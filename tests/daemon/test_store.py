@@ -41,16 +41,16 @@ def test_trimming_holds_across_restarts(tmp_path):
         for _ in range(45):
             request += 1
             audit = [(1, "admin", "admin", "system.standby", "{}", "ok", "m")] * 2
-            store.commit(SNAPSHOT, seq.events(3), (b"c", json.dumps(request), "fp", b"reply"), audit=audit)
+            store.commit(SNAPSHOT, seq.events(3), [(b"c", json.dumps(request), "fp", b"reply")], audit=audit)
         store.close()
     store = Store(str(tmp_path), keep_events=100, keep_replies=100, keep_audit=100)
     try:
         assert _count(store, "events") == 100 and _count(store, "replies") == 100 and _count(store, "audit") == 100
-        assert store.load()[1][-1].seq == seq.n, "the newest are kept"
+        assert store.load(100)[1][-1].seq == seq.n, "the newest are kept"
         # Within a run the tables stay within about 1% of their limit.
         for _ in range(50):
             request += 1
-            store.commit(SNAPSHOT, seq.events(3), (b"c", json.dumps(request), "fp", b"r"))
+            store.commit(SNAPSHOT, seq.events(3), [(b"c", json.dumps(request), "fp", b"r")])
             assert _count(store, "events") <= 100 + 1 + 3
     finally:
         store.close()
@@ -164,8 +164,106 @@ def test_old_replies_without_a_fingerprint_are_dropped_at_open(tmp_path):
     db.close()
     store = Store(str(tmp_path), keep_events=10)
     try:
-        assert store.load()[2] == []
-        store.commit(SNAPSHOT, [], (b"c", "7", "fp", b"r"))
-        assert store.load()[2] == [(b"c", "7", "fp", b"r")]
+        assert store.load(100)[2] == []
+        store.commit(SNAPSHOT, [], [(b"c", "7", "fp", b"r")])
+        assert store.load(100)[2] == [(b"c", "7", "fp", b"r")]
+    finally:
+        store.close()
+
+
+# -- the event log of record (issue 12) ----------------------------------------------------------
+
+TYPES = ["EventStandbyIssued", "EventPendingStandby", "EventActivateIssued", "EventActivateCompleted"]
+
+
+def _mixed(count: int) -> list[Event]:
+    return [Event(n, TYPES[n % len(TYPES)], "INFO", 1000 + n // 2, {"n": n}) for n in range(1, count + 1)]
+
+
+def test_events_are_answered_from_the_store_exactly_as_the_model_would(tmp_path):
+    """Store.events (what events.show reads) agrees with EventLog.query on every filter."""
+    from csadmin.statemachine.events import EventLog
+    events = _mixed(200)
+    log = EventLog(capacity=1_000)
+    log.restore(events)
+    store = Store(str(tmp_path), keep_events=1_000)
+    try:
+        store.commit(SNAPSHOT, events)
+        for query in [{}, {"max_count": 7}, {"max_count": 0}, {"max_count": 1_000}, {"event_type": "EventActivate*"},
+                      {"event_type": "EventPendingStandby", "max_count": 3}, {"event_type": "Event*Issued"},
+                      {"event_type": "Event[!A]*", "max_count": 5}, {"event_type": "eventactivate*"},
+                      {"event_type": "Event?ctivateIssued"}, {"from_time": 1090}, {"from_time": 1090, "max_count": 4},
+                      {"after_seq": 190}, {"after_seq": 2, "event_type": "EventActivate*", "max_count": 1}]:
+            assert store.events(**query) == [e.to_dict() for e in log.query(**query)], query
+    finally:
+        store.close()
+
+
+def test_events_show_with_max_count_reads_an_index_not_the_log(tmp_path):
+    store = Store(str(tmp_path), keep_events=10_000)
+    try:
+        store.commit(SNAPSHOT, _mixed(5_000))
+        for sql in ("SELECT body FROM events ORDER BY seq DESC LIMIT 1000",
+                    "SELECT body FROM events WHERE type = 'EventStandbyIssued' ORDER BY seq DESC LIMIT 1000"):
+            plan = " ".join(row[-1] for row in store.db.execute("EXPLAIN QUERY PLAN " + sql))
+            assert "TEMP B-TREE" not in plan, plan  # read newest first along a key, no sort of everything kept
+        plan = " ".join(row[-1] for row in store.db.execute(
+            "EXPLAIN QUERY PLAN SELECT body FROM events WHERE type = 'x' ORDER BY seq DESC LIMIT 5"))
+        assert "events_by_type" in plan, plan
+    finally:
+        store.close()
+
+
+def test_a_restart_reads_only_the_newest_events(tmp_path):
+    store = Store(str(tmp_path), keep_events=100_000)
+    store.commit(SNAPSHOT, _mixed(50_000))
+    store.close()
+    store = Store(str(tmp_path), keep_events=100_000)
+    try:
+        _, events, _ = store.load(1_000)
+        assert [e.seq for e in events] == list(range(49_001, 50_001))
+        assert len(store.events(max_count=10_000)) == 10_000  # the rest stays queryable on disk
+    finally:
+        store.close()
+
+
+def test_trimming_runs_in_bounded_steps(tmp_path):
+    """A limit lowered far below what is kept is reached over several commits, each deleting at
+    most PRUNE_STEP rows, never in one long delete."""
+    from csadmin.daemon import store as store_module
+    store = Store(str(tmp_path), keep_events=100_000)
+    store.commit(SNAPSHOT, _mixed(10_000))
+    store.close()
+    store = Store(str(tmp_path), keep_events=1_000)
+    try:
+        step = store_module.PRUNE_STEP
+        assert _count(store, "events") == 10_000 - step  # the start trimmed one step only
+        seq, counts = 10_000, []
+        while _count(store, "events") > 1_000 + 1:
+            before = _count(store, "events")
+            seq += 1
+            store.commit(SNAPSHOT, [Event(seq, "EventStandbyIssued", "INFO", 5_000, {})])
+            counts.append(before + 1 - _count(store, "events"))
+            assert len(counts) < 100, "trimming does not converge"
+        assert max(counts) <= step and store.events(max_count=1)[0]["seq"] == seq
+    finally:
+        store.close()
+
+
+def test_a_store_from_before_the_indexed_log_is_migrated(tmp_path):
+    import sqlite3
+    store = Store(str(tmp_path), keep_events=100)
+    store.close()
+    db = sqlite3.connect(os.path.join(tmp_path, "csd.sqlite3"))
+    db.execute("DROP TABLE events")
+    db.execute("CREATE TABLE events (seq INTEGER PRIMARY KEY, body TEXT NOT NULL)")
+    db.executemany("INSERT INTO events (seq, body) VALUES (?, ?)", [(e.seq, json.dumps(e.to_dict())) for e in _mixed(20)])
+    db.commit()
+    db.close()
+    store = Store(str(tmp_path), keep_events=100)
+    try:
+        assert store.events(event_type="EventActivateIssued") == [e.to_dict() for e in _mixed(20)
+                                                                  if e.type == "EventActivateIssued"]
+        assert store.events(from_time=1009) == [e.to_dict() for e in _mixed(20) if e.triggerTime >= 1009]
     finally:
         store.close()

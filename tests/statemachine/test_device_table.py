@@ -666,16 +666,21 @@ def test_a_rollback_takes_back_the_events_since_its_savepoint_and_their_seqs():
     assert log.emit("EventStandbyIssued", 900).seq == 9  # the taken-back numbers are used again
 
 
-def test_a_rollback_brings_back_the_events_pushed_out_of_the_window():
+def test_nothing_leaves_the_window_while_a_change_is_open_so_a_rollback_restores_it():
     log = _filled_log(capacity=8)
     kept = log.query()
     savepoint = log.savepoint()
     for _ in range(3):
         log.emit("EventStandbyIssued", 900)
-    assert [e.seq for e in log.query()] == list(range(4, 12))
+    assert [e.seq for e in log.query()] == list(range(1, 12))  # cut back only when the change ends
     log.rollback(savepoint)
     log.release(savepoint)
     assert log.query() == kept and log.last_seq == 8
+    savepoint = log.savepoint()
+    for _ in range(3):
+        log.emit("EventStandbyIssued", 900)
+    log.release(savepoint)
+    assert [e.seq for e in log.query()] == list(range(4, 12))  # kept: the window moves on
 
 
 def test_nested_savepoints_take_back_only_their_own_events():

@@ -21,6 +21,7 @@ from csadmin.errors import CsError
 from csadmin.statemachine.defaults import Timings
 from csadmin.statemachine.device import Device
 from csadmin.statemachine.programs import RunMode, parse_program
+from csadmin.statemachine.workers import token_digest
 from csadmin.states import Lifecycle
 from tests.statemachine.fakeclock import FakeClock
 
@@ -28,6 +29,8 @@ SERIAL = "CS2-0003"
 LEASE_MS = 3_000
 RATE = 1_000  # bytes per second
 CLIENTS = ("client-a", "client-b")
+WORKERS = ("worker-x", "worker-y")  # input workers: they join with the token, then stream and heartbeat
+TOKEN = "the-token"
 COMPATIBILITY = ["yes", "yes", "other-system", "other-execmode", "train_and_eval"]
 
 
@@ -102,7 +105,8 @@ class RunsMachine(RuleBasedStateMachine):
     @rule(client=st.sampled_from(CLIENTS), mode=st.sampled_from(list(RunMode)), lease=st.sampled_from([None, 500, 5_000]))
     def open(self, client, mode, lease):
         had_holder = self.device.list_runs()["runHolder"] is not None
-        run = self._try(lambda: self.device.open_run(f"job-{client}", client, mode, lease))
+        run = self._try(lambda: self.device.open_run(f"job-{client}", client, mode, lease, worker_slots=1,
+                                                     token_digest=token_digest(TOKEN)))
         if run is not None:
             assert not had_holder and self.device.lifecycle is Lifecycle.ACTIVE
             self.run_ids.append(run["runId"])
@@ -119,7 +123,21 @@ class RunsMachine(RuleBasedStateMachine):
             assert compatible == "yes" and result["mode"] == "train" and result["client"] == client
 
     @precondition(lambda self: self.run_ids)
-    @rule(data=st.data(), client=st.sampled_from(CLIENTS), samples=st.integers(0, 1_000))
+    @rule(data=st.data(), worker=st.sampled_from(WORKERS + CLIENTS), token=st.sampled_from([TOKEN, TOKEN, "wrong"]))
+    def join(self, data, worker, token):
+        run_id = data.draw(st.sampled_from(self.run_ids))
+        result = self._try(lambda: self.device.join_run(run_id, worker, token))
+        if result is not None:
+            assert token == TOKEN and result["status"] == "OPEN" and result["client"] != worker
+
+    @precondition(lambda self: self.run_ids)
+    @rule(data=st.data(), worker=st.sampled_from(WORKERS))
+    def leave(self, data, worker):
+        run_id = data.draw(st.sampled_from(self.run_ids))
+        self._try(lambda: self.device.leave_run(run_id, worker))
+
+    @precondition(lambda self: self.run_ids)
+    @rule(data=st.data(), client=st.sampled_from(CLIENTS + WORKERS), samples=st.integers(0, 1_000))
     def stream(self, data, client, samples):
         run_id = data.draw(st.sampled_from(self.run_ids))
         total = self.device.show_run(run_id)["totalSamples"]
@@ -128,11 +146,14 @@ class RunsMachine(RuleBasedStateMachine):
             assert result["fabric"] == "PROGRAMMED" and result["totalSamples"] == total + samples
 
     @precondition(lambda self: self.run_ids)
-    @rule(data=st.data(), client=st.sampled_from(CLIENTS))
+    @rule(data=st.data(), client=st.sampled_from(CLIENTS + WORKERS))
     def heartbeat(self, data, client):
         run_id = data.draw(st.sampled_from(self.run_ids))
         result = self._try(lambda: self.device.heartbeat(run_id, client))
-        if result is not None:
+        if result is not None and client in WORKERS:  # a worker's call keeps the worker alive, not the run
+            (row,) = [w for w in self.device.show_run(run_id)["workers"] if w.get("client") == client]
+            assert row["lastSeen"] == self.clock.now
+        elif result is not None:
             assert result["leaseUntil"] == self.clock.now + self.device.show_run(run_id)["leaseSeconds"] * 1000
 
     @precondition(lambda self: self.run_ids)
@@ -236,6 +257,12 @@ class RunsMachine(RuleBasedStateMachine):
                 assert (listed["runHolder"] or {}).get("runId") != run["runId"]
         if listed["runHolder"] is None:
             assert self.device.fabric() == "UNPROGRAMMED"
+
+    @invariant()
+    def every_sample_is_in_exactly_one_feeders_row(self):
+        for run in self.device.list_runs()["runs"]:
+            assert sum(w["samples"] for w in run["workers"]) == run["totalSamples"]
+            assert len([w for w in run["workers"] if w["role"] == "worker"]) <= run["workerSlots"]
 
     @invariant()
     def no_run_holds_the_fabric_outside_active(self):

@@ -37,6 +37,7 @@ from csadmin.statemachine.run_rules import (
     Refuse,
 )
 from csadmin.statemachine.run import Fabric
+from csadmin.statemachine.workers import token_digest
 from csadmin.states import ExecMode, Lifecycle
 from tests.statemachine.fakeclock import START_MS, FakeClock
 
@@ -44,6 +45,8 @@ LEASE_MS = 10_000
 RATE = 1_000_000  # bytes per second: 1 MB programs in 1 s
 SIZE = 2_000_000  # 2 s of programming
 CLIENT = "client-a"
+WORKER = "worker-key/0123456789abcdef"  # an input worker, joined before the run reaches its phase
+TOKEN = "join-token"
 
 
 def make_device() -> tuple[Device, FakeClock]:
@@ -68,7 +71,8 @@ def phase_of(record: dict) -> str:
 def in_phase(phase: str):
     """A device with one run in `phase`, reached through public methods only; returns its id."""
     device, clock = make_device()
-    run = device.open_run("job-42", CLIENT, RunMode.TRAIN)["runId"]
+    run = device.open_run("job-42", CLIENT, RunMode.TRAIN, worker_slots=2, token_digest=token_digest(TOKEN))["runId"]
+    device.join_run(run, WORKER, TOKEN)
     if phase in (OPEN_PROGRAMMING, OPEN_PROGRAMMED):
         device.program_run(run, CLIENT, program())
     if phase == OPEN_PROGRAMMED:
@@ -88,6 +92,8 @@ REQUESTS = {
     "heartbeat": lambda d, r: d.heartbeat(r, CLIENT),
     "close": lambda d, r: d.close_run(r, CLIENT),
     "abort": lambda d, r: d.abort_run(r, "admin"),
+    "join": lambda d, r: d.join_run(r, "second-worker/fedcba9876543210", TOKEN),
+    "leave": lambda d, r: d.leave_run(r, WORKER),
 }
 
 
@@ -120,6 +126,8 @@ def test_each_run_rule(request_, phase):
         "heartbeat": [],
         "close": ["EventTrainingCompleted"],
         "abort": ["EventTrainingAborted"],
+        "join": [],
+        "leave": [],
     }[request_]
     assert emitted == expected
     if request_ in ("close", "abort"):
@@ -315,7 +323,7 @@ def test_the_open_run_shows_in_system_show():
     device, clock, run = in_phase(OPEN_PROGRAMMING)
     assert device.show()["runHolder"] == {
         "runId": run, "owner": "job-42", "since": START_MS, "mode": "train", "fabric": "PROGRAMMING",
-        "slurmJob": None,
+        "slurmJob": None, "workers": 1,  # in_phase joined one input worker
     }
     device.abort_run(run, "x")
     assert device.show()["runHolder"] is None
@@ -387,7 +395,12 @@ def test_recovery_continues_numbering_and_aborts_the_run_left_open():
     recovery = fresh.recover(device.snapshot(), device.events.query(), records)
     aborted = recovery.aborted_run
     assert aborted["runId"] == "run-000002" and aborted["status"] == "ABORTED"
-    assert aborted["abortReason"] == "daemon restarted" and recovery.runs == [fresh.show_run("run-000002")]
+    assert aborted["abortReason"] == "daemon restarted"
+    (written,) = recovery.runs  # the store form of the aborted run: the wire's, and the token's digest
+    assert written["runId"] == "run-000002" and written["status"] == "ABORTED" and "joinTokenDigest" in written
+    assert {k: v for k, v in written.items() if k not in ("joinTokenDigest", "workers")} == {
+        k: v for k, v in fresh.show_run("run-000002").items() if k not in ("workers", "inputReport")
+    }
     assert [e.type for e in recovery.events] == ["EventTrainingAborted"]
     assert fresh.list_runs()["runHolder"] is None and fresh.events.newest(1)[0].details["reason"] == "daemon restarted"
     assert fresh.open_run("job", CLIENT, RunMode.TRAIN)["runId"] == "run-000003"

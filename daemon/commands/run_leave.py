@@ -1,0 +1,20 @@
+"""run.leave — an input worker is done feeding its run (it is then reported LEFT, not LOST).
+
+args: run_id (str, required).
+Only a worker that joined the run (PERMISSION_DENIED otherwise: the opener closes the run).
+Leaving again: success with changed=false. INVALID_STATE (closed run), RUN_ABORTED.
+result: the run (runs.show's keys), `worker`, `changed`, `message`.
+"""
+
+from ..args import Arg, run_id
+
+NAME = "run.leave"
+MUTATING = True
+ROLE = "operator"  # the least role allowed (admin > operator > viewer)
+ARGS = {"run_id": Arg(str, required=True, parse=run_id, help="the run's id")}
+
+
+def execute(ctx, args, caller):
+    run = ctx.device.leave_run(args["run_id"], caller.client)
+    verb = "left" if run["changed"] else "had already left"
+    return {**run, "message": f"{run['worker']} {verb} run {run['runId']}."}
