@@ -84,8 +84,10 @@ class Csd(Server):
     KEYS = {"admin": "bench-admin", "runtime": "bench-runtime", "viewer": "bench-viewer"}
 
     def __init__(self, bench, name: str = "csd", state_dir: str | None = None, keep_events: int | None = None,
-                 activate_seconds: float = 0.0, standby_seconds: float = 0.0, log_level: str = "info"):
+                 activate_seconds: float = 0.0, standby_seconds: float = 0.0, log_level: str = "info",
+                 extra_args: tuple[str, ...] = ()):
         super().__init__(bench)
+        self.extra_args = tuple(extra_args)  # more flags, e.g. ("--metrics-endpoint", "0")
         self.name = name
         self.dir = bench.tmpdir(name)
         self.state_dir = state_dir or os.path.join(self.dir, "state")
@@ -139,7 +141,7 @@ class Csd(Server):
                 "--standby-seconds", str(self.timings[1]), "--log-level", self.log_level]
         if self.keep_events:
             argv += ["--keep-events", str(self.keep_events)]
-        return argv
+        return argv + list(self.extra_args)
 
     def start(self, timeout: float = 300.0) -> float:
         """Start csd; return the seconds from spawn until it answered system.show."""

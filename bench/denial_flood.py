@@ -35,17 +35,20 @@ from csadmin.client import Client  # noqa: E402
 from csadmin.keyfile import read_key_file  # noqa: E402
 
 
-def start_csd(source: str, tmp: str):
+def start_csd(source: str, tmp: str, daemon: list[str] | None = None, env: dict | None = None):
+    """csd from `source` on ipc sockets in `tmp`, with an admin and a viewer key; returns once it
+    answers. `daemon`: the command that runs csd (default `python -m daemon`); `env`: more
+    environment for it."""
     state = os.path.join(tmp, "state")
-    env = dict(os.environ, PYTHONPATH=source)
-    run = [sys.executable, "-m", "csadmin.daemon"]
+    env = dict(os.environ, PYTHONPATH=source, **(env or {}))
+    run = daemon or [sys.executable, "-m", "csadmin.daemon"]
     admin, viewer = os.path.join(tmp, "admin.key_secret"), os.path.join(tmp, "viewer.key_secret")
     subprocess.run(run + ["keys", "init", "--state-dir", state, "--out", admin], check=True, env=env,
                    stdout=subprocess.DEVNULL, cwd=source)
     subprocess.run(run + ["keys", "add", "viewer", "--role", "viewer", "--state-dir", state, "--out", viewer],
                    check=True, env=env, stdout=subprocess.DEVNULL, cwd=source)
     proc = subprocess.Popen(
-        run + ["--state-dir", state, "--endpoint", f"ipc://{tmp}/csd.sock", "--events-endpoint",
+        (daemon or run) + ["--state-dir", state, "--endpoint", f"ipc://{tmp}/csd.sock", "--events-endpoint",
                f"ipc://{tmp}/ev.sock", "--connection-file", f"{tmp}/csd.json", "--log-level", "warning",
                "--config", os.devnull, "--standby-seconds", "0", "--activate-seconds", "0"],
         env=env, stdout=open(os.path.join(tmp, "csd.log"), "wb"), stderr=subprocess.STDOUT, cwd=source,
@@ -62,20 +65,23 @@ def start_csd(source: str, tmp: str):
             time.sleep(0.05)
 
 
-def flood(connection_file: str, key: str, stop, counter, sockets: int, in_flight: int) -> None:
+def dealer(ctx, connection_file: str, key: str):
+    """A raw CURVE DEALER socket connected to the csd of `connection_file`, with `key`."""
     with open(connection_file) as f:
         info = json.load(f)
     public, secret = read_key_file(key)
+    s = ctx.socket(zmq.DEALER)
+    s.setsockopt(zmq.LINGER, 0)
+    s.setsockopt(zmq.CURVE_SERVERKEY, info["server_key"].encode())
+    s.setsockopt(zmq.CURVE_PUBLICKEY, public.encode())
+    s.setsockopt(zmq.CURVE_SECRETKEY, secret.encode())
+    s.connect(info["endpoint"])
+    return s
+
+
+def flood(connection_file: str, key: str, stop, counter, sockets: int, in_flight: int) -> None:
     ctx = zmq.Context()
-    socks = []
-    for _ in range(sockets):
-        s = ctx.socket(zmq.DEALER)
-        s.setsockopt(zmq.LINGER, 0)
-        s.setsockopt(zmq.CURVE_SERVERKEY, info["server_key"].encode())
-        s.setsockopt(zmq.CURVE_PUBLICKEY, public.encode())
-        s.setsockopt(zmq.CURVE_SECRETKEY, secret.encode())
-        s.connect(info["endpoint"])
-        socks.append(s)
+    socks = [dealer(ctx, connection_file, key) for _ in range(sockets)]
     poller = zmq.Poller()
     n = 0
     for s in socks:

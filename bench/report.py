@@ -23,7 +23,7 @@ COLUMNS = ("before", "after")
 ORDER = ("show_16", "show_64", "show_64_vs_16", "show_1", "cpu_per_read", "rtt_p50", "rtt_p99",
          "change_seq", "change_16", "change_16_vs_seq", "hot_stream", "hot_heartbeat", "rss_reads", "rss_stream",
          "rss_idle", "fanout_p99", "fanout_p50", "change_kept", "restart_kept", "rss_kept", "events_show_kept",
-         "oneshot", "shell_prompt", "stream_16_vs_1")
+         "oneshot", "shell_prompt", "stream_16_vs_1", "metrics_prom", "metrics_storm")
 
 
 def save(results: dict, out_dir: str) -> str:

@@ -25,8 +25,8 @@ import traceback
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 # In the order they run: the short, load-sensitive ones first, the long event-log one last.
-FIGURES = ("oneshot", "shell", "reads", "hotops", "writes", "fanout", "memory", "eventlog")
-MODULES = {"oneshot": "oneshot", "shell": "shell_prompt", "reads": "reads", "hotops": "hotops",
+FIGURES = ("oneshot", "shell", "reads", "hotops", "metrics", "writes", "fanout", "memory", "eventlog")
+MODULES = {"oneshot": "oneshot", "shell": "shell_prompt", "reads": "reads", "hotops": "hotops", "metrics": "metrics",
            "writes": "writes", "fanout": "fanout", "memory": "memory", "eventlog": "eventlog"}
 
 

@@ -25,6 +25,26 @@ from .follow import EventStream, until
 from .transport import Transport
 
 
+# The events that say a transition toward a state failed (csd keeps the fault that caused it
+# active until the next such transition succeeds).
+FAILED_TOWARD = {"ACTIVE": ("EventActivateFailed", "EventActivateTimedout"),
+                 "STANDBY": ("EventStandbyFailed", "EventStandbyTimedout")}
+
+
+def _raise_if_failed(snap: dict, state: str | None) -> None:
+    """Raise TransitionFailed if the system settled short of `state` because its transition failed."""
+    if state not in FAILED_TOWARD or snap["state"] == state or snap["state"].startswith("PENDING_"):
+        return
+    for fault in snap.get("activeFaults") or ():
+        if fault.get("status") == "active" and fault.get("event") in FAILED_TOWARD[state]:
+            raise errors.TransitionFailed(
+                f"The system did not reach {state}: {fault['summary']} ({fault['event']}, injected fault "
+                f"{fault['name']}); it is {snap['state']}, health {snap['systemHealth']}.",
+                f"Retry, or clear the fault first (`cs system fault clear {fault['name']}`).",
+                fault=fault["name"],
+            )
+
+
 def _given(**args) -> dict:
     """The arguments a caller gave (None: left out, so csd applies its default)."""
     return {k: v for k, v in args.items() if v is not None}
@@ -75,6 +95,24 @@ class Client(Transport):
 
     def system_activate(self, dry_run: bool = False) -> dict:
         return self.call("system.activate", **_given(dry_run=dry_run or None))
+
+    def fault_inject(self, name: str, for_seconds: float | None = None, after_seconds: float | None = None,
+                     dry_run: bool = False) -> dict:
+        """Inject a simulated fault (admins; daemon/commands/system_fault_inject.py)."""
+        return self.call("system.fault.inject", name=name, **_given(
+            for_seconds=for_seconds, after_seconds=after_seconds, dry_run=dry_run or None))
+
+    def fault_clear(self, name: str | None = None, all: bool = False, dry_run: bool = False) -> dict:
+        """Clear the fault `name`, or every fault with `all=True` (admins)."""
+        return self.call("system.fault.clear", **_given(name=name, all=all or None, dry_run=dry_run or None))
+
+    def fault_list(self) -> dict:
+        """{faults (present), catalogue, systemHealth, scenario}."""
+        return self.call("system.fault.list")
+
+    def fault_scenario(self, text: str, source: str | None = None, dry_run: bool = False) -> dict:
+        """Load a fault scenario from its TOML text (admins; statemachine/fault_scenario.py)."""
+        return self.call("system.fault.scenario", text=text, **_given(source=source, dry_run=dry_run or None))
 
     def execmode_show(self) -> dict:
         return self.call("config.execmode.show")
@@ -158,24 +196,32 @@ class Client(Transport):
         return EventStream(self, after_seq)
 
     def wait_for(self, state: str | None = None, execmode: str | None = None, timeout: float = 60.0,
-                 on_progress=None) -> dict:
-        """Block until the system is in `state` (and runs in `execmode`); return `system.show`.
-        Woken by csd's events, with a fresh snapshot after each (and at least every half second);
-        `on_progress(snapshot)` sees each. Raises Unreachable on timeout."""
+                 on_progress=None, health=None) -> dict:
+        """Block until the system is in `state` (and runs in `execmode`, and its systemHealth is
+        `health`: one value, or a collection of them, e.g. {"OK", "DEGRADED"}); return
+        `system.show`. Woken by csd's events, with a fresh snapshot after each (and at least
+        every half second); `on_progress(snapshot)` sees each. Raises TransitionFailed when the
+        transition to `state` failed or timed out (an injected fault: `.fault` names it), and
+        Unreachable on timeout."""
         last: dict = {}
+        healths = None if health is None else {health} if isinstance(health, str) else set(health)
 
         def reached() -> dict | None:
             snap = last["snap"] = self.system_show()
             if on_progress is not None:
                 on_progress(snap)
-            if (state is None or snap["state"] == state) and (execmode is None or snap["activeExecmode"] == execmode):
+            if (state is None or snap["state"] == state) and (execmode is None or snap["activeExecmode"] == execmode) \
+                    and (healths is None or snap["systemHealth"] in healths):
                 return snap
+            _raise_if_failed(snap, state)
             return None
 
         def timed_out() -> errors.CsError:
-            want = " and ".join(x for x in (state, execmode) if x)
+            want = " and ".join(x for x in (state, execmode, healths and "health " + "/".join(sorted(healths))) if x)
+            snap = last["snap"]
             return errors.Unreachable(
-                f"The system did not reach {want} within {timeout:g} s (it is {last['snap']['state']}).",
+                f"The system did not reach {want} within {timeout:g} s (it is {snap['state']}, "
+                f"health {snap['systemHealth']}).",
                 "Check `cs system show` and `cs events show`; raise --timeout if it is still changing.",
             )
 

@@ -88,13 +88,16 @@ def default_file() -> str:
     return os.path.join(runtime_dir(), FILE_NAME)
 
 
-def write(path: str, endpoint: str, events_endpoint: str, server_key: str, serial: str) -> None:
-    """Write csd's connection file (csd, at start): its endpoints as clients connect to them."""
+def write(path: str, endpoint: str, events_endpoint: str, server_key: str, serial: str, metrics_url: str = "") -> None:
+    """Write csd's connection file (csd, at start): its endpoints as clients connect to them (and
+    where its Prometheus metrics are served, when they are)."""
     os.makedirs(os.path.dirname(os.path.abspath(path)), mode=0o755, exist_ok=True)
     body = {
         "protocol": protocol.VERSION, "endpoint": connectable(endpoint), "events_endpoint": connectable(events_endpoint),
         "server_key": server_key, "serial": serial, "pid": os.getpid(),
     }
+    if metrics_url:
+        body["metrics_url"] = metrics_url
     write_atomically(path, (json.dumps(body, indent=2) + "\n").encode(), 0o644)
 
 

@@ -34,11 +34,15 @@ class CsError(Exception):
     exit_code = EXIT_INTERNAL
     hint = ""
     on_wire = False
+    fault: str | None = None  # the fault that caused it, if one did (on the wire as `fault`)
+    keeps_change = False  # True: what the model did before raising stands (TransitionFailed)
 
-    def __init__(self, message: str, hint: str | None = None):
+    def __init__(self, message: str, hint: str | None = None, fault: str | None = None):
         super().__init__(message)
         self.message = message
         self.hint = type(self).hint if hint is None else hint
+        if fault is not None:
+            self.fault = fault
 
     def __str__(self) -> str:
         return f"{self.message} {self.hint}".strip() if self.hint else self.message
@@ -105,9 +109,28 @@ class IncompatibleProgram(CsError):
 
 
 class RunAborted(CsError):
-    """The run was aborted (lease lapsed, forced standby, admin, Slurm, daemon restart); says why."""
+    """The run was aborted (lease lapsed, forced standby, admin, Slurm, daemon restart, a fault);
+    says why. `fault` names the fault that caused it (None for any other cause)."""
 
     code, exit_code, on_wire = "RUN_ABORTED", EXIT_STATE, True
+
+
+class FaultActive(CsError):
+    """Refused because a fault is active (a critical sensor or hardware fault, an emergency
+    shutdown): the message names it and the health it implies; `fault` is its name."""
+
+    code, exit_code, on_wire = "FAULT_ACTIVE", EXIT_STATE, True
+    hint = "See `cs system fault list`; wait for it to clear (wait_for(health=...)) or have an admin clear it."
+
+
+class TransitionFailed(CsError):
+    """The requested transition was attempted and failed (an injected transition fault fired):
+    its …Failed events are recorded, nothing else changed. `fault` names it."""
+
+    code, exit_code, on_wire = "TRANSITION_FAILED", EXIT_STATE, True
+    hint = "See `cs system fault list` and `cs events show`; clear the fault or retry."
+    # The attempt itself is history (its events are committed) although the request is refused.
+    keeps_change = True
 
 
 class Internal(CsError):
@@ -151,6 +174,8 @@ WIRE_CODES = frozenset(BY_CODE)  # the closed set of codes a reply may carry
 
 
 def from_wire(error: dict) -> CsError:
-    """The exception a reply's `error` object stands for (an unknown code: Internal)."""
+    """The exception a reply's `error` object stands for (an unknown code: Internal); the optional
+    `fault` key (RUN_ABORTED, FAULT_ACTIVE, TRANSITION_FAILED) becomes its `.fault`."""
     cls = BY_CODE.get(error.get("code"), Internal)
-    return cls(str(error.get("message", "")), str(error.get("hint", "")))
+    fault = error.get("fault")
+    return cls(str(error.get("message", "")), str(error.get("hint", "")), fault if isinstance(fault, str) else None)

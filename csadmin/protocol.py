@@ -75,9 +75,10 @@ def error(request_id, exc: errors.CsError) -> bytes:
     other error is a bug in csd, raised here (its loop answers INTERNAL and logs it)."""
     if not exc.on_wire:
         raise ValueError(f"{type(exc).__name__} ({exc.code}) is not an error csd may answer with")
-    return encode(
-        {"v": VERSION, "id": request_id, "ok": False, "error": {"code": exc.code, "message": exc.message, "hint": exc.hint}}
-    )
+    body = {"code": exc.code, "message": exc.message, "hint": exc.hint}
+    if exc.fault is not None:  # a fault caused it: named, so a runtime need not parse the message
+        body["fault"] = exc.fault
+    return encode({"v": VERSION, "id": request_id, "ok": False, "error": body})
 
 
 def id_key(request_id) -> str:

@@ -69,7 +69,8 @@ EXECMODE_SPELLINGS = (*(m.value for m in ExecMode), *(m.value.lower().replace("_
 
 
 class Health(str, Enum):
-    """The `systemHealth` values this model produces (a subset of the real enum)."""
+    """The `systemHealth` values this model produces (a subset of the real enum): the
+    lifecycle's, and those its faults imply (statemachine/faults.py ranks them)."""
 
     OK = "OK"
     DEGRADED = "DEGRADED"
@@ -77,6 +78,9 @@ class Health(str, Enum):
     STANDBY = "STANDBY"
     PENDING_STANDBY = "PENDING_STANDBY"
     PENDING_ACTIVE = "PENDING_ACTIVE"
+    MISSING = "MISSING"
+    HARDWARE_ERROR = "HARDWARE_ERROR"
+    CRITICAL_EMERGENCY_SHUTDOWN = "CRITICAL_EMERGENCY_SHUTDOWN"
 
 
 class Severity(str, Enum):

@@ -27,6 +27,7 @@ class Arg:
     required: bool = False
     parse: Callable[[Any], Any] | None = None
     help: str = ""
+    max_chars: int = MAX_STRING_CHARS  # a string's bound (a scenario's TOML text may be longer)
 
 
 _TYPE_NAMES = {str: "a string", int: "an integer", bool: "true or false", dict: "an object", float: "a number"}
@@ -49,14 +50,14 @@ def _type_ok(value, expected: type) -> bool:
     return isinstance(value, expected)
 
 
-def _range_error(value, expected: type) -> str | None:
+def _range_error(value, spec: Arg) -> str | None:
     """Why a value of the right JSON type is still out of any sane range, or None."""
     if isinstance(value, int) and not INT_MIN <= value <= INT_MAX:
         return "is out of range (it must fit in 64 bits)"
     if isinstance(value, float) and not math.isfinite(value):
         return "must be a finite number"
-    if isinstance(value, str) and len(value) > MAX_STRING_CHARS:
-        return f"is longer than {MAX_STRING_CHARS} characters"
+    if isinstance(value, str) and len(value) > spec.max_chars:
+        return f"is longer than {spec.max_chars} characters"
     return None
 
 
@@ -78,7 +79,7 @@ def validate(schema: dict[str, Arg], args: dict) -> dict:
             raise ArgError(
                 f"Argument '{name}' must be {_TYPE_NAMES[spec.type]}, not {type(value).__name__} {shorten(repr(value))}."
             )
-        why = _range_error(value, spec.type)
+        why = _range_error(value, spec)
         if why:
             raise ArgError(f"Argument '{name}' {why}.")
         if spec.parse is not None:
@@ -150,6 +151,27 @@ def run_id(value: str) -> str:
     """A run id as csd makes them (run-000042); anything longer cannot name a run."""
     if not value or len(value) > 64:
         raise ValueError("must be a run id of 1 to 64 characters, e.g. run-000042")
+    return value
+
+
+def seconds_after(value: float) -> float:
+    """A delay in seconds: 0 or more, at most a year."""
+    if not 0 <= value <= 366 * 24 * 3600:
+        raise ValueError(f"must be between 0 and a year (31622400 s), not {shorten(str(value))}")
+    return float(value)
+
+
+def seconds_for(value: float) -> float:
+    """A duration in seconds: more than 0, at most a year."""
+    if not 0 < value <= 366 * 24 * 3600:
+        raise ValueError(f"must be more than 0 and at most a year (31622400 s), not {shorten(str(value))}")
+    return float(value)
+
+
+def fault_name(value: str) -> str:
+    """A fault's name (statemachine/faults.py checks it against the catalogue)."""
+    if not value or len(value) > 100 or not value.isprintable():
+        raise ValueError("must be a fault name of 1 to 100 printable characters, e.g. temperature-high-warn")
     return value
 
 

@@ -5,8 +5,8 @@
    forward, the run left open is aborted); what recovery did is committed at once.
 2. csd's keypair and the key registry; the ZAP authenticator, bound before any CURVE socket
    (daemon/auth.py says why).
-3. The sockets bound (daemon/sockets.py), the connection gate (daemon/capacity.py), and the
-   connection file written.
+3. The sockets bound (daemon/sockets.py), the connection gate (daemon/capacity.py), the metrics
+   listener when `metrics_endpoint` is set (daemon/instruments.py), and the connection file written.
 Only then does the loop (daemon/server.py) serve, and systemd hear READY=1. `Booted.close()`
 undoes it all in reverse at a clean stop.
 """
@@ -21,13 +21,15 @@ import zmq
 from csadmin import __version__, connection
 from csadmin.statemachine.defaults import EVENTS_IN_MEMORY, KEEP_RUNS, Timings
 from csadmin.statemachine.device import Device
+from csadmin.statemachine.fault_state import text_digest
 
 from .audit import AuditTrail
 from .auth import Authenticator, check_libzmq
 from .capacity import ConnectionGate
-from .config import Config
+from .config import Config, read_scenario
 from .context import Context
 from .dispatch import Dispatcher
+from .instruments import start as start_metrics
 from .keys import KeyStore, Registry
 from .memory import release_large_blocks
 from .sockets import Sockets, bind
@@ -54,10 +56,14 @@ class Booted:
     dispatcher: Dispatcher
     connection_file: str
     log: object
+    metrics: object  # daemon/metrics.py's Metrics, or instruments.NO_METRICS
+    metrics_listener: object | None
 
     def close(self) -> None:
         """A clean stop, in the reverse order of boot()."""
         connection.remove(self.connection_file)
+        if self.metrics_listener is not None:
+            self.metrics_listener.close()
         self.audit.flush()
         self.gate.close()
         self.sockets.close()
@@ -84,23 +90,40 @@ def boot(config: Config, log) -> Booted:
     server_public, server_secret = keys.ensure_server_keypair()
     registry = Registry(keys.registry_path, log)
     ctx = zmq.Context()
-    auth = Authenticator(ctx, registry, log, on_denied=audit.refused_handshake)
+    observed: list = []  # the metric set, once it exists (a handshake may be refused before)
+
+    def refused_handshake(*args) -> None:
+        audit.refused_handshake(*args)
+        if observed:
+            observed[0].observe_denial("handshake")
+
+    auth = Authenticator(ctx, registry, log, on_denied=refused_handshake)
     auth.start()
     sockets = bind(ctx, config, server_secret, log)
     gate = ConnectionGate([sockets.router, sockets.pub], log, ctx)
+    metrics, listener = start_metrics(config.metrics_endpoint, device.show(), log)
+    observed.append(metrics)
     connection_file = config.connection_file or connection.file_beside(config.endpoint) or connection.default_file()
-    connection.write(connection_file, sockets.endpoint, sockets.events_endpoint, server_public, device.serial)
+    connection.write(connection_file, sockets.endpoint, sockets.events_endpoint, server_public, device.serial,
+                     metrics_url=listener.bound.url if listener is not None else "")
 
     context = Context(device, sockets.events_endpoint, wall_ms(), __version__,
                       tcp_events_endpoint=sockets.tcp.get("tcp_events_endpoint", ""),
-                      audit_entries=audit.entries, events=store.events)  # audit.show sees the records still being batched
-    dispatcher = Dispatcher(context, store, sockets.publish, log, auth, replies, audit_trail=audit)
+                      audit_entries=audit.entries, events=store.events,  # audit.show sees the records still being batched
+                      metrics=metrics)
+
+    def publish(event: dict) -> None:  # every event, once durable
+        sockets.publish(event)
+        metrics.observe_event(event)
+
+    dispatcher = Dispatcher(context, store, publish, log, auth, replies, audit_trail=audit, metrics=metrics)
     log.info(
         "ready", endpoint=sockets.endpoint, events_endpoint=sockets.events_endpoint, **sockets.tcp,
         state_dir=config.state_dir, connection_file=connection_file, server_key=server_public,
         state=device.lifecycle.value, execmode=device.active_mode.value, seq=device.events.last_seq,
     )
-    return Booted(store, audit, device, registry, ctx, auth, sockets, gate, dispatcher, connection_file, log)
+    return Booted(store, audit, device, registry, ctx, auth, sockets, gate, dispatcher, connection_file, log,
+                  metrics, listener)
 
 
 def _recover(config: Config, store: Store, log) -> tuple[Device, list]:
@@ -121,5 +144,25 @@ def _recover(config: Config, store: Store, log) -> tuple[Device, list]:
     if recovery.needs_commit:
         store.commit(device.snapshot(), recovery.events, runs=recovery.runs)
         device.runs_saved(recovery.runs)
+    _load_scenario(config, device, store, log)
     store.record_progress(force=True)
     return device, replies
+
+
+def _load_scenario(config: Config, device: Device, store: Store, log) -> None:
+    """Load `faults_scenario` (`csd --faults FILE`), anchored at this start, unless the state
+    already has that very scenario (same file, same text): then a restart, a crash included,
+    carries on with it rather than replaying it from the start."""
+    if not config.faults_scenario:
+        return
+    text, source = read_scenario(config.faults_scenario)  # checked when the config was loaded
+    loaded = device.scenario()
+    if loaded is not None and loaded["source"] == source and loaded["digest"] == text_digest(text):
+        log.info("fault_scenario_kept", source=source, runs_opened=loaded["runsOpened"])
+        return
+    with device.change() as change:
+        result = device.load_scenario(text, source, origin={"name": "csd --faults", "session": ""})
+    store.commit(device.snapshot(), change.events, runs=change.dirty_runs())
+    device.runs_saved(change.dirty_runs())
+    log.warning("fault_scenario_loaded", source=source, steps=result["steps"],
+                effect="simulated faults will be injected on this schedule (their events say injected=true)")

@@ -68,6 +68,10 @@ class Config:
     log_level: str = "info"
     log_format: str = "auto"  # auto: JSON unless stdout is a terminal
     connection_file: str = ""  # "": csd.json next to the ipc request socket, else in the runtime dir
+    # Prometheus metrics over HTTP ("" = off; "9464" = 127.0.0.1:9464; "HOST:PORT"; "[IPV6]:PORT").
+    metrics_endpoint: str = ""
+    # A fault scenario file (TOML) loaded at start ("" = none): docs/operations.md, "Fault scenarios".
+    faults_scenario: str = ""
 
     def as_toml(self) -> str:
         """The effective settings as a valid csd.toml (what `csd --check-config` prints)."""
@@ -110,9 +114,39 @@ def _check_value(key: str, value, where: str | None) -> None:
         bad = 'must be a tcp:// endpoint (or "" for none)'
     elif key in ("state_dir", "serial") and not value:
         bad = "must not be empty"
+    elif key == "metrics_endpoint":
+        from .metrics_endpoint import parse  # stdlib only: a config check loads no prometheus_client
+
+        try:
+            parse(value)
+        except ValueError as exc:
+            bad = str(exc)
+    elif key == "faults_scenario" and value:
+        try:
+            read_scenario(value)
+        except ConfigError as exc:
+            name = f"{where}: `{key}`" if where else "--faults"
+            raise ConfigError(f"{name}: {exc}") from None
     if bad:
         name = f"{where}: `{key}`" if where else "--" + key.replace("_", "-")
         raise ConfigError(f"{name} {bad} (got {value!r})")
+
+
+def read_scenario(path: str) -> tuple[str, str]:
+    """The fault scenario file at `path`: (its text, its name for messages), checked by
+    statemachine/fault_scenario.py; ConfigError listing every problem with its line."""
+    from csadmin.statemachine.fault_scenario import ScenarioError, parse
+
+    try:
+        with open(path, encoding="utf-8") as f:
+            text = f.read()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"cannot read the fault scenario {path}: {getattr(exc, 'strerror', None) or exc}") from None
+    try:
+        parse(text, path)
+    except ScenarioError as exc:
+        raise ConfigError(f"the fault scenario cannot be used:\n{exc}") from None
+    return text, path
 
 
 def read_file(path: str) -> dict:

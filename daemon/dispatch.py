@@ -48,6 +48,7 @@ from .audit import AuditTrail
 from .commands import COMMANDS
 from .context import Caller, Context
 from .group import Group, Staged
+from .instruments import NO_METRICS
 from .keys import role_allows
 from .reads import ReadCache
 from .replies import LastReplies, ReplyCache, Reused, fingerprint
@@ -78,6 +79,7 @@ class Dispatcher:
         replies=(),
         keep_replies: int = 10_000,
         audit_trail: AuditTrail | None = None,
+        metrics=NO_METRICS,
     ):
         """`replies`: the store's (client, id key, fingerprint, reply) rows, oldest first."""
         self.ctx = ctx
@@ -86,12 +88,13 @@ class Dispatcher:
         self.publish = publish
         self.log = log
         self.audit = audit_trail or AuditTrail(store, log)
+        self.metrics = metrics  # daemon/instruments.py: counts requests, denials and commits
         self._last_flush = time.monotonic()
         self._replies = ReplyCache(keep_replies, replies)
         # Hot ops' replies apart, so a streaming runtime cannot push out the durable ones; and
         # only each client's last one (its only retry), so a stream costs no memory per call.
         self._hot_replies = LastReplies()
-        self._reads = ReadCache(lambda: self.ctx.device.events.last_seq, ctx.device.now)
+        self._reads = ReadCache(lambda: self.ctx.device.revision, ctx.device.now)
         self._group = Group(ctx.device)
         self._ready: list[tuple[bytes, bytes]] = []  # (client, reply) committed, to be sent
         self._unsaved_events: list = []  # a timed completion's, whose commit failed: go with the next
@@ -127,13 +130,13 @@ class Dispatcher:
         exactly one). Replies queued by a commit this call made go out before its own."""
         started = time.perf_counter()
         if not self.auth.healthy:
-            return self._deny(frame, caller, started, errors.Internal(
+            return self._deny(frame, caller, started, "authenticator_down", errors.Internal(
                 f"csd refuses every request: its authenticator is down ({self.auth.failure}).",
                 "csd fails closed; restart it (`systemctl restart csd`) and read its log for the cause.",
             ))
         if caller.role is None:
             who = f"key {caller.name!r} is" if caller.name else "this connection is"
-            return self._deny(frame, caller, started, errors.PermissionDenied(
+            return self._deny(frame, caller, started, "unregistered_key", errors.PermissionDenied(
                 f"Access denied: {who} not registered with csd.",
                 "Ask an admin for a key (`csd keys add NAME --role ROLE`) and pass it with --key or CS_KEY.",
             ))
@@ -152,7 +155,7 @@ class Dispatcher:
                     f"Unknown operation {shorten(repr(op))}.", f"Known operations: {', '.join(sorted(COMMANDS))}.",
                 ), request_id)
             if not role_allows(caller.role, command.ROLE):
-                return self._deny((request_id, op, args), caller, started, errors.PermissionDenied(
+                return self._deny((request_id, op, args), caller, started, "role", errors.PermissionDenied(
                     f"Permission denied: {op} needs the {command.ROLE} role; key {caller.name!r} has {caller.role}.",
                     f"Ask an admin to run it, or to give you a key with the {command.ROLE} role.",
                 ))
@@ -204,7 +207,7 @@ class Dispatcher:
             return hot, "replayed"
         return None
 
-    def _deny(self, request, caller: Caller, started: float, refusal: errors.CsError) -> bytes:
+    def _deny(self, request, caller: Caller, started: float, reason: str, refusal: errors.CsError) -> bytes:
         """Refuse a request before anything else looks at it; audit and log the refusal (both
         rate-limited per key: a flood of denials stays visible as a counted summary, and costs
         little: what is only counted is not formatted). `request`: the frame, or its decoding."""
@@ -214,6 +217,7 @@ class Dispatcher:
             except protocol.ProtocolError as exc:
                 request = (exc.request_id, None, None)
         request_id, op, args = request
+        self.metrics.observe_denial(reason)
         if self.audit.admits(caller.name, op, refusal.code):
             row = audit.record(caller.name, caller.role, op, args, refusal.code, refusal.message)
             self.audit.keep(
@@ -250,6 +254,8 @@ class Dispatcher:
             row = audit.record(caller.name, caller.role, command.NAME, args, "ok", str(result.get("message", "")))
         except errors.CsError as exc:  # a refusal: the model's rules said no (only this request is undone)
             reply, outcome, message = protocol.error(request_id, exc), exc.code, exc.message
+            if exc.keeps_change:  # attempted and failed (an injected fault): its events are committed
+                row = audit.record(caller.name, caller.role, command.NAME, args, exc.code, exc.message)
         except Exception:
             failure = self._bug(command, request_id)
             reply, outcome, message = protocol.error(request_id, failure), failure.code, failure.message
@@ -310,11 +316,18 @@ class Dispatcher:
         emitted = []
         try:
             with self.ctx.device.change() as change:
-                result = command.execute(self.ctx, parsed, caller)
-                reply, outcome = protocol.ok(request_id, result), "ok"
+                try:
+                    result = command.execute(self.ctx, parsed, caller)
+                    reply, outcome = protocol.ok(request_id, result), "ok"
+                except errors.CsError as exc:
+                    if not exc.keeps_change:
+                        raise
+                    # Attempted and failed (an injected transition fault): refused, but the
+                    # attempt's events are history and are committed like a change.
+                    reply, outcome, result = protocol.error(request_id, exc), exc.code, {"message": exc.message}
                 durable = durable or bool(change.events)
                 if durable:
-                    self._commit(change, caller, command.NAME, args, result, request_id, (client, fp, reply))
+                    self._commit(change, caller, command.NAME, args, result, request_id, (client, fp, reply), outcome)
             emitted = change.events
         except errors.CsError as exc:  # a refusal: the model's rules said no
             reply, outcome = protocol.error(request_id, exc), exc.code
@@ -355,12 +368,13 @@ class Dispatcher:
         self.log.exception("internal_error", op=command.NAME, id=request_id)
         return errors.Internal(f"csd failed while handling {command.NAME}.")
 
-    def _commit(self, change, caller: Caller, op: str, args, result: dict, request_id, answer: tuple) -> None:
+    def _commit(self, change, caller: Caller, op: str, args, result: dict, request_id, answer: tuple,
+                outcome: str = "ok") -> None:
         """Write the change, its reply (`answer`: client, fingerprint, reply) and its audit record
         in one transaction; raise _NotSaved if the store cannot."""
         runs = change.dirty_runs()
         client, fp, reply = answer
-        row = audit.record(caller.name, caller.role, op, args, "ok", str(result.get("message", "")))
+        row = audit.record(caller.name, caller.role, op, args, outcome, str(result.get("message", "")))
         try:
             self._write(change.events, runs, [(client, protocol.id_key(request_id), fp, reply)], [row])
         except Exception as exc:
@@ -376,7 +390,9 @@ class Dispatcher:
         if self._unsaved_events:
             events = [*self._unsaved_events, *events]
         try:
+            began = time.perf_counter()
             self.store.commit(self.ctx.device.snapshot(), events, replies, runs, [*waiting, *rows])
+            self.metrics.observe_commit(time.perf_counter() - began)
         except Exception:
             self.audit.give_back(waiting)
             raise
@@ -428,10 +444,12 @@ class Dispatcher:
         device.runs_saved(runs)
 
     def _log(self, mutating, request_id, op, caller, outcome, started) -> None:
+        seconds = time.perf_counter() - started
+        self.metrics.observe_request(op, outcome, seconds)
         if not (mutating or self._debug):  # a filtered DEBUG line: not even its fields are built
             return
         emit = self.log.info if mutating else self.log.debug
         emit(
             "request", id=request_id, op=op, client=caller.name, role=caller.role,
-            outcome=outcome, latency_ms=round((time.perf_counter() - started) * 1000, 3),
+            outcome=outcome, latency_ms=round(seconds * 1000, 3),
         )

@@ -66,7 +66,10 @@ class Group:
         try:
             result = execute()
         except BaseException as exc:
-            outer.__exit__(type(exc), exc, exc.__traceback__)
+            if getattr(exc, "keeps_change", False):  # attempted and failed: what it did is history
+                self._outer = outer
+            else:
+                outer.__exit__(type(exc), exc, exc.__traceback__)
             raise
         self._outer = outer
         return result

@@ -29,7 +29,12 @@ SETTING_FLAGS = {
     "log_level": (str, "LEVEL", "debug, info, warning or error"),
     "log_format": (str, "FORMAT", "auto (JSON unless on a terminal), json or console"),
     "connection_file": (str, "PATH", "where to write csd.json (\"\": next to the ipc request socket, else the runtime dir)"),
+    "metrics_endpoint": (str, "ADDR", "serve Prometheus metrics at http://ADDR/metrics: PORT (loopback), HOST:PORT or "
+                                      "[IPV6]:PORT"),
+    "faults_scenario": (str, "FILE", "a fault scenario (TOML) to load at start"),
 }
+# Shorter spellings of some setting flags.
+FLAG_ALIASES = {"faults_scenario": ("--faults",)}
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -49,7 +54,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="with --check-config: print nothing when valid, only the exit code (the unit's ExecReload=)")
     for name, (kind, metavar, text) in SETTING_FLAGS.items():
         default = getattr(d, name)
-        p.add_argument("--" + name.replace("_", "-"), dest=name, type=kind, metavar=metavar,
+        p.add_argument("--" + name.replace("_", "-"), *FLAG_ALIASES.get(name, ()), dest=name, type=kind, metavar=metavar,
                        default=argparse.SUPPRESS, help=f"{text} (default: {default if default != '' else 'none'})")
     return p
 

@@ -7,9 +7,9 @@ later requests get those bytes with their own id, until the dispatcher says the 
 is the one part that moves without a change: it is left out of the cached bytes and written
 fresh into each reply, from the model's clock.
 
-As a guard against a change the dispatcher did not report, each entry also remembers the last
-event's seq it was built at and is rebuilt if that moved (every change a read shows emits an
-event: that is what `seq` in system.show is for).
+As a guard against a change the dispatcher did not report, each entry also remembers the
+model's `revision` it was built at (the newest event's seq, and a count of the fault changes
+that emit no event) and is rebuilt if that moved.
 """
 
 from __future__ import annotations
@@ -22,11 +22,11 @@ TIME = "time"
 
 
 class ReadCache:
-    def __init__(self, seq: Callable[[], int], clock: Callable[[], int]):
-        """`seq()`: the model's last event seq; `clock()`: the model's time (ms)."""
-        self._seq = seq
+    def __init__(self, revision: Callable[[], object], clock: Callable[[], int]):
+        """`revision()`: the model's revision (Device.revision); `clock()`: the model's time (ms)."""
+        self._revision = revision
         self._clock = clock
-        self._entries: dict[tuple, tuple[int, bytes, bool]] = {}  # key -> (seq, result bytes, has time)
+        self._entries: dict[tuple, tuple[object, bytes, bool]] = {}  # key -> (revision, result bytes, has time)
 
     def clear(self) -> None:
         """The model changed: every cached answer is stale."""
@@ -36,14 +36,14 @@ class ReadCache:
         """The reply to `op` with `args` for `request_id`: from the cache, or `build()` once."""
         key = (op, *sorted(args.items()))
         entry = self._entries.get(key)
-        seq = self._seq()
-        if entry is None or entry[0] != seq:
+        revision = self._revision()
+        if entry is None or entry[0] != revision:
             result = build()
             has_time = TIME in result
             if has_time:
                 result = {k: v for k, v in result.items() if k != TIME}
             # The bytes of the object without its closing brace: the time (if any) is appended per reply.
-            entry = (seq, protocol.encode(result)[:-1], has_time)
+            entry = (revision, protocol.encode(result)[:-1], has_time)
             self._entries[key] = entry
         _, head, has_time = entry
         if has_time:

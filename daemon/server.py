@@ -75,6 +75,8 @@ class Server:
         b = self.booted
         self.device, self.auth, self.registry, self.dispatcher = b.device, b.auth, b.registry, b.dispatcher
         self.router, self.gate = b.sockets.router, b.gate
+        self.metrics = b.metrics
+        self._published = self.device.revision  # boot published the state as it was
         self._catch_signals()
         self._status_shown = self._status()
         self.notifier.ready(self._status_shown)
@@ -83,15 +85,22 @@ class Server:
             self._watchdog_due = monotonic_ms() + self.notifier.watchdog_ms
 
     def _status(self) -> str:
-        """The one-line STATUS= systemd shows: lifecycle state and the active execution mode,
-        or that csd is failing closed."""
+        """The one-line STATUS= systemd shows: lifecycle state, the active execution mode and the
+        health when a fault makes it other than the lifecycle's, or that csd is failing closed."""
         d = self.device
         if not self.healthy:
             return "UNHEALTHY: the authenticator is down, every request is refused; restart csd"
-        return f"{d.lifecycle.value}, execution mode {d.active_mode.value}"
+        health = d.health.value
+        shown = "" if health in ("OK", d.lifecycle.value) else f", systemHealth {health}"
+        return f"{d.lifecycle.value}, execution mode {d.active_mode.value}{shown}"
 
     def _housekeeping(self) -> None:
-        """Once per loop turn: ping the watchdog when due, refresh STATUS= when it changed."""
+        """Once per loop turn: ping the watchdog when due, refresh STATUS= when it changed, and
+        give the metrics the state when the device's revision says it changed."""
+        revision = self.device.revision
+        if revision != self._published:
+            self._published = revision
+            self.metrics.publish(self.device.show())
         if self._watchdog_due is not None:
             now = monotonic_ms()
             # An unhealthy csd (authenticator down) stops pinging, so systemd restarts it.
@@ -264,6 +273,7 @@ class Server:
         holds: one frame is a request; more are refused (never echoed), and any exception raised
         while handling it is answered INTERNAL (with the request's id when it can be read)."""
         payload = frames[-1]
+        started = time.perf_counter()
         try:  # None: a durable change, answered after the turn's group commit
             reply = self.dispatcher.submit(identity, payload.bytes, self._caller(identity, payload),
                                            parts=len(frames))
@@ -274,6 +284,7 @@ class Server:
             except protocol.ProtocolError:
                 request_id = None
             reply = protocol.error(request_id, errors.Internal("csd failed while handling this request; it carries on serving."))
+            self.metrics.observe_request(None, errors.Internal.code, time.perf_counter() - started)
         self._send_ready()  # replies of a group this request had committed first go before its own
         if reply is not None:
             self._send(identity, reply)

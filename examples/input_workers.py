@@ -33,7 +33,8 @@ SLOWDOWN = 10  # how much longer the slow worker takes to prepare a batch
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--endpoint", help="csd request socket (default: $CS_ENDPOINT or the local one)")
-    p.add_argument("--server-key", help="csd's public key, for a TCP endpoint (default: $CS_SERVER_KEY)")
+    p.add_argument("--server-key", help="csd's public key, for a TCP endpoint (default: $CS_SERVER_KEY); "
+                   "write --server-key=KEY, as a key may begin with '-'")
     p.add_argument("--key", help="secret key file (default: $CS_KEY or ~/.config/csadmin/client.key_secret)")
     # Without a subcommand: the opener. `worker` is how the opener starts each worker process.
     p.add_argument("--workers", type=int, default=4, help="worker processes (default 4)")
@@ -95,7 +96,7 @@ def spawn_worker(args, run, name: str, endpoint: str | None, key: str | None) ->
     for flag, value in (("--endpoint", endpoint or args.endpoint), ("--server-key", args.server_key),
                         ("--key", key or args.key)):
         if value:
-            command += [flag, value]
+            command.append(f"{flag}={value}")  # a Z85 key may begin with "-", which argparse takes for a flag
     command += ["worker", run.id, "--name", name, "--seconds", str(args.seconds),
                 "--batch-size", str(args.batch_size), "--batch-delay", str(delay)]
     proc = subprocess.Popen(command, stdin=subprocess.PIPE, text=True)

@@ -6,7 +6,8 @@
     publish(change.events)
 
 If the block raises (a refusal, a bug, a commit that failed), everything the model did since it
-began is undone: the lifecycle and modes, the Slurm job, the runs (opened, changed, or pushed out
+began is undone (except for an error whose `keeps_change` is true: a transition that was attempted
+and failed, whose events are the record of it): the lifecycle and modes, the Slurm job, the runs (opened, changed, or pushed out
 of memory) and the events (whose seqs are used again). Changes nest: a change that raises inside
 another undoes only itself, and the outer one, if it raises, undoes all of it, inner changes
 included; so several requests can be applied one by one and committed together, each refused on
@@ -55,7 +56,8 @@ class Change:
 
     def __exit__(self, exc_type, exc, tb) -> bool:
         pairs = list(zip(self._parts, self._savepoints))
-        if exc_type is not None:
+        # An error that says the attempt itself is history (errors.TransitionFailed) keeps it.
+        if exc_type is not None and not getattr(exc, "keeps_change", False):
             for part, savepoint in reversed(pairs):
                 part.rollback(savepoint)
             self._done = []

@@ -6,7 +6,8 @@ wire's dicts, never a live object of the model), and every change can be made a 
 `change()` (statemachine/change.py), undone as a whole when it is refused or cannot be saved.
 
 The rules are data (statemachine/lifecycle_rules.py for the lifecycle, statemachine/run_rules.py
-for runs); the device looks each request up and applies what it finds.
+for runs, statemachine/fault_rules.py for faults); the device looks each request up and applies
+what it finds. Its fault methods are in statemachine/device_faults.py (inherited: one door still).
 """
 
 from __future__ import annotations
@@ -16,19 +17,25 @@ from typing import Callable, Iterable
 
 from transitions import Machine
 
+from csadmin.errors import TransitionFailed
 from csadmin.states import PENDING_STATES, ExecMode, Health, Lifecycle
 
 from .change import Change
 from .defaults import EVENTS_IN_MEMORY, KEEP_RUNS, SERIAL, Timings
+from .device_faults import DeviceFaults
 from .events import Event, EventLog
-from .lifecycle_rules import LIFECYCLE_TRANSITIONS, REQUEST_RULES, SET_EXECMODE_EVENTS, SETTLED_EVENTS
+from .fault_state import ACTIVE, FaultState, parsed_scenario
+from .faults import Transition, system_health
+from .lifecycle_rules import (
+    LIFECYCLE_TRANSITIONS, REQUEST_RULES, SET_EXECMODE_EVENTS, SETTLED_EVENTS, SETTLED_TRANSITION,
+)
 from .programs import RunMode
 from .rules import Already, Refuse
 from .run_rules import OPEN_RULES
 from .runs import Runs
 from .slurm_jobs import SlurmJob, ended_reason
 
-A = Lifecycle.ACTIVE
+A, S = Lifecycle.ACTIVE, Lifecycle.STANDBY
 RESTART_REASON = "daemon restarted"  # why a run left open when csd stopped is aborted at start
 
 
@@ -47,7 +54,7 @@ class Recovery:
         return self.fresh or bool(self.events or self.runs)
 
 
-class Device:
+class Device(DeviceFaults):
     """One CS-2. Every public method that changes something returns a result dict and appends
     its events to `self.events`; refusals raise a `csadmin.errors` class (code, message, next
     step). With `dry_run=True` they apply the same rules and change nothing: the refusal they
@@ -79,6 +86,7 @@ class Device:
         )
         # Runs and the fabric (statemachine/runs.py); their history is kept apart from snapshot().
         self._runs = Runs(clock, self.events, timings, keep_runs)
+        self._faults = FaultState()  # the faults present and the scenario (statemachine/fault_state.py)
 
     # -- reading -----------------------------------------------------------------------------
 
@@ -88,9 +96,28 @@ class Device:
 
     @property
     def health(self) -> Health:
-        if self.lifecycle is A:
-            return Health.OK
-        return Health(self.lifecycle.value)
+        """The lifecycle's health, or the worst active fault's if that ranks higher."""
+        lifecycle = Health.OK if self.lifecycle is A else Health(self.lifecycle.value)
+        return Health(system_health(lifecycle.value, [e.fault for e in self._faults.with_status(ACTIVE)]))
+
+    def faults(self) -> list[dict]:
+        """Every fault present (scheduled, armed, firing or active; the active last), with the
+        catalogue's words: what `system.show` carries as `activeFaults`."""
+        return [{**e.to_dict(), "event": e.fault.event, "severity": e.fault.severity.value,
+                 "health": e.fault.health, "effect": e.fault.effect.value, "summary": e.fault.summary}
+                for e in self._faults.ordered()]
+
+    def scenario(self) -> dict | None:
+        """The loaded fault scenario: its source, description, steps in words, when it was
+        loaded, runs opened since, and the run-anchored steps still waiting."""
+        loaded = self._faults.scenario
+        if loaded is None:
+            return None
+        parsed = parsed_scenario(loaded.text, loaded.source)
+        return {"source": loaded.source, "description": parsed.description, "loadedAt": loaded.loaded_at,
+                "digest": loaded.digest, "runsOpened": loaded.runs_opened,
+                "steps": [step.describe() for step in parsed.steps],
+                "waiting": [parsed.steps[i].describe() for i in loaded.waiting]}
 
     def now(self) -> int:
         """The model's time (ms), from its injected clock."""
@@ -107,6 +134,7 @@ class Device:
             "pendingUntil": self.pending_until,
             "runHolder": self._runs.holder_summary(),
             "slurmJob": self.slurm_job.to_dict() if self.slurm_job else None,
+            "activeFaults": self.faults(),
             "seq": self.events.last_seq,
             "time": self._clock(),
         }
@@ -127,6 +155,13 @@ class Device:
         runs = self._runs
         return {"runs": [runs.record(r) for r in runs.listing(max_count)], "runHolder": runs.holder_summary()}
 
+    @property
+    def revision(self) -> tuple[int, int]:
+        """Changes whenever what `show()` reports may have changed: the newest event's seq, and a
+        count of the fault changes that emit no event (a fault armed or scheduled, a scenario
+        loaded). A cache of `show()` (or of the metrics' view) is current while this is unchanged."""
+        return self.events.last_seq, self._faults.revision
+
     def fabric(self) -> str:
         """The wafer's fabric: the holder's, or UNPROGRAMMED when no run holds it."""
         return self._runs.fabric().value
@@ -134,10 +169,9 @@ class Device:
     def next_deadline(self) -> int | None:
         """When something timed is next due (ms): the pending transition's completion, the
         fabric's programming completion or the holder's lease expiry; for the daemon's timer."""
-        runs_deadline = self._runs.next_deadline()
-        if self.pending_until is None:
-            return runs_deadline
-        return self.pending_until if runs_deadline is None else min(self.pending_until, runs_deadline)
+        deadlines = [d for d in (self.pending_until, self._runs.next_deadline(), self._faults.next_deadline())
+                     if d is not None]
+        return min(deadlines) if deadlines else None
 
     # -- requests ----------------------------------------------------------------------------
 
@@ -170,26 +204,28 @@ class Device:
         if dry_run:
             return self._result("System would go to STANDBY.", changed=True, dry_run=True)
         if self._runs.holder is not None:
-            self._runs.abort_holder("system standby --force (an admin put the system in standby)")
+            self._runs.abort_holder("system standby --force (an admin put the system in standby)", "standby_forced")
         now = self._clock()
         self._emit("EventStandbyIssued", now, origin)
         self.begin_standby()
-        self.pending_until = now + self.timings.standby_ms
-        self._emit("EventPendingStandby", now, origin, expectedCompletion=self.pending_until)
+        self.pending_until = now + self._transition_ms(Transition.STANDBY, self.timings.standby_ms)
+        self._emit("EventPendingStandby", now, origin, expectedCompletion=now + self.timings.standby_ms)
         return self._result("System is going to STANDBY.", changed=True)
 
     def activate(self, origin: dict | None = None, dry_run: bool = False) -> dict:
         rule = self._rule("activate")
         if isinstance(rule, Already):
             return self._result(rule.message, changed=False, dry_run=dry_run)
+        self._refuse_if_blocked("activate", "the system cannot activate")
         if dry_run:
             return self._result(f"System would activate in {self.configured_mode.value}.", changed=True, dry_run=True)
         now = self._clock()
         self._emit("EventActivateIssued", now, origin, execmode=self.configured_mode.value)
         self.begin_activate()
-        self.pending_until = now + self.timings.activate_ms
+        self.pending_until = now + self._transition_ms(Transition.ACTIVATE, self.timings.activate_ms)
         self._emit(
-            "EventPendingActive", now, origin, execmode=self.configured_mode.value, expectedCompletion=self.pending_until
+            "EventPendingActive", now, origin, execmode=self.configured_mode.value,
+            expectedCompletion=now + self.timings.activate_ms,
         )
         return self._result(f"System is activating in {self.configured_mode.value}.", changed=True)
 
@@ -201,9 +237,19 @@ class Device:
             return self._result(f"Execution mode would be configured as {mode.value}.", changed=True, dry_run=True)
         now = self._clock()
         self._emit("EventConfigOpIssued", now, origin, op="execmode", execmode=mode.value)
+        armed = self._armed(Transition.EXECMODE)
+        if armed is not None:
+            self._fire_transition_fault(armed, now, origin, execmode=mode.value)
+            raise TransitionFailed(
+                f"Setting the execution mode to {mode.value} failed: {armed.fault.summary} (injected fault "
+                f"{armed.name}); the execution mode is still {self.configured_mode.value}.",
+                f"Clear it (`cs system fault clear {armed.name}`) or retry: a successful change clears it.",
+                fault=armed.name,
+            )
         self.configured_mode = mode
         self._emit(SET_EXECMODE_EVENTS[mode], now, origin, execmode=mode.value)
         self._emit("EventConfigOpCompleted", now, origin, op="execmode", execmode=mode.value)
+        self._clear_transition_faults(Transition.EXECMODE, now)
         return self._result(
             f"Execution mode configured as {mode.value}; it takes effect on `system activate`.", changed=True
         )
@@ -211,12 +257,14 @@ class Device:
     # -- time --------------------------------------------------------------------------------
 
     def advance(self) -> bool:
-        """Complete whatever is due: the pending transition, the fabric's programming, a lapsed
-        lease. Returns whether anything changed."""
-        changed = self._runs.advance()
+        """Complete whatever is due: faults injected, cleared or lapsing on their schedule, the
+        pending transition (or its failure), the fabric's programming, a lapsed lease. Returns
+        whether anything changed."""
+        changed = self._fire_due_faults()
+        changed = self._runs.advance() or changed
         if self.pending_until is None or self._clock() < self.pending_until:
             return changed
-        self._settle(recovered=False)
+        self._complete_transition(recovered=False)
         return True
 
     # -- runs (statemachine/runs.py keeps the book, statemachine/run_rules.py the rules) -----
@@ -228,11 +276,14 @@ class Device:
         """Open a run holding the fabric, owned by `client`; only when ACTIVE, BUSY while
         another run holds it. With `worker_slots`, that many input workers may join it with the
         token whose digest (workers.token_digest) is `token_digest`. Returns the run's record."""
+        self._refuse_if_blocked("open", "no run can be opened")
         rule = OPEN_RULES[self.lifecycle]
         if isinstance(rule, Refuse):
             raise rule.refusal()
         job = self.slurm_job.job_id if self.slurm_job else None
-        return self._runs.record(self._runs.open(owner, client, mode, lease_ms, job, worker_slots, token_digest))
+        run = self._runs.open(owner, client, mode, lease_ms, job, worker_slots, token_digest)
+        self._scenario_run_opened(run.opened_at)
+        return self._runs.record(run)
 
     def join_run(self, run_id: str, client: str, token: str, name: str | None = None) -> dict:
         """Admit `client` as an input worker of the run (statemachine/workers.py): from now on it
@@ -254,6 +305,8 @@ class Device:
         """Program the fabric of a run, once, with a descriptor checked by programs.parse_program;
         with `worker_slots`, the run admits input workers from now on, as with open_run.
         Returns the run's record (PROGRAMMING until `programmingUntil`)."""
+        if self._runs.get(run_id, client).is_open:  # unknown, another's, ended: those say more
+            self._refuse_if_blocked("program", "the fabric cannot be programmed")
         return self._runs.record(self._runs.program(
             run_id, client, program, self.serial, self.active_mode, worker_slots, token_digest
         ))
@@ -298,7 +351,7 @@ class Device:
             raise self._runs.busy_error(f"Slurm job {job_id} cannot be given the wafer while a run outside Slurm holds it")
         aborted = None
         if holder is not None and holder.slurm_job != job_id:
-            aborted = self._runs.abort_holder(ended_reason(holder.slurm_job)).run_id
+            aborted = self._runs.abort_holder(ended_reason(holder.slurm_job), "slurm_job_ended").run_id
         self.slurm_job = SlurmJob(job_id, user, self._clock())
         message = f"Slurm job {job_id} ({user}) holds the wafer; runs opened from now on carry its id."
         if aborted:
@@ -312,7 +365,7 @@ class Device:
         holder = self._runs.holder
         aborted = None
         if holder is not None and holder.slurm_job == job_id:
-            aborted = self._runs.abort_holder(ended_reason(job_id)).run_id
+            aborted = self._runs.abort_holder(ended_reason(job_id), "slurm_job_ended").run_id
         forgot = self.slurm_job is not None and self.slurm_job.job_id == job_id
         if forgot:
             self.slurm_job = None
@@ -334,6 +387,7 @@ class Device:
             details = {"execmode": self.active_mode.value, **details}
         for event_type in SETTLED_EVENTS[self.lifecycle]:
             self.events.emit(event_type, now, **details)
+        self._clear_transition_faults(SETTLED_TRANSITION[self.lifecycle], now)
 
     def _result(self, message: str, changed: bool, dry_run: bool = False) -> dict:
         result = {
@@ -352,7 +406,7 @@ class Device:
         """A transaction on the model: `with device.change() as change:` collects the events
         emitted (`change.events`) and the runs to write (`change.dirty_runs()`), and undoes all
         of it if the block raises. Changes nest (statemachine/change.py)."""
-        return Change(self.events, self._runs, _OwnFields(self))
+        return Change(self.events, self._runs, _OwnFields(self), self._faults)
 
     def snapshot(self) -> dict:
         """The device's own state as JSON-ready data, for the store (events and runs are kept
@@ -364,6 +418,7 @@ class Device:
             "activeExecmode": self.active_mode.value,
             "pendingUntil": self.pending_until,
             "slurmJob": self.slurm_job.to_dict() if self.slurm_job else None,
+            "faults": self._faults.snapshot(),
         }
 
     def has_unsaved_runs(self) -> bool:
@@ -390,9 +445,12 @@ class Device:
         with self.change() as change:
             rolled_forward = None
             if self.lifecycle in PENDING_STATES:
-                self._settle(recovered=True)
+                self._complete_transition(recovered=True)
                 rolled_forward = self.lifecycle
-            aborted = self._runs.abort_holder(RESTART_REASON)
+            aborted = self._runs.abort_holder(RESTART_REASON, "daemon_restarted")
+            # What fell due while csd was down, in time order: a `--for` that expired clears, an
+            # `--after` (or a scenario step) that came due is injected.
+            self._fire_due_faults()
         return Recovery(
             fresh=snapshot is None, rolled_forward=rolled_forward,
             aborted_run=self._runs.record(aborted) if aborted is not None else None,
@@ -407,6 +465,7 @@ class Device:
         job = snap.get("slurmJob")  # absent in stores written before the Slurm integration
         self.slurm_job = SlurmJob.from_dict(job) if job else None
         self.machine.set_state(Lifecycle(snap["state"]).value)
+        self._faults.restore(snap.get("faults"))  # absent in stores written before faults
 
 
 class _OwnFields:

@@ -16,6 +16,7 @@ from typing import Iterable
 from csadmin.states import Severity
 
 from .defaults import EVENTS_IN_MEMORY
+from .faults import EVENT_SEVERITIES
 
 # type -> severity, for the events this model emits.
 CATALOG: dict[str, Severity] = {
@@ -43,6 +44,7 @@ CATALOG: dict[str, Severity] = {
     "EventTrainingCompleted": Severity.INFO,
     "EventTrainingAborted": Severity.WARN,
 }
+CATALOG.update(EVENT_SEVERITIES)  # what faults raise and what announces their clearing
 
 
 @dataclass(frozen=True)

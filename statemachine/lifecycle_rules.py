@@ -11,6 +11,7 @@ from __future__ import annotations
 from csadmin.errors import InvalidState
 from csadmin.states import SETTLES_TO, ExecMode, Lifecycle
 
+from .faults import SETTLES_AFTER_FAILURE, Transition
 from .rules import GO, Already, Go, Refuse
 
 A, S = Lifecycle.ACTIVE, Lifecycle.STANDBY
@@ -21,7 +22,17 @@ LIFECYCLE_TRANSITIONS = [
     {"trigger": "begin_activate", "source": S.value, "dest": PA.value},
     # A pending state settles where csadmin/states.py says, once its time has come.
     *({"trigger": "settle", "source": pending.value, "dest": target.value} for pending, target in SETTLES_TO.items()),
+    # A transition fault fired: the pending state goes back where it started (statemachine/faults.py).
+    {"trigger": "fail_transition", "source": PA.value, "dest": SETTLES_AFTER_FAILURE[Transition.ACTIVATE]},
+    {"trigger": "fail_transition", "source": PS.value, "dest": SETTLES_AFTER_FAILURE[Transition.STANDBY]},
+    # An emergency shutdown drops the system to STANDBY from anywhere, without the ramp.
+    {"trigger": "emergency_standby", "source": [A.value, PA.value, PS.value], "dest": S.value},
 ]
+
+# The transition each pending state is carrying out (what a transition fault breaks).
+PENDING_TRANSITION = {PA: Transition.ACTIVATE, PS: Transition.STANDBY}
+# The transition a settled state completed.
+SETTLED_TRANSITION = {A: Transition.ACTIVATE, S: Transition.STANDBY}
 
 _WAIT = "Wait for it to finish (`system show` reports the progress), then try again."
 

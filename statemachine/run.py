@@ -64,6 +64,7 @@ class Run:
     total_samples: int = 0
     ended_at: int | None = None
     abort_reason: str | None = None
+    abort_fault: str | None = None  # the fault that aborted it (RunAborted names it)
     performance: dict | None = None  # performance.json's fields, set when the run ends
     slurm_job: str | None = None  # the Slurm job holding the wafer when the run was opened
     worker_slots: int = 0  # input workers the opener asked for (statemachine/workers.py)
@@ -101,6 +102,7 @@ class Run:
             "totalSamples": self.total_samples,
             "endedAt": self.ended_at,
             "abortReason": self.abort_reason,
+            "abortFault": self.abort_fault,
             "performance": dict(self.performance) if self.performance else None,
             "slurmJob": self.slurm_job,
             "workerSlots": self.worker_slots,
@@ -120,7 +122,7 @@ class Run:
             status=RunStatus(d["status"]), fabric=Fabric(d["fabric"]), program=d.get("program"),
             programming_started_at=d.get("programmingStartedAt"), programming_until=d.get("programmingUntil"),
             total_samples=int(d.get("totalSamples", 0)), ended_at=d.get("endedAt"),
-            abort_reason=d.get("abortReason"), performance=d.get("performance"), slurm_job=d.get("slurmJob"),
+            abort_reason=d.get("abortReason"), abort_fault=d.get("abortFault"), performance=d.get("performance"), slurm_job=d.get("slurmJob"),
             # absent in stores written before input workers (issue #15)
             worker_slots=int(d.get("workerSlots", 0)), token_digest=d.get("joinTokenDigest"),
             workers={w["client"]: Worker.from_dict(w) for w in d.get("workers", ())},

@@ -132,7 +132,9 @@ class Runs:
             return rule
         fields = {"run_id": run.run_id, "reason": run.abort_reason, "until": utc(run.programming_until)}
         if isinstance(rule, Refuse):
-            raise rule.refusal(**fields)
+            refusal = rule.refusal(**fields)
+            refusal.fault = run.abort_fault  # a run a fault aborted: its runtime is told which
+            raise refusal
         if isinstance(rule, Already):
             return rule.filled(**fields)
         return rule
@@ -297,7 +299,7 @@ class Runs:
         if isinstance(rule, Already):
             return run, False
         if reason is not None:
-            self._end(run, RunStatus.ABORTED, reason)
+            self._end(run, RunStatus.ABORTED, reason, "runtime")
         else:
             self._end(run, RunStatus.CLOSED, None)
         return run, True
@@ -309,14 +311,16 @@ class Runs:
         rule = self._rule("abort", run)
         if isinstance(rule, Already) or dry_run:
             return run, not isinstance(rule, Already)
-        self._end(run, RunStatus.ABORTED, reason)
+        self._end(run, RunStatus.ABORTED, reason, "admin")
         return run, True
 
-    def abort_holder(self, reason: str) -> Run | None:
-        """Abort the run holding the fabric, if any (forced standby, Slurm, daemon restart)."""
+    def abort_holder(self, reason: str, cause: str, fault: str | None = None) -> Run | None:
+        """Abort the run holding the fabric, if any (forced standby, Slurm, daemon restart, a
+        fault). `cause` is one of ABORT_CAUSES (the event says it; metrics count by it); `fault`
+        names the fault that caused it."""
         run = self.holder
         if run is not None:
-            self._end(run, RunStatus.ABORTED, reason)
+            self._end(run, RunStatus.ABORTED, reason, cause, fault)
         return run
 
     # -- time ----------------------------------------------------------------------------------
@@ -332,7 +336,8 @@ class Runs:
             self._finish_programming(run)
             changed = True
         if now >= run.lease_until:
-            self._end(run, RunStatus.ABORTED, f"lease expired (no heartbeat for {seconds(run.lease_ms):g} s)")
+            self._end(run, RunStatus.ABORTED, f"lease expired (no heartbeat for {seconds(run.lease_ms):g} s)",
+                      "lease_expired")
             changed = True
         return changed
 
@@ -442,7 +447,8 @@ class Runs:
             programmingTime=seconds(run.programming_until - run.programming_started_at),
         )
 
-    def _end(self, run: Run, status: RunStatus, reason: str | None) -> None:
+    def _end(self, run: Run, status: RunStatus, reason: str | None, cause: str | None = None,
+             fault: str | None = None) -> None:
         now = self._clock()
         if run.fabric is Fabric.PROGRAMMING:
             self._settle_programming(run)
@@ -450,6 +456,7 @@ class Runs:
         run.ended_at = now
         run.status = status
         run.abort_reason = reason
+        run.abort_fault = fault
         run.lease_until = None
         run.performance = performance_record(run, now)
         if self.holder is run:
@@ -460,4 +467,6 @@ class Runs:
                 totalSamples=run.total_samples, samplesPerSec=run.performance["samples_per_sec"],
             )
         else:
-            self.events.emit("EventTrainingAborted", now, runId=run.run_id, owner=run.owner, reason=reason)
+            caused = {"fault": fault, "injected": True} if fault else {}
+            self.events.emit("EventTrainingAborted", now, runId=run.run_id, owner=run.owner, reason=reason,
+                             cause=cause, **caused)

@@ -105,6 +105,63 @@ def system_activate(s: Session, p: Parsed) -> int:
     return _settle(s, p, s.client.system_activate(), "ACTIVE")
 
 
+def _seconds(p: Parsed, option: str) -> float | None:
+    value = p.options.get(option)
+    if value is None:
+        return None
+    try:
+        return float(value)
+    except ValueError:
+        raise errors.UsageError(f"--{option} needs a number of seconds, not {render.shown(value)!r}.") from None
+
+
+def fault_inject(s: Session, p: Parsed) -> int:
+    name, for_s, after_s = p.args[0], _seconds(p, "for"), _seconds(p, "after")
+
+    def inject(dry_run: bool = False) -> dict:
+        return s.client.fault_inject(name, for_seconds=for_s, after_seconds=after_s, dry_run=dry_run)
+
+    check = _preflight(s, p, lambda: inject(dry_run=True))
+    if check is not None and check["changed"]:
+        _confirm(s, f"{check['message']} Runtimes will see it (its events say `injected`). Do you want to proceed?")
+    return _answer(s, p, inject(), render.fault_changed)
+
+
+def fault_clear(s: Session, p: Parsed) -> int:
+    everything = bool(p.options.get("all"))
+    if everything == bool(p.args):
+        raise errors.UsageError("Name the fault to clear, or give --all (not both).",
+                                "Usage: system fault clear NAME | system fault clear --all")
+    name = None if everything else p.args[0]
+    check = _preflight(s, p, lambda: s.client.fault_clear(name, all=everything, dry_run=True))
+    if check is not None:
+        if not check["changed"]:
+            return _answer(s, p, check, render.fault_changed)
+        _confirm(s, f"{check['message']} Do you want to proceed?")
+    return _answer(s, p, s.client.fault_clear(name, all=everything), render.fault_changed)
+
+
+def fault_list(s: Session, p: Parsed) -> int:
+    return _answer(s, p, s.client.fault_list(), render.fault_list)
+
+
+def fault_scenario(s: Session, p: Parsed) -> int:
+    path = p.args[0]
+    try:
+        with open(path, encoding="utf-8") as f:
+            text = f.read()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise errors.UsageError(f"Cannot read the scenario file {render.shown(path)!r}: "
+                                f"{getattr(exc, 'strerror', None) or exc}.") from None
+    source = path.rsplit("/", 1)[-1]
+    check = _preflight(s, p, lambda: s.client.fault_scenario(text, source=source, dry_run=True))
+    if check is not None:
+        steps = "".join(f"\n  {step}" for step in check["steps"])
+        _confirm(s, f"This loads scenario {source}, replacing any loaded before:{steps}\nDo you want to proceed?")
+    result = s.client.fault_scenario(text, source=source)
+    return _answer(s, p, result, lambda r: "\n".join([r["message"], *(f"  {step}" for step in r["steps"])]))
+
+
 def execmode_show(s: Session, p: Parsed) -> int:
     return _answer(s, p, s.client.execmode_show(), render.execmode_show)
 

@@ -20,7 +20,7 @@ NO_CONFIRM = Option("--no-confirm", "do not ask for confirmation (required in sc
 OUTPUT_FORMAT = Option("--output-format", "text (default) or json", True, "FORMAT", ("text", "json"), choices=True)
 
 # Where the shell finds completions for a positional argument (a live source, see Option).
-ARGUMENT_SOURCES = {"ID": "run_ids"}
+ARGUMENT_SOURCES = {"ID": "run_ids", "NAME": "fault_names", "[NAME]": "fault_names"}
 
 EVENT_TYPE = Option(
     "--event-type", "glob on the event type, e.g. 'EventActivate*'", True, "GLOB", complete_from="event_types"
@@ -90,6 +90,32 @@ COMMANDS: tuple[Command, ...] = (
         details="The system reboots into the configured execution mode; waits for PENDING_ACTIVE to complete.",
     ),
     Command(("system", "date"), "Show the system's date and time.", actions.system_date, reads=True),
+    # Simulated faults (docs/cli.md, "Faults"): every event they cause says `injected`.
+    Command(
+        ("system", "fault", "inject"), "Inject a simulated fault (admins only).", actions.fault_inject,
+        options=(
+            Option("--for", "it clears this many seconds after it is injected", True, "S"),
+            Option("--after", "inject it this many seconds from now", True, "S"),
+            NO_CONFIRM,
+        ),
+        changes_state=True, arguments=("NAME",),
+        details="NAME is one of `system fault list`'s catalogue. A warning makes systemHealth DEGRADED; a critical "
+                "fault aborts the run holding the fabric and refuses new runs; emergency-shutdown drops to STANDBY; "
+                "a transition fault makes the next activate/standby/execmode change fail or time out.",
+    ),
+    Command(
+        ("system", "fault", "clear"), "Clear a fault, or every fault with --all (admins only).", actions.fault_clear,
+        options=(Option("--all", "every fault, and the loaded scenario's steps still to come"), NO_CONFIRM),
+        changes_state=True, arguments=("[NAME]",),
+        details="Clearing the last active fault emits EventHealthOk. After emergency-shutdown, activate the system.",
+    ),
+    Command(("system", "fault", "list"), "Show the faults present, the scenario, and the faults that can be injected.",
+            actions.fault_list, reads=True),
+    Command(
+        ("system", "fault", "scenario"), "Load a fault scenario file (TOML) into csd (admins only).",
+        actions.fault_scenario, options=(NO_CONFIRM,), changes_state=True, arguments=("FILE",),
+        details="It replaces the scenario loaded before. docs/operations.md, \"Fault scenarios\", describes the file.",
+    ),
     Command(("config", "execmode", "show"), "Show the configured execution mode.", actions.execmode_show, reads=True),
     Command(
         ("config", "execmode", "setup"), "Choose the execution mode the next activation boots into (STANDBY only).",

@@ -81,7 +81,8 @@ def _parse_options(command: Command, tokens: list[str]) -> tuple[dict, list[str]
         if len(args) > wanted:
             what = "no argument" if not wanted else f"only {' '.join(command.arguments)}, not"
             raise UsageError(f"`{command.name}` takes {what} {shown(args[wanted])!r}.", f"See `help {command.name}`.")
-        if len(args) < wanted:
+        # An argument written in brackets ("[NAME]") may be left out.
+        if len(args) < sum(1 for a in command.arguments if not a.startswith("[")):
             raise UsageError(
                 f"`{command.name}` needs {' '.join(command.arguments[len(args):])}.", f"Usage: {command.usage}"
             )

@@ -48,6 +48,7 @@ def system_show(snap: dict) -> str:
         ("System", f"{snap['serial']} ({snap['systemType']})"),
         ("State", snap["state"]),
         ("systemHealth", snap["systemHealth"]),
+        *(("Fault", fault_line(f)) for f in snap.get("activeFaults") or ()),
         ("Execution Mode", snap["activeExecmode"]),
     ]
     if snap["configuredExecmode"] != snap["activeExecmode"]:
@@ -74,6 +75,44 @@ def system_show(snap: dict) -> str:
     return _rows(rows)
 
 
+def fault_line(fault: dict) -> str:
+    """One fault present, for people: `psu-hardware-error (active, HARDWARE_ERROR, injected) a
+    power supply unit reports a hardware error; until 12:00:05`."""
+    status = fault["status"]
+    if status == "scheduled":
+        when = f"; due {fmt_ms(fault['due'])}"
+    elif fault.get("until") is not None:
+        when = f"; {'lapses' if status == 'armed' else 'clears'} {fmt_ms(fault['until'])}"
+    else:
+        when = "; until cleared" if status != "firing" else "; its transition is under way"
+    source = f", scenario {fault['scenario']} line {fault['line']}" if fault.get("scenario") else ""
+    return f"{fault['name']} ({status}, {fault['health']}, injected{source}) {fault['summary']}{when}"
+
+
+def fault_changed(result: dict) -> str:
+    """What an inject or clear did, and the health it left."""
+    lines = [result["message"], f"systemHealth {result['systemHealth']}"]
+    lines += [f"  {fault_line(f)}" for f in result["activeFaults"]]
+    return "\n".join(lines)
+
+
+def fault_list(result: dict) -> str:
+    """`system fault list`: the faults present, the loaded scenario, and the catalogue."""
+    lines = [f"systemHealth {result['systemHealth']}"]
+    present = result["faults"]
+    lines += [f"  {fault_line(f)}" for f in present] if present else ["  No fault is present."]
+    scenario = result.get("scenario")
+    if scenario:
+        lines.append(f"Scenario {scenario['source']}: {scenario['description'] or '(no description)'} "
+                     f"(loaded {fmt_ms(scenario['loadedAt'])}, {scenario['runsOpened']} run(s) opened since)")
+        lines += [f"  waiting: {step}" for step in scenario["waiting"]]
+    width = max(len(f["name"]) for f in result["catalogue"])
+    lines.append("Faults that can be injected:")
+    lines += [f"  {f['name'].ljust(width)}  {f['effect']:<10} {f['health']:<28} {f['summary']}"
+              for f in result["catalogue"]]
+    return "\n".join(lines)
+
+
 def execmode_show(result: dict) -> str:
     lines = [f"Configured Execution Mode : {result['execmode']}"]
     if result["takesEffectOnActivate"]:
@@ -92,8 +131,12 @@ def _detail(key: str, value) -> str:
 
 
 def event_line(event: dict) -> str:
-    details = " ".join(_detail(k, v) for k, v in event.get("details", {}).items() if v not in (None, False))
-    return f"{fmt_ms(event['triggerTime'])}  {event['severity']:<8} {event['type']}" + (f"  {details}" if details else "")
+    shown_details = event.get("details", {})
+    # An injected fault's events say so up front: no operator may take them for real ones.
+    injected = " (injected)" if shown_details.get("injected") is True else ""
+    details = " ".join(_detail(k, v) for k, v in shown_details.items() if v not in (None, False) and k != "injected")
+    return (f"{fmt_ms(event['triggerTime'])}  {event['severity']:<8} {event['type']}{injected}"
+            + (f"  {details}" if details else ""))
 
 
 def events(events: list[dict]) -> str:

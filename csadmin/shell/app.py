@@ -26,7 +26,8 @@ BANNER = "CS-2 admin console. Type `help` for commands, TAB to complete, Ctrl-D 
 
 def announce_line(event: dict) -> str:
     by = (event.get("details", {}).get("by") or {}).get("name")
-    return "» " + render.event_line({**event, "details": {}}) + (f"  (by {by})" if by else "")
+    injected = {"injected": True} if event.get("details", {}).get("injected") is True else {}
+    return "» " + render.event_line({**event, "details": injected}) + (f"  (by {by})" if by else "")
 
 
 def _changes_state(line: str) -> bool:
@@ -54,9 +55,17 @@ def run_shell(client: Client, g, watch: bool = True) -> int:
     def provide_run_ids():
         return [run["runId"] for run in client.runs_list(max_count=50)["runs"]]
 
+    fault_names: list[str] = []
+
+    def provide_fault_names():  # the catalogue comes from csd: the console never imports the model
+        if not fault_names:
+            fault_names.extend(f["name"] for f in client.fault_list()["catalogue"])
+        return fault_names
+
     prompt = PromptSession(
         message="cs> ",
-        completer=CommandCompleter({"event_types": provide_event_types, "run_ids": provide_run_ids}),
+        completer=CommandCompleter({"event_types": provide_event_types, "run_ids": provide_run_ids,
+                                     "fault_names": provide_fault_names}),
         complete_while_typing=False,
         history=shell_history(),
         bottom_toolbar=lambda: toolbar_text(live),

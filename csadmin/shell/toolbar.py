@@ -26,4 +26,6 @@ def toolbar_text(live: LiveState, now_ms: int | None = None) -> str:
     workers = holder.get("workers", 0) if holder else 0  # input workers feeding it (issue #15)
     if workers:
         fabric += f", {workers} worker{'s' if workers != 1 else ''}"
-    return f" {snap['serial']} │ {state} │ systemHealth {snap['systemHealth']} │ {mode} │ fabric {fabric} "
+    active = sum(1 for f in snap.get("activeFaults") or () if f.get("status") == "active")
+    faults = f" ({active} fault{'s' if active != 1 else ''})" if active else ""
+    return f" {snap['serial']} │ {state} │ systemHealth {snap['systemHealth']}{faults} │ {mode} │ fabric {fabric} "

@@ -22,4 +22,6 @@ ARGS = {
 
 
 def execute(ctx, args, caller):
-    return ctx.device.stream(args["run_id"], caller.client, args["samples"])
+    result = ctx.device.stream(args["run_id"], caller.client, args["samples"])
+    ctx.metrics.observe_samples(args["samples"])  # accepted (a retry is answered before this)
+    return result

@@ -12,13 +12,14 @@ from csadmin.shell.completer import CommandCompleter, candidates
         ("", ["audit", "config", "events", "exit", "help", "quit", "runs", "slurm", "system", "whoami"]),
         ("runs ", ["abort", "list", "show"]),
         ("sys", ["system"]),
-        ("system ", ["activate", "date", "show", "standby", "status"]),
+        ("system ", ["activate", "date", "fault", "show", "standby", "status"]),
+        ("system fault ", ["clear", "inject", "list", "scenario"]),
         ("system st", ["standby", "status"]),
         ("config ", ["execmode"]),
         ("config execmode ", ["setup", "show"]),
         ("events ", ["follow", "show"]),
         ("help sys", ["system"]),
-        ("help system ", ["activate", "date", "show", "standby", "status"]),
+        ("help system ", ["activate", "date", "fault", "show", "standby", "status"]),
         ("slurm ", ["epilog", "features", "health-check", "prolog", "reboot", "set-feature"]),
         ("nonsense ", []),
     ],
@@ -32,6 +33,13 @@ def test_options_of_the_command_not_yet_used():
     assert candidates("config execmode setup --no-confirm --")[1] == ["--mode", "--output-format"]
     assert candidates("system show --d")[1] == ["--detailed"]
     assert candidates("system standby ")[1] == ["--no-confirm", "--force", "--output-format"]
+
+
+def test_fault_names_complete_from_the_catalogue_csd_sends():
+    names = {"fault_names": lambda: ["psu-hardware-error", "pump-missing", "temperature-high-warn"]}
+    assert candidates("system fault inject p", names)[1] == ["psu-hardware-error", "pump-missing"]
+    assert candidates("system fault clear t", names)[1] == ["temperature-high-warn"]
+    assert candidates("system fault inject psu-hardware-error --f", names)[1] == ["--for"]
 
 
 def test_option_values():

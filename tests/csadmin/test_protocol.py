@@ -177,3 +177,13 @@ def test_integer_and_string_ids_never_share_a_key():
 
 def test_oversize_message_is_refused_even_without_libzmq():
     _bad(b" " * (protocol.MAX_FRAME_BYTES + 1))
+
+
+def test_an_error_a_fault_caused_names_it_on_the_wire_and_in_the_client():
+    for cls in (errors.RunAborted, errors.FaultActive, errors.TransitionFailed):
+        reply = json.loads(protocol.error("r1", cls("it broke", fault="psu-hardware-error")))
+        assert reply["error"]["fault"] == "psu-hardware-error"
+        again = errors.from_wire(reply["error"])
+        assert type(again) is cls and again.fault == "psu-hardware-error" and again.exit_code == errors.EXIT_STATE
+    plain = json.loads(protocol.error("r2", errors.RunAborted("lease expired")))
+    assert "fault" not in plain["error"] and errors.from_wire(plain["error"]).fault is None

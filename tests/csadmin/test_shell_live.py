@@ -60,3 +60,15 @@ def test_lost_daemon_shows_in_toolbar_and_shell_reconnects(term, csd):
     term.wait_for(lambda t: "ACTIVE" in t.toolbar() and "unreachable" not in t.toolbar(), what="reconnected toolbar")
     term.send("system show\r")
     term.wait_text("systemHealth   : OK")
+
+
+def test_toolbar_and_event_lines_follow_an_injected_fault_and_the_fault_name_completes(term, csd):
+    with csd.client() as c:
+        c.fault_inject("temperature-high-warn")
+        term.wait_for(lambda t: "systemHealth DEGRADED (1 fault)" in t.toolbar(), what="DEGRADED in the toolbar")
+        term.wait_text("EventSensorTemperatureHighWarn (injected)")
+        c.fault_clear(all=True)
+    term.wait_for(lambda t: "systemHealth OK" in t.toolbar() and "fault" not in t.toolbar(), what="OK again")
+    term.send("system fault inject psu-h\t")
+    term.wait_for(lambda t: t.prompt_line() == "cs> system fault inject psu-hardware-error",
+                  what="the fault name completed from csd's catalogue")

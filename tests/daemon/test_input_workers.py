@@ -56,7 +56,7 @@ def tcp_endpoint(csd) -> str:
 
 
 def spawn(csd, run, name: str, key: str, endpoint: str, seconds: float, delay: float = 0.01) -> subprocess.Popen:
-    command = [sys.executable, EXAMPLE, "--endpoint", endpoint, "--server-key", csd.connection()["server_key"],
+    command = [sys.executable, EXAMPLE, "--endpoint", endpoint, f"--server-key={csd.connection()['server_key']}",  # a Z85 key may start with "-"
                "--key", key, "worker", run.id, "--name", name, "--seconds", str(seconds), "--batch-size", "7",
                "--batch-delay", str(delay)]
     proc = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
@@ -128,7 +128,7 @@ def test_the_example_names_the_slow_worker(make_csd):
     csd = make_csd(extra_args=TCP).start()
     key = csd.add_key("runtime", "operator")
     done = subprocess.run(
-        [sys.executable, EXAMPLE, "--endpoint", csd.endpoint, "--server-key", csd.connection()["server_key"],
+        [sys.executable, EXAMPLE, "--endpoint", csd.endpoint, f"--server-key={csd.connection()['server_key']}",  # a Z85 key may start with "-"
          "--key", key, "--workers", "4", "--slow", "worker-4", "--seconds", "3",
          "--worker-endpoint", f"worker-3={tcp_endpoint(csd)}", "--worker-key", f"worker-3={csd.add_key('w3', 'operator')}"],
         capture_output=True, text=True, timeout=180, env={**os.environ, "PYTHONPATH": ROOT},

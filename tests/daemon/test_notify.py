@@ -99,6 +99,16 @@ def test_status_follows_the_lifecycle(make_csd, systemd):
     assert systemd.wait_for("STATUS", "STANDBY, execution mode PIPELINED")
 
 
+def test_status_says_the_health_a_fault_brings(make_csd, systemd):
+    csd = notified_csd(make_csd, systemd).spawn()
+    systemd.wait_for("READY")
+    with csd.client() as c:
+        c.fault_inject("pump-missing")
+        assert systemd.wait_for("STATUS", "ACTIVE, execution mode PIPELINED, systemHealth MISSING")
+        c.fault_clear("pump-missing")
+    assert systemd.wait_for("STATUS", "ACTIVE, execution mode PIPELINED")
+
+
 def test_watchdog_pings_keep_coming_at_half_the_interval(make_csd, systemd):
     # WATCHDOG_USEC=200 ms: a ping every 100 ms from the serving loop.
     csd = notified_csd(make_csd, systemd, env={"WATCHDOG_USEC": "200000"}).spawn()

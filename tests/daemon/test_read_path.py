@@ -140,3 +140,15 @@ def test_a_read_after_staged_changes_shows_them_committed_or_undone(rig):
     assert show(rig)["configuredExecmode"] == cached["configuredExecmode"]  # not saved: undone
     assert show(rig) == device.show()
     assert json.loads(dispatcher.take_ready()[0][1])["error"]["code"] == "INTERNAL"
+
+
+def test_cached_show_follows_faults_with_and_without_events(rig):
+    """A fault injected now (an event, DEGRADED), one scheduled for later (no event: the model's
+    revision moves) and the timer that injects it: each is in the next cached answer."""
+    assert ask_ok(rig, ADMIN, "system.fault.inject", name="temperature-high-warn")
+    assert show(rig)["systemHealth"] == "DEGRADED" and show(rig) == rig.device.show()
+    assert ask_ok(rig, ADMIN, "system.fault.inject", name="flow-rate-low-warn", after_seconds=5)
+    assert show(rig) == rig.device.show()
+    rig.clock.tick(5_000)
+    rig.dispatcher.tick()
+    assert show(rig) == rig.device.show()

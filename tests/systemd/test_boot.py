@@ -362,6 +362,31 @@ def test_a_tcp_endpoint_on_a_specific_loopback_address(box):
     box.restart()
 
 
+def test_the_metrics_listener_passes_the_units_ip_and_address_family_rules(box):
+    # docs/operations.md, "Metrics": a loopback listener needs no change to the hardened unit
+    # (IPAddressAllow=localhost, RestrictAddressFamilies=, SystemCallFilter=). A scraper on the
+    # host (here: root in the container, outside the unit) reads it over IPv4 loopback.
+    box.set_config(metrics_endpoint="9464")
+    box.restart()
+    box.wait_active()
+    fetch = ("/usr/bin/python3 -c 'import urllib.request; "
+             "print(urllib.request.urlopen(\"http://127.0.0.1:9464/metrics\", timeout=10).read().decode())'")
+    body = box.run(fetch).stdout
+    assert 'csd_system_health{health="OK"} 1.0' in body and 'csd_lifecycle_state{state="ACTIVE"} 1.0' in body
+    with open(box.c.host_path("/run/csd/csd.json")) as f:
+        assert json.load(f)["metrics_url"] == "http://127.0.0.1:9464/metrics"
+    # The fault a scrape sees is the one an admin injected through cs.
+    box.cs("system fault inject temperature-high-warn --no-confirm")
+    wait_until(lambda: 'csd_system_health{health="DEGRADED"} 1.0' in box.run(fetch).stdout, timeout=30,
+               interval=0.5, what="the scrape to show the injected warning")
+    box.cs("system fault clear --all --no-confirm")
+    report = box.run("systemd-analyze security csd --no-pager", check=False).stdout
+    match = re.search(r"Overall exposure level for csd\.service: (\d+\.\d+)", report)
+    assert match and float(match.group(1)) <= MAX_EXPOSURE, report
+    box.set_config(metrics_endpoint=None)
+    box.restart()
+
+
 def test_the_documented_foreground_command_runs_the_services_csd(box):
     (block,) = doc_blocks(OPERATIONS, "## Troubleshoot")
     *before, foreground = [line for line in block.splitlines() if line.strip()]

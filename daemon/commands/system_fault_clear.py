@@ -1,0 +1,33 @@
+"""system.fault.clear — clear a fault (admins only): `name`, or `all: true` for every fault present
+and the loaded scenario's steps still to come (exactly one of the two).
+
+Clearing an active fault emits the health event of what is left (EventHealthOk when nothing is,
+else EventHealthDegraded / EventHealthCritical) with details {fault, cleared: true, injected:
+true, systemHealth}; clearing an armed or scheduled one disarms or cancels it. A cleared
+emergency shutdown leaves the system in STANDBY: activate it. A fault not present: NOT_FOUND
+naming the faults present. `all` with nothing present: success with changed=false.
+args: name (str); all (bool); dry_run (bool): check only.
+result: {message, changed, state, pendingUntil, systemHealth, activeFaults} (and dryRun: true)
+"""
+
+from csadmin.errors import InvalidArgument
+
+from ..args import DRY_RUN, Arg, fault_name
+
+NAME = "system.fault.clear"
+MUTATING = True
+ROLE = "admin"  # the least role allowed (admin > operator > viewer)
+ARGS = {
+    "name": Arg(str, parse=fault_name, help="the fault to clear"),
+    "all": Arg(bool, help="clear every fault and the scenario's steps still to come"),
+    "dry_run": DRY_RUN,
+}
+
+
+def execute(ctx, args, caller):
+    everything = args.get("all") is True
+    if everything == ("name" in args):
+        raise InvalidArgument("Give exactly one of `name` and `all: true`.",
+                              "Name the fault to clear, or clear every fault with all=true (`--all`).")
+    return ctx.device.clear_fault(None if everything else args["name"], origin=caller.origin(),
+                                  dry_run=bool(args.get("dry_run")))

@@ -1,0 +1,28 @@
+"""system.fault.scenario — load a fault scenario (admins only): a TOML text of faults to inject on
+a schedule, relative to the load or to the opening of the Nth run after it (docs/operations.md,
+"Fault scenarios"; statemachine/fault_scenario.py). `cs system fault scenario FILE` reads the
+file and sends its text.
+
+Loading replaces the scenario loaded before (its steps still to come are cancelled; faults already
+active stay). A scenario with mistakes: INVALID_ARGUMENT listing every problem with its line.
+args: text (str, required, at most 60000 characters); source (str): a name for messages (the
+      file's name); dry_run (bool): check only (the steps it would schedule).
+result: {message, changed, steps: [in words], systemHealth, activeFaults} (and dryRun: true)
+"""
+
+from ..args import DRY_RUN, Arg, label
+
+NAME = "system.fault.scenario"
+MUTATING = True
+ROLE = "admin"  # the least role allowed (admin > operator > viewer)
+MAX_TEXT_CHARS = 60_000  # inside one 64 KiB frame with its envelope
+ARGS = {
+    "text": Arg(str, required=True, max_chars=MAX_TEXT_CHARS, help="the scenario, as TOML"),
+    "source": Arg(str, parse=label, help="a name for messages, e.g. the file's"),
+    "dry_run": DRY_RUN,
+}
+
+
+def execute(ctx, args, caller):
+    return ctx.device.load_scenario(args["text"], args.get("source") or "scenario", origin=caller.origin(),
+                                    dry_run=bool(args.get("dry_run")))

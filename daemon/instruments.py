@@ -1,0 +1,66 @@
+"""csd's metrics as the loop sees them: the real metric set and its HTTP listener when
+`metrics_endpoint` is set, or `NO_METRICS`, whose methods do nothing, when it is not (so the
+loop calls the same methods either way, and a csd without metrics never imports
+prometheus_client, ~44 ms).
+
+`start()` is called by boot (daemon/boot.py) after the ZeroMQ sockets are bound and before READY=1:
+a port already taken stops csd from starting, like a taken TCP endpoint.
+"""
+
+from __future__ import annotations
+
+from csadmin import __version__, errors
+
+from .coalesce import Coalescer
+from .commands import COMMANDS
+
+
+class NoMetrics:
+    """The metric set's methods, doing nothing (metrics are off)."""
+
+    def publish(self, show: dict) -> None:
+        pass
+
+    def observe_request(self, op, outcome, seconds: float) -> None:
+        pass
+
+    def observe_event(self, event: dict) -> None:
+        pass
+
+    def observe_samples(self, count: int) -> None:
+        pass
+
+    def observe_denial(self, reason: str) -> None:
+        pass
+
+    def observe_commit(self, seconds: float) -> None:
+        pass
+
+
+NO_METRICS = NoMetrics()
+
+
+def start(endpoint_text: str, show: dict, log):
+    """(the metric set, its started listener): published once with `show` (a `system.show`
+    result), served at `endpoint_text` (daemon/metrics_endpoint.py); (NO_METRICS, None) when that
+    is "". Raises OSError when the address cannot be bound."""
+    from .metrics_endpoint import parse
+
+    endpoint = parse(endpoint_text)
+    if endpoint is None:
+        return NO_METRICS, None
+    from .metrics import Metrics
+    from .metrics_listener import MetricsListener
+
+    metrics = Metrics(__version__, COMMANDS, errors.WIRE_CODES)
+    metrics.publish(show)
+    failures = Coalescer(per_second=1)
+
+    def render_failed(exc: BaseException) -> None:  # in the listener's thread; answered 500
+        if failures.admit("render"):
+            log.error("metrics_render_failed", reason=f"{type(exc).__name__}: {exc}")
+
+    listener = MetricsListener(metrics.registry, endpoint, on_error=render_failed)
+    listener.start()
+    log.info("metrics_listening", url=listener.bound.url)
+    return metrics, listener
