@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from csadmin.protocol import REASON_MAX_CHARS
+from csadmin.statemachine.fault_scenario import MAX_SECONDS  # a year: what a scenario file may say too
 
 INT_MIN, INT_MAX = -(2**63), 2**63 - 1
 MAX_STRING_CHARS = 1000  # any string argument; `parse` functions bound most far lower
@@ -156,15 +157,15 @@ def run_id(value: str) -> str:
 
 def seconds_after(value: float) -> float:
     """A delay in seconds: 0 or more, at most a year."""
-    if not 0 <= value <= 366 * 24 * 3600:
-        raise ValueError(f"must be between 0 and a year (31622400 s), not {shorten(str(value))}")
+    if not 0 <= value <= MAX_SECONDS:
+        raise ValueError(f"must be between 0 and a year ({MAX_SECONDS} s), not {shorten(str(value))}")
     return float(value)
 
 
 def seconds_for(value: float) -> float:
     """A duration in seconds: more than 0, at most a year."""
-    if not 0 < value <= 366 * 24 * 3600:
-        raise ValueError(f"must be more than 0 and at most a year (31622400 s), not {shorten(str(value))}")
+    if not 0 < value <= MAX_SECONDS:
+        raise ValueError(f"must be more than 0 and at most a year ({MAX_SECONDS} s), not {shorten(str(value))}")
     return float(value)
 
 
