@@ -103,3 +103,24 @@ def test_events_follow_prints_live_events_until_ctrl_c(csd):
     finally:
         proc.kill()
         proc.wait()
+
+
+def test_ctrl_c_during_a_one_shot_wait_exits_130_and_leaves_the_change_running(make_csd):
+    """A script's `cs system standby --no-confirm` waits for STANDBY; Ctrl-C there stops the
+    waiting (exit 130, "Interrupted.", no traceback), not the standby csd already accepted."""
+    csd = make_csd(standby_seconds=30).start()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "csadmin", "system", "standby", "--no-confirm"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True, env=csd.env(), cwd=ROOT,
+    )
+    try:
+        assert proc.stdout.readline().startswith("System is going to STANDBY")
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=20)
+        assert proc.returncode == errors.EXIT_INTERRUPTED, (out, err)
+        assert "Interrupted." in err and "Traceback" not in err
+    finally:
+        proc.kill()
+        proc.wait()
+    with csd.client() as c:
+        assert c.system_show()["state"] == "PENDING_STANDBY", "the standby carries on"
