@@ -398,3 +398,36 @@ def test_embedded_quick_start_makes_its_own_keys():
     )
     assert r.returncode == 0, r.stderr
     assert json.loads(r.stdout)["state"] == "ACTIVE"
+
+
+def test_every_op_refuses_a_role_below_its_own_and_a_revoked_key(csd):
+    """Not only the first call: every op checks the caller's role on every message. A key below
+    an op's role, and a key revoked while its connection stays open, get PERMISSION_DENIED
+    from each op (before its arguments are even looked at), and csd's state does not move."""
+    from csadmin.daemon.commands import COMMANDS
+    from csadmin.daemon.keys import RANK
+
+    keys = {role: csd.add_key(f"k-{role}", role) for role in ("viewer", "operator")}
+    doomed = csd.add_key("k-doomed", "admin")
+    with csd.client() as admin:
+        before = admin.system_show()
+    for role, key in keys.items():
+        with csd.client(key=key) as c:
+            for op, command in sorted(COMMANDS.items()):
+                if RANK[command.ROLE] <= RANK[role]:
+                    continue
+                with pytest.raises(errors.PermissionDenied, match=f"needs the {command.ROLE} role"):
+                    c.call(op)
+    with csd.client(key=doomed) as c:
+        assert c.whoami()["role"] == "admin"
+        r = subprocess.run(
+            [sys.executable, "-m", "csadmin.daemon", "keys", "revoke", "k-doomed", "--state-dir", csd.state_dir],
+            capture_output=True, text=True, cwd=ROOT,
+        )
+        assert r.returncode == 0, r.stderr
+        for op in sorted(COMMANDS):
+            with pytest.raises(errors.PermissionDenied, match="not registered"):
+                c.call(op)
+    with csd.client() as admin:
+        after = admin.system_show()
+    assert {k: after[k] for k in ("state", "activeExecmode", "seq")} == {k: before[k] for k in ("state", "activeExecmode", "seq")}
