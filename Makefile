@@ -5,13 +5,17 @@ PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
+# PyTorch for csadmin.cstorch, pinned so pip takes the CPU wheel this machine kind keeps on disk
+# (pip's find-links) instead of PyPI's newest build with ~3 GB of CUDA packages.
+TORCH ?= torch==2.13.0
 
 .PHONY: run test fuzz install clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e '.[test]'
+	$(PY) -m pip install --quiet '$(TORCH)'
+	$(PY) -m pip install --quiet -e '.[test,cstorch]'
 	touch $(STAMP)
 
 install: $(STAMP)
