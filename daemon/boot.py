@@ -71,10 +71,9 @@ class Booted:
         self.ctx.term()
         self.sockets.remove_files()
         try:
-            self.store.record_progress(force=True)
+            self.store.close()  # records the clean stop (and damage, if that is why) in csd.identity
         except OSError as exc:
             self.log.error("identity_write_failed", path=self.store.identity.path, reason=str(exc))
-        self.store.close()
 
 
 def boot(config: Config, log) -> Booted:

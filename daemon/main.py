@@ -2,7 +2,8 @@
 
 Settings: built-in defaults < the config file (`/etc/csd/csd.toml`, `--config`, `$CSD_CONFIG`)
 < the flags given here. `csd --check-config` validates them, prints the result and exits.
-Exit codes: 0 clean stop, 1 cannot start (state store, endpoint), 2 bad flags or config.
+Exit codes: 0 clean stop, 1 cannot start (state store, endpoint) or stopped for a damaged state
+store, 2 bad flags or config.
 """
 
 from __future__ import annotations
@@ -99,8 +100,7 @@ def run(config, reload_config) -> int:
         notifier.status(f"cannot start: {reason}")  # what `systemctl status csd` shows
         return 1
     try:
-        server.serve_forever()
+        return server.serve_forever()  # 1: the store was found damaged while serving
     finally:
         server.close()
         notifier.close()
-    return 0

@@ -1,0 +1,90 @@
+"""Every stored row carries a checksum of its values, checked whenever csd reads it.
+
+SQLite checks the structure of its file (`PRAGMA quick_check`) but not the values in it: one
+flipped bit in a closed run's `totalSamples` reads back as another number. So each table has a
+`rowsum` column: the CRC-32 of the row's other columns (key included), written with the row and
+compared when it is read, at start and later (events.show, audit.show). A row that does not
+match raises StoreDamaged naming the table and the row; csd never serves it.
+
+Values are read for the check as their bytes (`CAST(column AS BLOB)`: TEXT as its UTF-8, an
+INTEGER as its decimal digits), so damage that breaks UTF-8 or changes a value's type is a
+checksum mismatch like any other, never a decoding error from SQLite.
+"""
+
+from __future__ import annotations
+
+from zlib import crc32
+
+# table -> its key column, then the columns the checksum covers (the key first), in order.
+TABLES = {
+    "meta": ("key", "value"),
+    "device": ("id", "snapshot"),
+    "events": ("seq", "body", "type", "time"),
+    "replies": ("n", "client", "request_id", "fingerprint", "reply"),
+    "runs": ("number", "run_id", "body"),
+    "audit": ("n", "time", "name", "role", "op", "args", "outcome", "message"),
+}
+_NULL = b"\xff"  # never a whole value otherwise: TEXT is UTF-8, and an empty BLOB is b""
+
+
+def rowsum(values) -> int:
+    """The checksum of one row's values (int, str, bytes or None), in TABLES order."""
+    parts = []
+    for value in values:
+        if value.__class__ is int:
+            parts.append(b"%d" % value)
+        elif value.__class__ is str:
+            parts.append(value.encode("utf-8", "surrogatepass"))
+        elif value is None:
+            parts.append(_NULL)
+        elif value.__class__ is bytes:
+            parts.append(value)
+        else:  # a REAL: never written, so only damage to a value's type makes one
+            parts.append(repr(value).encode())
+    return crc32(b"\x00".join(parts))
+
+
+def with_rowsum(row: tuple) -> tuple:
+    """`row` (values in TABLES order) with its checksum appended, for an INSERT."""
+    return (*row, rowsum(row))
+
+
+def _as_bytes(table: str) -> str:
+    return ", ".join(f"CAST({column} AS BLOB)" for column in TABLES[table])
+
+
+def select(table: str, where: str = "") -> str:
+    """SELECT the checksummed columns of `table` as bytes (or None), then `rowsum`: what
+    bad_row() takes."""
+    return f"SELECT {_as_bytes(table)}, rowsum FROM {table}{where}"
+
+
+def insert(table: str, verb: str = "INSERT") -> str:
+    columns = (*TABLES[table], "rowsum")
+    return f"{verb} INTO {table} ({', '.join(columns)}) VALUES ({', '.join('?' * len(columns))})"
+
+
+def bad_row(row: tuple) -> bool:
+    """Whether a row from select() fails its checksum."""
+    return rowsum(row[:-1]) != row[-1]
+
+
+def describe(table: str, row: tuple) -> str:
+    """'table events, row seq=42' for the damage message (the key as read: it may be the damage)."""
+    key = row[0].decode("utf-8", "replace") if isinstance(row[0], bytes) else row[0]
+    return f"table {table}, row {TABLES[table][0]}={key}"
+
+
+def first_bad_row(db, table: str) -> str | None:
+    """Scan every row of `table` (in key order); describe the first that fails its checksum."""
+    for row in db.execute(select(table, f" ORDER BY {TABLES[table][0]}")):
+        if bad_row(row):
+            return describe(table, row)
+    return None
+
+
+def add_rowsums(db, table: str) -> None:
+    """Give every row of `table` its checksum (the upgrade from a csd before checksums: the
+    rows are taken as they are, after `PRAGMA quick_check` found the file sound)."""
+    rows = db.execute(f"SELECT rowid, {_as_bytes(table)} FROM {table}").fetchall()
+    db.executemany(f"UPDATE {table} SET rowsum = ? WHERE rowid = ?", [(rowsum(row[1:]), row[0]) for row in rows])
