@@ -1,5 +1,6 @@
 # `make run`: the product (a private csd and the cs> shell on it). `make test`: the whole suite.
-# `make fuzz`: 10^5 hostile frames at a real csd (tests/fuzz; CI sends a few thousand).
+# `make fuzz`: 10^5 hostile frames at a real csd, and 400 damaged state directories (tests/fuzz;
+# CI sends a few thousand frames and damages 16).
 # Both create or refresh the local virtualenv in .venv first.
 PYTHON ?= python3
 VENV ?= .venv
@@ -27,8 +28,9 @@ test: $(STAMP)
 	$(PY) -m pytest
 
 FUZZ_FRAMES ?= 100000
+FUZZ_DAMAGE ?= 400
 fuzz: $(STAMP)
-	FUZZ_FRAMES=$(FUZZ_FRAMES) $(PY) -m pytest -q -s tests/fuzz
+	FUZZ_FRAMES=$(FUZZ_FRAMES) FUZZ_DAMAGE=$(FUZZ_DAMAGE) $(PY) -m pytest -q -s tests/fuzz
 
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache .hypothesis

@@ -32,6 +32,8 @@ def migrate(db) -> None:
             db.execute("ALTER TABLE events ADD COLUMN type TEXT")
             db.execute("ALTER TABLE events ADD COLUMN time INTEGER")
             db.execute("UPDATE events SET type = json_extract(body, '$.type'), time = json_extract(body, '$.triggerTime')")
+    if "commits" not in columns(db, "device"):  # a csd before numbered commits (daemon/progress.py)
+        db.execute("ALTER TABLE device ADD COLUMN commits INTEGER")
     missing = [table for table in rows.TABLES if "rowsum" not in columns(db, table)]
     if missing:  # a csd before row checksums: once, in one transaction
         with db:

@@ -18,7 +18,7 @@ from zlib import crc32
 # table -> its key column, then the columns the checksum covers (the key first), in order.
 TABLES = {
     "meta": ("key", "value"),
-    "device": ("id", "snapshot"),
+    "device": ("id", "snapshot", "commits"),
     "events": ("seq", "body", "type", "time"),
     "replies": ("n", "client", "request_id", "fingerprint", "reply"),
     "runs": ("number", "run_id", "body"),

@@ -36,11 +36,14 @@ from . import rows, wal
 from .damage import StoreDamaged, StoreError, guarded
 from .identity import Identity, IdentityError, recovery_steps
 from .migrate import columns, migrate
+from .progress import Progress
 
 SCHEMA = """
 -- rowsum: every row's checksum of its other columns (daemon/rows.py).
 CREATE TABLE IF NOT EXISTS meta    (key TEXT PRIMARY KEY, value TEXT NOT NULL, rowsum INTEGER);
-CREATE TABLE IF NOT EXISTS device  (id INTEGER PRIMARY KEY CHECK (id = 1), snapshot TEXT NOT NULL, rowsum INTEGER);
+-- commits: the number of the newest commit (daemon/progress.py).
+CREATE TABLE IF NOT EXISTS device  (id INTEGER PRIMARY KEY CHECK (id = 1), snapshot TEXT NOT NULL, commits INTEGER,
+                                    rowsum INTEGER);
 -- type and time are the event's own (also in body), for indexed queries.
 CREATE TABLE IF NOT EXISTS events  (seq INTEGER PRIMARY KEY, body TEXT NOT NULL, type TEXT, time INTEGER,
                                     rowsum INTEGER);
@@ -88,6 +91,7 @@ class Store:
         except BlockingIOError:
             raise StoreError(f"Another csd is already using {state_dir}; stop it first or pick another --state-dir.")
         self.identity = Identity(state_dir)
+        self.progress = Progress(state_dir)
         try:
             recorded = self.identity.read()
         except IdentityError as exc:
@@ -124,6 +128,10 @@ class Store:
         self._check_identity(recorded)  # before anything is written
         self.db.executescript(SCHEMA)
         migrate(self.db)
+        device = self._read("device", rows.select("device", " WHERE id = 1"), serving=False)
+        self.commits = int(device[0][2]) if device and device[0][2] is not None else 0
+        if recorded is not None:
+            self._check_progress(recorded)
         if recorded is not None and recorded.get("damaged"):  # found while serving: is it still there?
             for table in rows.TABLES:
                 bad = rows.first_bad_row(self.db, table)
@@ -173,6 +181,15 @@ class Store:
                 f"{recovery_steps(self.state_dir)}"
             )
 
+    def _check_progress(self, recorded: dict) -> None:
+        acknowledged = self.progress.read(self.database)
+        if acknowledged is not None and self.commits < acknowledged:
+            raise StoreError(
+                f"The state store {self.path} ends at commit {self.commits}, but {self.progress.path} records that "
+                f"commit {acknowledged} was acknowledged: the database went back in time (a lost, cut-short or damaged "
+                f"write-ahead log, or an older copy put back). {recovery_steps(self.state_dir)}"
+            )
+
     def _refuse_empty(self, recorded: dict, what: str) -> None:
         raise StoreError(
             f"The state store {self.path} {what}, but {self.identity.path} records that csd used database "
@@ -187,6 +204,7 @@ class Store:
             self.database = os.urandom(16).hex()
             self._put("meta", ("database", self.database))
         self.created = int(time.time() * 1000)
+        self.progress.write(self.database, self.commits)
         self.identity.write(self.database, self.created, self.committed_seq, running=True)
 
     def _put(self, table: str, row: tuple) -> None:
@@ -311,7 +329,7 @@ class Store:
         with self._guard("the database while writing"):
             db.execute("BEGIN IMMEDIATE")
             try:
-                db.execute(_PUT["device"], summed((1, json.dumps(snapshot))))
+                db.execute(_PUT["device"], summed((1, json.dumps(snapshot), self.commits + 1)))
                 if events:
                     db.executemany(_PUT["events"], [summed((e.seq, json.dumps(e.to_dict()), e.type, e.triggerTime))
                                                     for e in events])
@@ -327,6 +345,11 @@ class Store:
             except BaseException:
                 self._rollback()
                 raise
+        self.commits += 1
+        try:
+            self.progress.write(self.database, self.commits)
+        except OSError:  # a safety record only: an older one refuses nothing wrongly
+            pass
         if events:
             self.committed_seq = max(self.committed_seq, events[-1].seq)
 
@@ -403,4 +426,5 @@ class Store:
                                 damaged=self.damaged.what if self.damaged else None)
         finally:
             self.db.close()
+            self.progress.close()
             self._lock.close()

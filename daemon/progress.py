@@ -1,0 +1,61 @@
+"""`csd.progress`: the number of the newest commit csd acknowledged, written after every commit.
+
+csd.identity is made durable (fsync) and so is written only every 10 s; between two writes, an
+older copy of the database put back after kill -9 (with its own log and index) cannot be told
+from the real one by it. So every commit is numbered (the `commits` column of the device row,
+written in the same transaction) and, once SQLite has made the commit durable, its number is
+written here: 32 bytes in place, without fsync. That is what a kill -9 or a crash needs (the
+page cache survives the process); after a power loss the record may be older or torn, never
+newer than what is durable, since it is written after the commit's fsync. A torn or foreign
+record is ignored. At start, a database whose newest commit is older than this record went
+back in time (daemon/store.py refuses it).
+"""
+
+from __future__ import annotations
+
+import os
+import struct
+import zlib
+
+FILE_NAME = "csd.progress"
+_RECORD = struct.Struct("<16sQI4x")  # database id (raw), commit number, CRC-32 of both
+
+
+class Progress:
+    def __init__(self, state_dir: str):
+        self.path = os.path.join(state_dir, FILE_NAME)
+        self._fd: int | None = None
+
+    def read(self, database: str) -> int | None:
+        """The recorded commit number of `database` (a hex id), or None: no record, a torn one,
+        or one of another database (a state directory started over)."""
+        try:
+            with open(self.path, "rb") as f:
+                data = f.read(_RECORD.size)
+        except FileNotFoundError:
+            return None
+        if len(data) != _RECORD.size:
+            return None
+        raw, commits, crc = _RECORD.unpack(data)
+        if zlib.crc32(data[:24]) != crc or raw != _raw(database):
+            return None
+        return commits
+
+    def write(self, database: str, commits: int) -> None:
+        """Record `commits` (after SQLite has made that commit durable). Not fsync'd, on purpose."""
+        if self._fd is None:
+            self._fd = os.open(self.path, os.O_WRONLY | os.O_CREAT, 0o640)
+        head = struct.pack("<16sQ", _raw(database), commits)
+        os.pwrite(self._fd, _RECORD.pack(_raw(database), commits, zlib.crc32(head)), 0)
+
+    def close(self) -> None:
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
+
+
+def _raw(database: str) -> bytes:
+    try:
+        return bytes.fromhex(database)[:16].ljust(16, b"\0")
+    except ValueError:
+        return database.encode()[:16].ljust(16, b"\0")
