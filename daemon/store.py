@@ -9,10 +9,8 @@ The store is the event log of record: each event is a row keyed by its seq, with
 follows the events it returns, not the number kept (10⁶ by choice); the model holds only the
 newest few in memory, and a restart reads only those.
 
-The kept events, replies and audit records are trimmed to their limits in bounded steps (at most
-PRUNE_STEP rows per commit, so no commit waits on a large delete): a step at every start and
-whenever about 1% more (at most PRUNE_STEP) have been written, and again at each commit while a
-table is still over its limit; so the limits hold across restarts. The database is
+The kept events, replies and audit records are trimmed to their limits in bounded steps
+(daemon/trim.py), inside the commits. The database is
 checked against `csd.identity` before use (daemon/identity.py): an empty, replaced or rolled-back
 database stops csd instead of passing for a fresh system; so does a write-ahead log that is
 missing, emptied, cut short or damaged after an unclean stop (daemon/wal.py). Every row carries
@@ -32,11 +30,12 @@ import time
 
 from csadmin.statemachine.events import Event
 
-from . import rows, wal
+from . import provenance, rows
 from .damage import StoreDamaged, StoreError, guarded
-from .identity import Identity, IdentityError, recovery_steps
+from .identity import Identity, IdentityError
 from .migrate import columns, migrate
 from .progress import Progress
+from .trim import Trimmer
 
 SCHEMA = """
 -- rowsum: every row's checksum of its other columns (daemon/rows.py).
@@ -57,7 +56,6 @@ CREATE TABLE IF NOT EXISTS audit   (n INTEGER PRIMARY KEY AUTOINCREMENT, time IN
                                     role TEXT, op TEXT, args TEXT NOT NULL, outcome TEXT NOT NULL,
                                     message TEXT NOT NULL, rowsum INTEGER);
 """
-PRUNE_STEP = 2_000  # rows deleted per table at most per commit
 _GLOB_SPECIAL = frozenset("*?[")
 
 AUDIT_COLUMNS = ("time", "name", "role", "op", "args", "outcome", "message")
@@ -72,12 +70,11 @@ def _text(value: bytes | None) -> str | None:
     return None if value is None else value.decode()
 
 
-def _when(recorded: dict) -> str:
-    return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(recorded.get("written", 0) / 1000))
-
-
 class Store:
-    def __init__(self, state_dir: str, keep_events: int, keep_replies: int = 10_000, keep_audit: int = 100_000):
+    def __init__(self, state_dir: str, keep_events: int, keep_replies: int = 10_000, keep_audit: int = 100_000,
+                 preload: tuple[int, int] | None = None):
+        """Open and check the store. `preload` (events, runs): read (and so check) what a start
+        needs before anything is written, into `preloaded` (load()'s result, load_runs()')."""
         os.makedirs(state_dir, mode=0o750, exist_ok=True)
         self.state_dir = state_dir
         self.path = os.path.join(state_dir, "csd.sqlite3")
@@ -98,27 +95,15 @@ class Store:
             raise StoreError(str(exc)) from None
         existed = os.path.exists(self.path) and os.path.getsize(self.path) > 0
         if recorded is not None and not existed:  # refused before SQLite writes a byte
-            self._refuse_empty(recorded, "is missing" if not os.path.exists(self.path) else "is empty")
-        self._check_log(recorded)  # before SQLite sees the log: it would silently drop what it cannot read
+            provenance.refuse_empty(self.path, self.identity.path, state_dir, recorded,
+                                    "is missing" if not os.path.exists(self.path) else "is empty")
+        provenance.check_log(self.path, state_dir, recorded)
         with guarded(state_dir, self.path, "the database file", serving=False):
-            self._open(recorded)
+            self._open(recorded, preload)
 
     # -- opening -----------------------------------------------------------------------------------
 
-    def _check_log(self, recorded: dict | None) -> None:
-        problem = wal.header_problem(self.path + "-wal")
-        if problem is None and recorded is not None and recorded.get("running") is True:
-            problem = wal.unclean_stop_problem(self.path)
-            if problem is not None:
-                problem += " after csd stopped uncleanly (it did not record a clean stop)"
-        if problem:
-            raise StoreError(
-                f"The state store's write-ahead log {self.path}-wal is damaged or lost ({problem}); SQLite would "
-                f"ignore what is missing and every change since its last checkpoint would be lost. "
-                f"{recovery_steps(self.state_dir)}"
-            )
-
-    def _open(self, recorded: dict | None) -> None:
+    def _open(self, recorded: dict | None, preload: tuple[int, int] | None) -> None:
         self.db = sqlite3.connect(self.path, isolation_level=None)
         self.db.execute("PRAGMA journal_mode=WAL")
         self.db.execute("PRAGMA synchronous=FULL")
@@ -131,20 +116,21 @@ class Store:
         device = self._read("device", rows.select("device", " WHERE id = 1"), serving=False)
         self.commits = int(device[0][2]) if device and device[0][2] is not None else 0
         if recorded is not None:
-            self._check_progress(recorded)
+            provenance.check_progress(self.path, self.progress.path, self.state_dir, self.commits,
+                                      self.progress.read(self.database))
         if recorded is not None and recorded.get("damaged"):  # found while serving: is it still there?
             for table in rows.TABLES:
                 bad = rows.first_bad_row(self.db, table)
                 if bad:
                     raise StoreDamaged(self.state_dir, self.path, f"{bad} fails its checksum")
+        self.preloaded = (self.load(preload[0]), self.load_runs(preload[1])) if preload else None
         # A frame in the log before csd.identity says "running" (daemon/wal.py counts on it).
         self._put("meta", ("started", str(int(time.time() * 1000))))
         if recorded is None:  # a new state directory, or one from a csd before this check
             self._adopt()
         self._identity_seq = recorded["seq"] if recorded else self.committed_seq
-        self._since_prune = dict.fromkeys(self.keep, 0)
-        self._over = dict.fromkeys(self.keep, True)  # still above its limit after the last step
-        self._prune(force=True)  # limits hold across restarts, not only within one run
+        self._trim = Trimmer(self.db, self.keep)
+        self._trim.step(force=True)  # limits hold across restarts, not only within one run
         self._identity_written = time.monotonic()
 
     def _check_identity(self, recorded: dict | None) -> None:
@@ -165,38 +151,7 @@ class Store:
             self.database = database
             return
         self.database, self.created = recorded["database"], int(recorded.get("created", 0))
-        if database is None:
-            self._refuse_empty(recorded, "holds no identity (it is a new or reset database)")
-        if database != recorded["database"]:
-            raise StoreError(
-                f"The state store {self.path} is database {database}, but {self.identity.path} records database "
-                f"{recorded['database']}: it was replaced by another system's or another state directory's. "
-                f"{recovery_steps(self.state_dir)}"
-            )
-        if self.committed_seq < recorded["seq"]:
-            raise StoreError(
-                f"The state store {self.path} ends at event seq {self.committed_seq}, but {self.identity.path} "
-                f"records that seq {recorded['seq']} was committed (as of {_when(recorded)}): the database went back "
-                f"in time (a lost or damaged write-ahead log, or an older copy put back). "
-                f"{recovery_steps(self.state_dir)}"
-            )
-
-    def _check_progress(self, recorded: dict) -> None:
-        acknowledged = self.progress.read(self.database)
-        if acknowledged is not None and self.commits < acknowledged:
-            raise StoreError(
-                f"The state store {self.path} ends at commit {self.commits}, but {self.progress.path} records that "
-                f"commit {acknowledged} was acknowledged: the database went back in time (a lost, cut-short or damaged "
-                f"write-ahead log, or an older copy put back). {recovery_steps(self.state_dir)}"
-            )
-
-    def _refuse_empty(self, recorded: dict, what: str) -> None:
-        raise StoreError(
-            f"The state store {self.path} {what}, but {self.identity.path} records that csd used database "
-            f"{recorded['database']} here, with events up to seq {recorded['seq']} (as of {_when(recorded)}): the "
-            f"database was truncated, replaced or lost, and csd will not pass it off as a fresh system. "
-            f"{recovery_steps(self.state_dir)}"
-        )
+        provenance.check_recorded(self.path, self.identity.path, self.state_dir, recorded, database, self.committed_seq)
 
     def _adopt(self) -> None:
         """Give a database without an identity one, and record it in csd.identity."""
@@ -339,8 +294,8 @@ class Store:
                     db.executemany(_INSERT["replies"], self._numbered("replies", replies))
                 if audit:
                     db.executemany(_INSERT["audit"], self._numbered("audit", audit))
-                self._count(events=len(events), replies=len(replies), audit=len(audit or ()))
-                self._prune()
+                self._trim.count(events=len(events), replies=len(replies), audit=len(audit or ()))
+                self._trim.step()
                 db.execute("COMMIT")
             except BaseException:
                 self._rollback()
@@ -361,8 +316,8 @@ class Store:
             db.execute("BEGIN IMMEDIATE")
             try:
                 db.executemany(_INSERT["audit"], self._numbered("audit", records))
-                self._count(audit=len(records))
-                self._prune()
+                self._trim.count(audit=len(records))
+                self._trim.step()
                 db.execute("COMMIT")
             except BaseException:
                 self._rollback()
@@ -391,30 +346,6 @@ class Store:
         # After an I/O error (a full disk) SQLite may have rolled the transaction back itself.
         if self.db.in_transaction:
             self.db.execute("ROLLBACK")
-
-    def _count(self, **written: int) -> None:
-        for table, n in written.items():
-            self._since_prune[table] += n
-
-    def _prune(self, force: bool = False) -> None:
-        """Trim a table towards its limit once about 1% more rows than it keeps (at most
-        PRUNE_STEP) have been written, and at every commit while it is still over (and always
-        when `force`), deleting at most PRUNE_STEP of its oldest rows each time: the limits hold
-        within 1% once caught up, and no commit waits on a large delete (a limit lowered by
-        10⁶ is reached over the next commits, not in one)."""
-        keys = {"events": "seq", "replies": "n", "audit": "n"}
-        for table, keep in self.keep.items():
-            if force or self._over[table] or self._since_prune[table] >= max(1, min(keep // 100, PRUNE_STEP)):
-                key = keys[table]
-                # Keys are dense (seq and n only grow), so MAX - keep is where the kept rows begin.
-                # Two subqueries: SQLite reads a lone MIN or MAX off the key, but scans for both at once.
-                low, high = self.db.execute(
-                    f"SELECT (SELECT MIN({key}) FROM {table}), (SELECT MAX({key}) FROM {table})").fetchone()
-                if low is not None:
-                    cut = high - keep
-                    self.db.execute(f"DELETE FROM {table} WHERE {key} <= ?", (min(cut, low + PRUNE_STEP - 1),))
-                    self._over[table] = cut >= low + PRUNE_STEP
-                self._since_prune[table] = 0
 
     def close(self) -> None:
         """Record the stop in csd.identity (the exact seq; a clean stop, so the next start does not
