@@ -43,6 +43,11 @@ def is_damage(exc: BaseException) -> bool:
     return isinstance(exc, sqlite3.DatabaseError) and code is not None and code & 0xFF in _DAMAGE_CODES
 
 
+def damage_name(exc: BaseException) -> str:
+    """SQLite's name for a damage error ("SQLITE_CORRUPT"), for the message."""
+    return _DAMAGE_CODES[exc.sqlite_errorcode & 0xFF]
+
+
 @contextlib.contextmanager
 def guarded(state_dir: str, path: str, where: str, serving: bool):
     """Turn SQLite's damage exceptions raised inside into StoreDamaged naming `where` (a table,
@@ -52,5 +57,4 @@ def guarded(state_dir: str, path: str, where: str, serving: bool):
     except sqlite3.DatabaseError as exc:
         if not is_damage(exc):
             raise
-        raise StoreDamaged(state_dir, path, f"SQLite found {where} corrupt ({_DAMAGE_CODES[exc.sqlite_errorcode & 0xFF]})",
-                           serving) from None
+        raise StoreDamaged(state_dir, path, f"SQLite found {where} corrupt ({damage_name(exc)})", serving) from None

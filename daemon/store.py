@@ -31,7 +31,7 @@ import time
 from csadmin.statemachine.events import Event
 
 from . import provenance, rows
-from .damage import StoreDamaged, StoreError, guarded
+from .damage import StoreDamaged, StoreError, damage_name, guarded, is_damage
 from .identity import Identity, IdentityError
 from .migrate import columns, migrate
 from .progress import Progress
@@ -68,6 +68,11 @@ __all__ = ["Store", "StoreError", "StoreDamaged"]
 
 def _text(value: bytes | None) -> str | None:
     return None if value is None else value.decode()
+
+
+def _numbered(last: int, records) -> list[tuple]:
+    """`records` with the keys after `last`, and their checksums."""
+    return [rows.with_rowsum((last + i, *record)) for i, record in enumerate(records, 1)]
 
 
 class Store:
@@ -129,6 +134,9 @@ class Store:
         if recorded is None:  # a new state directory, or one from a csd before this check
             self._adopt()
         self._identity_seq = recorded["seq"] if recorded else self.committed_seq
+        # The newest keys AUTOINCREMENT gave (a row's key is in its checksum, so csd numbers them).
+        self._last = dict.fromkeys(("replies", "audit"), 0)
+        self._last.update(self.db.execute("SELECT name, seq FROM sqlite_sequence WHERE name IN ('replies', 'audit')"))
         self._trim = Trimmer(self.db, self.keep)
         self._trim.step(force=True)  # limits hold across restarts, not only within one run
         self._identity_written = time.monotonic()
@@ -280,8 +288,8 @@ class Store:
         fingerprint, reply), `runs` changed run records (Run.to_dict()) and `audit` audit
         records (tuples in AUDIT_COLUMNS order), all written in the same transaction, each row
         with its checksum."""
-        db, summed = self.db, rows.with_rowsum
-        with self._guard("the database while writing"):
+        db, summed, last = self.db, rows.with_rowsum, self._last
+        try:
             db.execute("BEGIN IMMEDIATE")
             try:
                 db.execute(_PUT["device"], summed((1, json.dumps(snapshot), self.commits + 1)))
@@ -291,15 +299,19 @@ class Store:
                 if runs:
                     db.executemany(_PUT["runs"], [summed((r["number"], r["runId"], json.dumps(r))) for r in runs])
                 if replies:
-                    db.executemany(_INSERT["replies"], self._numbered("replies", replies))
+                    db.executemany(_INSERT["replies"], _numbered(last["replies"], replies))
                 if audit:
-                    db.executemany(_INSERT["audit"], self._numbered("audit", audit))
+                    db.executemany(_INSERT["audit"], _numbered(last["audit"], audit))
                 self._trim.count(events=len(events), replies=len(replies), audit=len(audit or ()))
                 self._trim.step()
                 db.execute("COMMIT")
             except BaseException:
                 self._rollback()
                 raise
+        except sqlite3.DatabaseError as exc:
+            raise self._written_damage(exc)
+        last["replies"] += len(replies)
+        last["audit"] += len(audit or ())
         self.commits += 1
         try:
             self.progress.write(self.database, self.commits)
@@ -312,21 +324,33 @@ class Store:
         """Record audited requests that changed nothing (refusals, denials), durably, in one
         transaction."""
         db = self.db
-        with self._guard("the database while writing"):
+        try:
             db.execute("BEGIN IMMEDIATE")
             try:
-                db.executemany(_INSERT["audit"], self._numbered("audit", records))
+                db.executemany(_INSERT["audit"], _numbered(self._last["audit"], records))
                 self._trim.count(audit=len(records))
                 self._trim.step()
                 db.execute("COMMIT")
             except BaseException:
                 self._rollback()
                 raise
+        except sqlite3.DatabaseError as exc:
+            raise self._written_damage(exc)
+        self._last["audit"] += len(records)
+
+    def _written_damage(self, exc: sqlite3.DatabaseError) -> Exception:
+        """What a failed write raises: StoreDamaged (and `damaged` set) if SQLite found the file
+        corrupt; else the error itself (a full disk, an I/O error: not saved, csd carries on)."""
+        if not is_damage(exc):
+            return exc
+        self.damaged = StoreDamaged(self.state_dir, self.path, f"SQLite found it corrupt while writing "
+                                    f"({damage_name(exc)})", serving=True)
+        return self.damaged
 
     @contextlib.contextmanager
     def _guard(self, where: str, serving: bool = True):
         """SQLite's damage errors inside raise StoreDamaged (and, while serving, set `damaged`);
-        a full disk or an I/O error stays what it is (the change is not saved, csd carries on)."""
+        other errors pass unchanged."""
         try:
             with guarded(self.state_dir, self.path, where, serving):
                 yield
@@ -335,17 +359,13 @@ class Store:
                 self.damaged = exc
             raise
 
-    def _numbered(self, table: str, records) -> list[tuple]:
-        """`records` with the keys AUTOINCREMENT would give them, and their checksums (the key is
-        part of the checksum, so it is chosen here, inside the transaction)."""
-        row = self.db.execute("SELECT seq FROM sqlite_sequence WHERE name = ?", (table,)).fetchone()
-        last = row[0] if row else 0
-        return [rows.with_rowsum((last + i, *record)) for i, record in enumerate(records, 1)]
-
     def _rollback(self) -> None:
         # After an I/O error (a full disk) SQLite may have rolled the transaction back itself.
         if self.db.in_transaction:
-            self.db.execute("ROLLBACK")
+            try:
+                self.db.execute("ROLLBACK")
+            except sqlite3.DatabaseError:  # a damaged file may refuse even that: the write's error says why
+                pass
 
     def close(self) -> None:
         """Record the stop in csd.identity (the exact seq; a clean stop, so the next start does not
