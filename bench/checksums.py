@@ -10,11 +10,14 @@ a source tree on PYTHONPATH is the whole package), with their state dirs side by
 temp dir (the same disk). Each is started fresh, with real keys (`csd keys init`), put in
 STANDBY, and then one admin client toggles the execution mode (`config.execmode.setup`, a
 durable, audited change whose reply is stored; the reply comes after the fsync'd commit) as
-fast as it can for DURATION seconds after a warm-up: the rate of acknowledged changes. Two
-csds run at once, idle but for the one measured; each repetition measures both, the order
-alternating. The client is a raw CURVE DEALER (one request outstanding), so csd's cost is not
-diluted by a client library. Prints a table and the median after/before ratio; the figures
-go into bench/RESULTS.md by hand.
+fast as it can: the rate of acknowledged changes. Two csds run at once, idle but for the one
+measured. On a shared machine the load moves within seconds, so each repetition interleaves
+them finely: SLICE-second turns, before and after alternating (the order flipping each
+repetition), until each has had DURATION seconds; both thus see the same load. Also csd's CPU
+per change (utime+stime of the csd process from /proc over its turns), which load disturbs
+far less than the rate. The client is a raw CURVE DEALER (one request outstanding), so csd's
+cost is not diluted by a client library. Prints a table and the median after/before ratios;
+the figures go into bench/RESULTS.md by hand.
 """
 
 from __future__ import annotations
@@ -104,6 +107,11 @@ class Csd:
             count += 1
         return count
 
+    def cpu_seconds(self) -> float:
+        with open(f"/proc/{self.proc.pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
     def stop(self) -> None:
         self.sock.close(0)
         self.proc.terminate()
@@ -126,7 +134,8 @@ def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--base", help="git ref of 'before' (default: git merge-base HEAD main)")
     p.add_argument("--reps", type=int, default=5)
-    p.add_argument("--duration", type=float, default=6.0)
+    p.add_argument("--duration", type=float, default=6.0, help="seconds measured per csd per repetition")
+    p.add_argument("--slice", type=float, default=0.5, help="seconds per turn")
     p.add_argument("--warmup", type=float, default=1.0)
     a = p.parse_args()
     base = a.base or subprocess.run(["git", "merge-base", "HEAD", "main"], cwd=ROOT, capture_output=True, text=True,
@@ -138,26 +147,41 @@ def main() -> None:
     subprocess.run(["tar", "-x", "-C", before_tree], input=archive, check=True)
     csds = {"before": Csd("before", before_tree, work), "after": Csd("after", ROOT, work)}
     rates: dict[str, list[float]] = {"before": [], "after": []}
-    print(f"before = {base[:12]} (git archive), after = working tree of {ROOT}; {a.reps} reps x {a.duration} s")
+    cpu: dict[str, list[float]] = {"before": [], "after": []}
+    print(f"before = {base[:12]} (git archive), after = working tree of {ROOT}; {a.reps} reps of "
+          f"{a.duration} s each, in {a.slice} s turns")
     try:
+        for c in csds.values():
+            c.toggles(a.warmup)
         for rep in range(a.reps):
             order = ["before", "after"] if rep % 2 == 0 else ["after", "before"]
+            count, seconds, used = dict.fromkeys(order, 0), dict.fromkeys(order, 0.0), dict.fromkeys(order, 0.0)
+            load0 = os.getloadavg()[0]
+            while min(seconds.values()) < a.duration:
+                for name in order:
+                    c = csds[name]
+                    cpu0, t0 = c.cpu_seconds(), time.monotonic()
+                    count[name] += c.toggles(a.slice)
+                    seconds[name] += time.monotonic() - t0
+                    used[name] += c.cpu_seconds() - cpu0
             for name in order:
-                csds[name].toggles(a.warmup)
-                load0 = os.getloadavg()[0]
-                rate = csds[name].toggles(a.duration) / a.duration
-                rates[name].append(rate)
-                print(f"  rep {rep + 1} {name:<6} {rate:8.1f} changes/s  load1 {load0:.2f}")
-            print(f"  machine busy (all processes, 1 s sample): {others_busy(1.0)} CPUs")
+                rates[name].append(count[name] / seconds[name])
+                cpu[name].append(used[name] / count[name] * 1e6)
+            print(f"  rep {rep + 1}: before {rates['before'][-1]:7.1f}/s {cpu['before'][-1]:6.0f} µs CPU each | "
+                  f"after {rates['after'][-1]:7.1f}/s {cpu['after'][-1]:6.0f} µs CPU each | load1 {load0:.2f}, "
+                  f"machine {others_busy(0.5)} CPUs busy")
     finally:
         for c in csds.values():
             c.stop()
-    ratios = [af / bf for bf, af in zip(rates["before"], rates["after"])]
-    med = {k: statistics.median(v) for k, v in rates.items()}
-    print(f"\nbefore: median {med['before']:.1f}/s ({min(rates['before']):.1f}..{max(rates['before']):.1f})")
-    print(f"after:  median {med['after']:.1f}/s ({min(rates['after']):.1f}..{max(rates['after']):.1f})")
-    print(f"after/before per rep: {', '.join(f'{r:.3f}' for r in ratios)}; median {statistics.median(ratios):.3f} "
-          f"(target >= 0.95)")
+    rate_ratios = [af / bf for bf, af in zip(rates["before"], rates["after"])]
+    cpu_ratios = [af / bf for bf, af in zip(cpu["before"], cpu["after"])]
+    for name in ("before", "after"):
+        print(f"{name:<6}: {statistics.median(rates[name]):7.1f} changes/s (median; {min(rates[name]):.1f}.."
+              f"{max(rates[name]):.1f}), csd CPU {statistics.median(cpu[name]):.0f} µs per change")
+    print(f"rate after/before per rep: {', '.join(f'{r:.3f}' for r in rate_ratios)}; "
+          f"median {statistics.median(rate_ratios):.3f} (target >= 0.95)")
+    print(f"CPU per change after/before per rep: {', '.join(f'{r:.3f}' for r in cpu_ratios)}; "
+          f"median {statistics.median(cpu_ratios):.3f}")
 
 
 if __name__ == "__main__":

@@ -81,9 +81,9 @@ def recovery_steps(state_dir: str, serving: bool = False) -> str:
     db = os.path.join(state_dir, "csd.sqlite3")
     stopped = "csd stopped" if serving else "csd did not start"
     return (
-        f"{stopped}, so nothing more was changed. To recover: stop anything else using {state_dir}, "
-        f"put back {db} (with its -wal file, if the backup has one) from your latest backup, and start csd again; "
-        f"if that backup is older than csd's last start, csd will say so: remove {os.path.join(state_dir, FILE_NAME)} "
-        "to accept it. To give up the old state and start over as a fresh system (every run, event and audit "
-        f"record gone), move {db}* and {FILE_NAME} aside."
+        f"{stopped}, so nothing more was changed. To recover: stop anything else using {state_dir}, move "
+        f"{db}-wal and {db}-shm aside, put back {db} (with its -wal file, if the backup has one) from your latest "
+        f"backup, and start csd again; csd then says whether that backup is older than what it acknowledged (after "
+        f"a crash it is): remove {os.path.join(state_dir, FILE_NAME)} to accept it. To give up the old state and "
+        f"start over as a fresh system (every run, event and audit record gone), move {db}* and {FILE_NAME} aside."
     )

@@ -25,6 +25,7 @@ class Progress:
     def __init__(self, state_dir: str):
         self.path = os.path.join(state_dir, FILE_NAME)
         self._fd: int | None = None
+        self._id: tuple[str, bytes] | None = None  # (hex id, raw): computed once, not per commit
 
     def read(self, database: str) -> int | None:
         """The recorded commit number of `database` (a hex id), or None: no record, a torn one,
@@ -45,8 +46,10 @@ class Progress:
         """Record `commits` (after SQLite has made that commit durable). Not fsync'd, on purpose."""
         if self._fd is None:
             self._fd = os.open(self.path, os.O_WRONLY | os.O_CREAT, 0o640)
-        head = struct.pack("<16sQ", _raw(database), commits)
-        os.pwrite(self._fd, _RECORD.pack(_raw(database), commits, zlib.crc32(head)), 0)
+        if self._id is None or self._id[0] != database:
+            self._id = (database, _raw(database))
+        head = self._id[1] + commits.to_bytes(8, "little")
+        os.pwrite(self._fd, head + zlib.crc32(head).to_bytes(4, "little") + bytes(4), 0)
 
     def close(self) -> None:
         if self._fd is not None:

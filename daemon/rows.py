@@ -38,6 +38,12 @@ def rowsum(values) -> int:
     ]))
 
 
+def event_row(seq: int, body: str, type_: str, time: int) -> tuple:
+    """An events row with its checksum: rowsum() spelled out for the table most written (three
+    rows a change), the same bytes without the generic loop."""
+    return seq, body, type_, time, crc32(b"%d\x00%s\x00%s\x00%d" % (seq, body.encode(), type_.encode(), time))
+
+
 def with_rowsum(row: tuple) -> tuple:
     """`row` (values in TABLES order) with its checksum appended, for an INSERT."""
     return (*row, rowsum(row))

@@ -294,7 +294,8 @@ class Store:
             try:
                 db.execute(_PUT["device"], summed((1, json.dumps(snapshot), self.commits + 1)))
                 if events:
-                    db.executemany(_PUT["events"], [summed((e.seq, json.dumps(e.to_dict()), e.type, e.triggerTime))
+                    row = rows.event_row
+                    db.executemany(_PUT["events"], [row(e.seq, json.dumps(e.to_dict()), e.type, e.triggerTime)
                                                     for e in events])
                 if runs:
                     db.executemany(_PUT["runs"], [summed((r["number"], r["runId"], json.dumps(r))) for r in runs])
