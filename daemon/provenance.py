@@ -10,9 +10,26 @@ from __future__ import annotations
 
 import time
 
-from . import wal
-from .damage import StoreError
+from . import rows, wal
+from .damage import StoreDamaged, StoreError
 from .identity import recovery_steps
+from .schema import columns
+
+
+def read_database(db, state_dir: str, path: str) -> tuple[str | None, int]:
+    """(the id the database carries or None, its newest event seq or 0), before anything is
+    written (the tables may not exist yet, or be from an older csd)."""
+    tables = {row[0] for row in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    database = None
+    if "meta" in tables:
+        summed = "rowsum" in columns(db, "meta")
+        row = db.execute(rows.select("meta", " WHERE key = 'database'") if summed else
+                         "SELECT key, CAST(value AS BLOB) FROM meta WHERE key = 'database'").fetchone()
+        if row is not None and summed and rows.bad_row(row):
+            raise StoreDamaged(state_dir, path, f"{rows.describe('meta', row)} fails its checksum")
+        database = row[1].decode() if row else None
+    seq = db.execute("SELECT COALESCE(MAX(seq), 0) FROM events").fetchone()[0] if "events" in tables else 0
+    return database, seq
 
 
 def check_log(path: str, state_dir: str, recorded: dict | None) -> None:

@@ -33,29 +33,10 @@ from csadmin.statemachine.events import Event
 from . import provenance, rows
 from .damage import StoreDamaged, StoreError, damage_name, guarded, is_damage
 from .identity import Identity, IdentityError
-from .migrate import columns, migrate
+from .schema import SCHEMA, migrate
 from .progress import Progress
 from .trim import Trimmer
 
-SCHEMA = """
--- rowsum: every row's checksum of its other columns (daemon/rows.py).
-CREATE TABLE IF NOT EXISTS meta    (key TEXT PRIMARY KEY, value TEXT NOT NULL, rowsum INTEGER);
--- commits: the number of the newest commit (daemon/progress.py).
-CREATE TABLE IF NOT EXISTS device  (id INTEGER PRIMARY KEY CHECK (id = 1), snapshot TEXT NOT NULL, commits INTEGER,
-                                    rowsum INTEGER);
--- type and time are the event's own (also in body), for indexed queries.
-CREATE TABLE IF NOT EXISTS events  (seq INTEGER PRIMARY KEY, body TEXT NOT NULL, type TEXT, time INTEGER,
-                                    rowsum INTEGER);
--- request_id is the id as JSON (7 and "7" differ); fingerprint is what the request asked for.
-CREATE TABLE IF NOT EXISTS replies (n INTEGER PRIMARY KEY AUTOINCREMENT, client BLOB NOT NULL,
-                                    request_id TEXT NOT NULL, reply BLOB NOT NULL, fingerprint TEXT, rowsum INTEGER);
--- Run history grows without bound, so runs live in their own table, not in the device snapshot.
-CREATE TABLE IF NOT EXISTS runs    (number INTEGER PRIMARY KEY, run_id TEXT NOT NULL UNIQUE, body TEXT NOT NULL,
-                                    rowsum INTEGER);
-CREATE TABLE IF NOT EXISTS audit   (n INTEGER PRIMARY KEY AUTOINCREMENT, time INTEGER NOT NULL, name TEXT,
-                                    role TEXT, op TEXT, args TEXT NOT NULL, outcome TEXT NOT NULL,
-                                    message TEXT NOT NULL, rowsum INTEGER);
-"""
 _GLOB_SPECIAL = frozenset("*?[")
 
 AUDIT_COLUMNS = ("time", "name", "role", "op", "args", "outcome", "message")
@@ -142,19 +123,7 @@ class Store:
         self._identity_written = time.monotonic()
 
     def _check_identity(self, recorded: dict | None) -> None:
-        has_meta = self.db.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'meta'").fetchone()
-        database = None
-        if has_meta:
-            has_rowsum = "rowsum" in columns(self.db, "meta")
-            row = self.db.execute(rows.select("meta", " WHERE key = 'database'") if has_rowsum else
-                                  "SELECT key, CAST(value AS BLOB) FROM meta WHERE key = 'database'").fetchone()
-            if row is not None and has_rowsum:
-                self._verified("meta", row, serving=False)
-            database = row[1].decode() if row else None
-        has_events = self.db.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'events'").fetchone()
-        self.committed_seq = (
-            self.db.execute("SELECT COALESCE(MAX(seq), 0) FROM events").fetchone()[0] if has_events else 0
-        )
+        database, self.committed_seq = provenance.read_database(self.db, self.state_dir, self.path)
         if recorded is None:
             self.database = database
             return
@@ -288,29 +257,23 @@ class Store:
         fingerprint, reply), `runs` changed run records (Run.to_dict()) and `audit` audit
         records (tuples in AUDIT_COLUMNS order), all written in the same transaction, each row
         with its checksum."""
-        db, summed, last = self.db, rows.with_rowsum, self._last
-        try:
-            db.execute("BEGIN IMMEDIATE")
-            try:
-                db.execute(_PUT["device"], summed((1, json.dumps(snapshot), self.commits + 1)))
-                if events:
-                    row = rows.event_row
-                    db.executemany(_PUT["events"], [row(e.seq, json.dumps(e.to_dict()), e.type, e.triggerTime)
-                                                    for e in events])
-                if runs:
-                    db.executemany(_PUT["runs"], [summed((r["number"], r["runId"], json.dumps(r))) for r in runs])
-                if replies:
-                    db.executemany(_INSERT["replies"], _numbered(last["replies"], replies))
-                if audit:
-                    db.executemany(_INSERT["audit"], _numbered(last["audit"], audit))
-                self._trim.count(events=len(events), replies=len(replies), audit=len(audit or ()))
-                self._trim.step()
-                db.execute("COMMIT")
-            except BaseException:
-                self._rollback()
-                raise
-        except sqlite3.DatabaseError as exc:
-            raise self._written_damage(exc)
+        summed, last = rows.with_rowsum, self._last
+
+        def write(db) -> None:
+            db.execute(_PUT["device"], summed((1, json.dumps(snapshot), self.commits + 1)))
+            if events:
+                row = rows.event_row
+                db.executemany(_PUT["events"], [row(e.seq, json.dumps(e.to_dict()), e.type, e.triggerTime)
+                                                for e in events])
+            if runs:
+                db.executemany(_PUT["runs"], [summed((r["number"], r["runId"], json.dumps(r))) for r in runs])
+            if replies:
+                db.executemany(_INSERT["replies"], _numbered(last["replies"], replies))
+            if audit:
+                db.executemany(_INSERT["audit"], _numbered(last["audit"], audit))
+            self._trim.count(events=len(events), replies=len(replies), audit=len(audit or ()))
+
+        self._transaction(write)
         last["replies"] += len(replies)
         last["audit"] += len(audit or ())
         self.commits += 1
@@ -324,12 +287,20 @@ class Store:
     def audit(self, records: list[tuple]) -> None:
         """Record audited requests that changed nothing (refusals, denials), durably, in one
         transaction."""
+        def write(db) -> None:
+            db.executemany(_INSERT["audit"], _numbered(self._last["audit"], records))
+            self._trim.count(audit=len(records))
+
+        self._transaction(write)
+        self._last["audit"] += len(records)
+
+    def _transaction(self, write) -> None:
+        """`write(db)` and a trimming step in one transaction, committed (fsync'd) or rolled back."""
         db = self.db
         try:
             db.execute("BEGIN IMMEDIATE")
             try:
-                db.executemany(_INSERT["audit"], _numbered(self._last["audit"], records))
-                self._trim.count(audit=len(records))
+                write(db)
                 self._trim.step()
                 db.execute("COMMIT")
             except BaseException:
@@ -337,7 +308,6 @@ class Store:
                 raise
         except sqlite3.DatabaseError as exc:
             raise self._written_damage(exc)
-        self._last["audit"] += len(records)
 
     def _written_damage(self, exc: sqlite3.DatabaseError) -> Exception:
         """What a failed write raises: StoreDamaged (and `damaged` set) if SQLite found the file

@@ -24,6 +24,12 @@ def _refuses_to_start(csd) -> str:
     return failure["reason"]
 
 
+def _put_back(saved: dict[str, bytes]) -> None:
+    for name, data in saved.items():
+        with open(name, "wb") as f:
+            f.write(data)
+
+
 @pytest.mark.parametrize("damage", ["truncate the database", "garbage write-ahead log"])
 def test_damaged_store_after_kill9_is_refused_with_the_recovery_steps(csd, damage):
     _with_changes(csd)
@@ -36,10 +42,7 @@ def test_damaged_store_after_kill9_is_refused_with_the_recovery_steps(csd, damag
             f.write(os.urandom(len(saved[db + "-wal"])))
     reason = _refuses_to_start(csd)
     assert db in reason and "backup" in reason and "csd.identity" in reason
-    # Put the files back, as the steps say: csd starts with every acknowledged change.
-    for name, data in saved.items():
-        with open(name, "wb") as f:
-            f.write(data)
+    _put_back(saved)  # as the steps say: csd starts with every acknowledged change
     csd.start()
     with csd.client() as c:
         snap = c.system_show()
@@ -93,9 +96,7 @@ def test_a_lost_write_ahead_log_after_kill9_is_refused_not_silently_forgotten(cs
     reason = _refuses_to_start(csd)
     assert f"write-ahead log {wal} is damaged or lost" in reason and "stopped uncleanly" in reason
     assert "backup" in reason and "start over" in reason
-    for name, data in saved.items():
-        with open(name, "wb") as f:
-            f.write(data)
+    _put_back(saved)
     csd.start()
     with csd.client() as c:
         after = c.system_show()

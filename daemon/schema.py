@@ -1,4 +1,5 @@
-"""Bringing a state store written by an earlier csd up to this one's format, at start.
+"""The state store's tables: this csd's format (SCHEMA), and bringing a store written by an
+earlier csd up to it, at start (migrate).
 
 Each step is checked by looking at the tables, so it runs once, and a store already in this
 format is left alone. Row checksums (daemon/rows.py): a store from before them gets a `rowsum`
@@ -12,6 +13,25 @@ from __future__ import annotations
 
 from . import rows
 
+SCHEMA = """
+-- rowsum: every row's checksum of its other columns (daemon/rows.py).
+CREATE TABLE IF NOT EXISTS meta    (key TEXT PRIMARY KEY, value TEXT NOT NULL, rowsum INTEGER);
+-- commits: the number of the newest commit (daemon/progress.py).
+CREATE TABLE IF NOT EXISTS device  (id INTEGER PRIMARY KEY CHECK (id = 1), snapshot TEXT NOT NULL, commits INTEGER,
+                                    rowsum INTEGER);
+-- type and time are the event's own (also in body), for indexed queries.
+CREATE TABLE IF NOT EXISTS events  (seq INTEGER PRIMARY KEY, body TEXT NOT NULL, type TEXT, time INTEGER,
+                                    rowsum INTEGER);
+-- request_id is the id as JSON (7 and "7" differ); fingerprint is what the request asked for.
+CREATE TABLE IF NOT EXISTS replies (n INTEGER PRIMARY KEY AUTOINCREMENT, client BLOB NOT NULL,
+                                    request_id TEXT NOT NULL, reply BLOB NOT NULL, fingerprint TEXT, rowsum INTEGER);
+-- Run history grows without bound, so runs live in their own table, not in the device snapshot.
+CREATE TABLE IF NOT EXISTS runs    (number INTEGER PRIMARY KEY, run_id TEXT NOT NULL UNIQUE, body TEXT NOT NULL,
+                                    rowsum INTEGER);
+CREATE TABLE IF NOT EXISTS audit   (n INTEGER PRIMARY KEY AUTOINCREMENT, time INTEGER NOT NULL, name TEXT,
+                                    role TEXT, op TEXT, args TEXT NOT NULL, outcome TEXT NOT NULL,
+                                    message TEXT NOT NULL, rowsum INTEGER);
+"""
 INDEXES = "CREATE INDEX IF NOT EXISTS events_by_type ON events (type, seq);"
 
 
@@ -21,7 +41,7 @@ def columns(db, table: str) -> set[str]:
 
 
 def migrate(db) -> None:
-    """Bring every table to this csd's format (the tables exist: store.SCHEMA made them)."""
+    """Bring every table to this csd's format (the tables exist: SCHEMA made them)."""
     if "fingerprint" not in columns(db, "replies"):  # a csd before replies knew what they answered
         db.execute("ALTER TABLE replies ADD COLUMN fingerprint TEXT")
     # Such rows cannot be matched safely to a retry (their id's type and request are unknown).
