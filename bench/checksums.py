@@ -133,6 +133,7 @@ def others_busy(seconds: float) -> float:
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--base", help="git ref of 'before' (default: git merge-base HEAD main)")
+    p.add_argument("--after", default=ROOT, help="source tree of 'after' (default: this working tree)")
     p.add_argument("--reps", type=int, default=5)
     p.add_argument("--duration", type=float, default=6.0, help="seconds measured per csd per repetition")
     p.add_argument("--slice", type=float, default=0.5, help="seconds per turn")
@@ -145,10 +146,10 @@ def main() -> None:
     os.makedirs(before_tree)
     archive = subprocess.run(["git", "archive", base], cwd=ROOT, capture_output=True, check=True).stdout
     subprocess.run(["tar", "-x", "-C", before_tree], input=archive, check=True)
-    csds = {"before": Csd("before", before_tree, work), "after": Csd("after", ROOT, work)}
+    csds = {"before": Csd("before", before_tree, work), "after": Csd("after", a.after, work)}
     rates: dict[str, list[float]] = {"before": [], "after": []}
     cpu: dict[str, list[float]] = {"before": [], "after": []}
-    print(f"before = {base[:12]} (git archive), after = working tree of {ROOT}; {a.reps} reps of "
+    print(f"before = {base[:12]} (git archive), after = {a.after}; {a.reps} reps of "
           f"{a.duration} s each, in {a.slice} s turns")
     try:
         for c in csds.values():

@@ -4,7 +4,9 @@ csd.identity is made durable (fsync) and so is written only every 10 s; between 
 older copy of the database put back after kill -9 (with its own log and index) cannot be told
 from the real one by it. So every commit is numbered (the `commits` column of the device row,
 written in the same transaction) and, once SQLite has made the commit durable, its number is
-written here: 32 bytes in place, without fsync. That is what a kill -9 or a crash needs (the
+written here: 32 bytes in place, through a shared memory map, without fsync (as SQLite keeps
+its -shm index: no system call per commit, and the file's mtime is not touched each time, which
+on ext4 would start a journal handle per commit). That is what a kill -9 or a crash needs (the
 page cache survives the process); after a power loss the record may be older or torn, never
 newer than what is durable, since it is written after the commit's fsync. A torn or foreign
 record is ignored. At start, a database whose newest commit is older than this record went
@@ -13,6 +15,7 @@ back in time (daemon/store.py refuses it).
 
 from __future__ import annotations
 
+import mmap
 import os
 import struct
 import zlib
@@ -24,7 +27,7 @@ _RECORD = struct.Struct("<16sQI4x")  # database id (raw), commit number, CRC-32 
 class Progress:
     def __init__(self, state_dir: str):
         self.path = os.path.join(state_dir, FILE_NAME)
-        self._fd: int | None = None
+        self._map: mmap.mmap | None = None
         self._id: tuple[str, bytes] | None = None  # (hex id, raw): computed once, not per commit
 
     def read(self, database: str) -> int | None:
@@ -44,17 +47,23 @@ class Progress:
 
     def write(self, database: str, commits: int) -> None:
         """Record `commits` (after SQLite has made that commit durable). Not fsync'd, on purpose."""
-        if self._fd is None:
-            self._fd = os.open(self.path, os.O_WRONLY | os.O_CREAT, 0o640)
+        if self._map is None:
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o640)
+            try:
+                if os.fstat(fd).st_size != _RECORD.size:
+                    os.ftruncate(fd, _RECORD.size)
+                self._map = mmap.mmap(fd, _RECORD.size)
+            finally:
+                os.close(fd)  # the map keeps the file
         if self._id is None or self._id[0] != database:
             self._id = (database, _raw(database))
         head = self._id[1] + commits.to_bytes(8, "little")
-        os.pwrite(self._fd, head + zlib.crc32(head).to_bytes(4, "little") + bytes(4), 0)
+        self._map[:] = head + zlib.crc32(head).to_bytes(4, "little") + bytes(4)
 
     def close(self) -> None:
-        if self._fd is not None:
-            os.close(self._fd)
-            self._fd = None
+        if self._map is not None:
+            self._map.close()
+            self._map = None
 
 
 def _raw(database: str) -> bytes:
