@@ -6,9 +6,13 @@ flipped bit in a closed run's `totalSamples` reads back as another number. So ea
 compared when it is read, at start and later (events.show, audit.show). A row that does not
 match raises StoreDamaged naming the table and the row; csd never serves it.
 
-Values are read for the check as their bytes (`CAST(column AS BLOB)`: TEXT as its UTF-8, an
-INTEGER as its decimal digits), so damage that breaks UTF-8 or changes a value's type is a
-checksum mismatch like any other, never a decoding error from SQLite.
+The checksum is over the values' bytes (TEXT as its UTF-8, an INTEGER as its decimal digits,
+a BLOB as it is), so it is the same whether a row is read as Python values (select(): the
+fast path every read takes) or as bytes (`CAST(column AS BLOB)`: select_bytes(), which never
+fails to decode; the upgrade and the search for a damaged row use it). A value whose type was
+damaged (an INTEGER read as a REAL) fails its checksum; text damaged into invalid UTF-8 makes
+Python's sqlite3 fail to decode it, which daemon/store.py turns into the same damage, found and
+named with select_bytes().
 """
 
 from __future__ import annotations
@@ -54,8 +58,12 @@ def _as_bytes(table: str) -> str:
 
 
 def select(table: str, where: str = "") -> str:
-    """SELECT the checksummed columns of `table` as bytes (or None), then `rowsum`: what
-    bad_row() takes."""
+    """SELECT the checksummed columns of `table`, then `rowsum`: what bad_row() takes."""
+    return f"SELECT {', '.join(TABLES[table])}, rowsum FROM {table}{where}"
+
+
+def select_bytes(table: str, where: str = "") -> str:
+    """select(), every value as bytes (or None): decoding cannot fail."""
     return f"SELECT {_as_bytes(table)}, rowsum FROM {table}{where}"
 
 
@@ -65,8 +73,21 @@ def insert(table: str, verb: str = "INSERT") -> str:
 
 
 def bad_row(row: tuple) -> bool:
-    """Whether a row from select() fails its checksum."""
+    """Whether a row from select() or select_bytes() fails its checksum."""
     return rowsum(row[:-1]) != row[-1]
+
+
+def bad_event(row: tuple) -> bool:
+    """bad_row() for an events row from select(), spelled out (a read may check thousands);
+    any value of an unexpected type takes bad_row()."""
+    seq, body, type_, time, stored = row
+    try:
+        return crc32(b"%d\x00%s\x00%s\x00%d" % (seq, body.encode(), type_.encode(), time)) != stored
+    except (TypeError, AttributeError):
+        return bad_row(row)
+
+
+CHECK = {table: bad_event if table == "events" else bad_row for table in TABLES}
 
 
 def describe(table: str, row: tuple) -> str:
@@ -77,7 +98,7 @@ def describe(table: str, row: tuple) -> str:
 
 def first_bad_row(db, table: str) -> str | None:
     """Scan every row of `table` (in key order); describe the first that fails its checksum."""
-    for row in db.execute(select(table, f" ORDER BY {TABLES[table][0]}")):
+    for row in db.execute(select_bytes(table, f" ORDER BY {TABLES[table][0]}")):
         if bad_row(row):
             return describe(table, row)
     return None

@@ -47,10 +47,6 @@ _PUT = {table: rows.insert(table, "INSERT OR REPLACE") for table in ("device", "
 __all__ = ["Store", "StoreError", "StoreDamaged"]
 
 
-def _text(value: bytes | None) -> str | None:
-    return None if value is None else value.decode()
-
-
 def _numbered(last: int, records) -> list[tuple]:
     """`records` with the keys after `last`, and their checksums."""
     return [rows.with_rowsum((last + i, *record)) for i, record in enumerate(records, 1)]
@@ -156,11 +152,6 @@ class Store:
 
     # -- reading: every row is checked against its rowsum before it is used ------------------------
 
-    def _verified(self, table: str, row: tuple, serving: bool = True) -> tuple:
-        if rows.bad_row(row):
-            raise self._damage(f"{rows.describe(table, row)} fails its checksum (its stored values changed)", serving)
-        return row
-
     def _damage(self, what: str, serving: bool) -> StoreDamaged:
         exc = StoreDamaged(self.state_dir, self.path, what, serving)
         if serving:
@@ -170,12 +161,21 @@ class Store:
     def _read(self, table: str, sql: str, params=(), serving: bool = True) -> list[tuple]:
         """The rows of a rows.select() query on `table`, each checked; SQLite's damage errors and
         rows that fail their checksum raise StoreDamaged (and, while serving, set `damaged`)."""
-        with self._guard(f"table {table}", serving):
-            found = self.db.execute(sql, params).fetchall()
-        bad = rows.bad_row
+        try:
+            with self._guard(f"table {table}", serving):
+                found = self.db.execute(sql, params).fetchall()
+        except sqlite3.OperationalError as exc:
+            if getattr(exc, "sqlite_errorcode", None) is not None:
+                raise
+            # Python's sqlite3 could not decode a TEXT value as UTF-8 (it gives no SQLite code):
+            # damaged text. Find the row, reading bytes.
+            bad = rows.first_bad_row(self.db, table) or f"table {table}"
+            raise self._damage(f"{bad} fails its checksum (text that is not UTF-8)", serving) from None
+        bad = rows.CHECK[table]
         for row in found:
             if bad(row):
-                self._verified(table, row, serving)
+                raise self._damage(f"{rows.describe(table, row)} fails its checksum (its stored values changed)",
+                                   serving)
         return found
 
     def _newest(self, table: str, count: int, serving: bool = True) -> list[tuple]:
@@ -193,7 +193,7 @@ class Store:
         found = self._newest("events", min(events, self.keep_events), serving=False)
         replies = self._newest("replies", self.keep_replies, serving=False)
         return (snapshot, [Event.from_dict(json.loads(row[1])) for row in found],
-                [(client, key.decode(), fp.decode(), reply) for _, client, key, fp, reply, _ in replies])
+                [(client, key, fp, reply) for _, client, key, fp, reply, _ in replies])
 
     def load_runs(self, keep: int) -> list[dict]:
         """The newest `keep` run records, oldest first (older ones stay on disk)."""
@@ -239,8 +239,7 @@ class Store:
     def audit_entries(self, max_count: int) -> list[dict]:
         """The newest `max_count` audit records, oldest first."""
         found = self._newest("audit", max_count)
-        return [dict(zip(AUDIT_COLUMNS, (int(time_), *(_text(value) for value in rest))))
-                for _, time_, *rest, _ in found]
+        return [dict(zip(AUDIT_COLUMNS, row[1:-1])) for row in found]
 
     # -- writing -----------------------------------------------------------------------------------
 

@@ -343,3 +343,26 @@ def test_sqlite_finding_the_file_corrupt_is_refused_with_the_clear_message(tmp_p
     message = str(info.value)
     assert message.startswith(f"The state store {path} is damaged") and "start over" in message
     assert not isinstance(info.value.__cause__, sqlite3.Error) and "malformed" not in message
+
+
+def test_text_damaged_into_invalid_utf8_is_named_not_a_decoding_error(tmp_path):
+    """Python's sqlite3 cannot decode it ("Could not decode to UTF-8 column 'body'"): the store
+    finds the row by its bytes and refuses it like any other damage."""
+    import sqlite3
+
+    store = Store(str(tmp_path), keep_events=100)
+    store.commit(SNAPSHOT, _mixed(20))
+    store.close()
+    db = sqlite3.connect(tmp_path / "csd.sqlite3")
+    db.execute("UPDATE events SET body = CAST(X'7b22ff227d' AS TEXT) WHERE seq = 7")
+    db.commit()
+    db.close()
+    store = Store(str(tmp_path), keep_events=100)
+    try:
+        with pytest.raises(StoreError) as info:
+            store.events()
+    finally:
+        store.close()
+    message = str(info.value)
+    assert "is damaged: table events, row seq=7 fails its checksum (text that is not UTF-8)" in message
+    assert "decode" not in message and "start over" in message
