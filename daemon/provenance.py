@@ -23,11 +23,12 @@ def read_database(db, state_dir: str, path: str) -> tuple[str | None, int]:
     database = None
     if "meta" in tables:
         summed = "rowsum" in columns(db, "meta")
-        row = db.execute(rows.select("meta", " WHERE key = 'database'") if summed else
-                         "SELECT key, value FROM meta WHERE key = 'database'").fetchone()
+        # As bytes: damaged text must fail its checksum here, not fail to decode.
+        row = db.execute(rows.select_bytes("meta", " WHERE key = 'database'") if summed else
+                         "SELECT key, CAST(value AS BLOB) FROM meta WHERE key = 'database'").fetchone()
         if row is not None and summed and rows.bad_row(row):
             raise StoreDamaged(state_dir, path, f"{rows.describe('meta', row)} fails its checksum")
-        database = row[1] if row else None
+        database = row[1].decode("utf-8", "replace") if row else None
     seq = db.execute("SELECT COALESCE(MAX(seq), 0) FROM events").fetchone()[0] if "events" in tables else 0
     return database, seq
 

@@ -169,7 +169,8 @@ class Store:
                 raise
             # Python's sqlite3 could not decode a TEXT value as UTF-8 (it gives no SQLite code):
             # damaged text. Find the row, reading bytes.
-            bad = rows.first_bad_row(self.db, table) or f"table {table}"
+            with self._guard(f"table {table}", serving):
+                bad = rows.first_bad_row(self.db, table) or f"table {table}"
             raise self._damage(f"{bad} fails its checksum (text that is not UTF-8)", serving) from None
         bad = rows.CHECK[table]
         for row in found:
