@@ -1,0 +1,64 @@
+"""cstorch.optim.SGD: torch.optim.SGD's update (momentum, dampening, nesterov, weight_decay) as a
+static program: the momentum buffer is made in preinitialize and updated in place, and torch's
+"the first step copies the gradient into the buffer" is a torch.where on the global step."""
+
+from __future__ import annotations
+
+import torch
+
+from csadmin.errors import InvalidArgument
+
+from .checks import number
+from .optimizer import Optimizer
+
+
+class SGD(Optimizer):
+    """SGD(params, lr=1e-3, momentum=0, dampening=0, weight_decay=0, nesterov=False), the same
+    numbers as torch.optim.SGD."""
+
+    def __init__(self, params, lr=1e-3, momentum=0.0, dampening=0.0, weight_decay=0.0, nesterov=False):
+        owner = "SGD"
+        defaults = dict(lr=number(owner, "lr", lr), momentum=number(owner, "momentum", momentum),
+                        dampening=number(owner, "dampening", dampening),
+                        weight_decay=number(owner, "weight_decay", weight_decay), nesterov=bool(nesterov))
+        if nesterov and (defaults["momentum"] <= 0 or defaults["dampening"] != 0):
+            raise InvalidArgument("SGD: Nesterov momentum requires a momentum and zero dampening.")
+        super().__init__(params, defaults, enable_global_step=defaults["momentum"] != 0)
+
+    def preinitialize(self) -> None:
+        for group in self.param_groups:
+            if group["momentum"] != 0:
+                for p in group["params"]:
+                    self.state[p]["momentum_buffer"] = torch.zeros_like(p, memory_format=torch.preserve_format)
+
+    def state_names_to_sparsify(self) -> list[str]:
+        return ["momentum_buffer"] if any(group["momentum"] != 0 for group in self.param_groups) else []
+
+    @torch.no_grad()
+    def step(self, closure=None):
+        loss = None
+        if closure is not None:
+            with torch.enable_grad():
+                loss = closure()
+        for group in self.param_groups:
+            momentum, dampening, decay = group["momentum"], group["dampening"], group["weight_decay"]
+            for p in group["params"]:
+                if p.grad is None:  # static: which parameters get a gradient never changes
+                    continue
+                d_p = p.grad if decay == 0 else p.grad.add(p, alpha=decay)
+                if momentum != 0:
+                    state = self.state[p]
+                    first = self.increment_global_step(p) == 1
+                    buf = state["momentum_buffer"]
+                    buf.copy_(torch.where(first, d_p, buf * momentum + d_p * (1 - dampening)))
+                    d_p = d_p.add(buf, alpha=momentum) if group["nesterov"] else buf
+                descend(p, d_p, group["lr"])
+        return loss
+
+
+def descend(p: torch.Tensor, update: torch.Tensor, lr) -> None:
+    """p -= lr * update, with lr a number or (scheduled) a 0-d tensor."""
+    if isinstance(lr, torch.Tensor):
+        p.sub_(update * lr)
+    else:
+        p.add_(update, alpha=-lr)
