@@ -130,6 +130,8 @@ class Capture(TorchDispatchMode):
         kwargs = kwargs or {}
         if func is aten._local_scalar_dense.default:
             raise read_error("Reading a tensor's value (aten._local_scalar_dense)", self.step_name)
+        if func.namespace == "profiler":  # record_function markers (torch.optim's step): no math
+            return func(*args, **kwargs)
         flat, spec = tree_flatten((args, kwargs))
         node_args, node_kwargs = spec.unflatten(
             [self.node_for(x) if isinstance(x, torch.Tensor) else x for x in flat])

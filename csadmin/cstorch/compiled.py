@@ -105,7 +105,7 @@ def compile(model: torch.nn.Module, backend: str = "wse_ws") -> CompiledModel:
     if not config.validate_only:  # validate_only traces without the system
         if rt.session is None:
             rt.session = Session(config)
-        rt.session.check_system(execmode, backend)
+        rt.session.check_system(execmode, backend, BACKENDS)
     rt.backend = key
     current.state().execmode = execmode
     compiled = CompiledModel(model, key)

@@ -61,7 +61,7 @@ class Session:
 
     # -- before the run ------------------------------------------------------------------------
 
-    def check_system(self, execmode: str, backend: str) -> dict:
+    def check_system(self, execmode: str, backend: str, backends: dict) -> dict:
         """Raise unless csd answers, the system is ACTIVE and runs in `execmode`."""
         snap = self.client.system_show()
         if snap["state"] != "ACTIVE":
@@ -72,7 +72,7 @@ class Session:
         if snap["activeExecmode"] != execmode:
             raise errors.IncompatibleProgram(
                 f"backend={backend!r} compiles for {execmode}, but the system runs in {snap['activeExecmode']}.",
-                f"Use the backend for {snap['activeExecmode']}, or ask an admin to switch the execution mode "
+                f"Use {_backend_for(snap['activeExecmode'], backends)}, or ask an admin to switch the execution mode "
                 f"(`config execmode setup`, then `system activate`).")
         self.serial = snap["serial"]
         return snap
@@ -158,6 +158,11 @@ class Session:
                 self._events = None
             self.client.close()
         return self.performance
+
+
+def _backend_for(execmode: str, backends: dict) -> str:
+    names = [repr(name) for name, mode in backends.items() if mode == execmode]
+    return f"backend={names[0]}" if names else f"a backend for {execmode}"
 
 
 def _reason(message: str) -> str:
