@@ -74,7 +74,8 @@ class CompiledModel:
         return self.model.load_state_dict(*args, **kwargs)
 
     def __repr__(self) -> str:
-        return f"CompiledModel(backend={self.backend!r}, {self.model!r})"
+        # short: refusals name the model (ReprogramForbidden "another model"), never print it whole
+        return f"<compiled {type(self.model).__name__} model at {id(self.model):#x}, backend={self.backend!r}>"
 
 
 def parse_backend(backend) -> str:

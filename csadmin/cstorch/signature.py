@@ -18,9 +18,9 @@ from csadmin.errors import ReprogramForbidden
 
 def _describe(value) -> str:
     if isinstance(value, torch.nn.Module):
-        return f"{type(value).__name__} module at {id(value):#x}"
+        return f"<{type(value).__name__} model at {id(value):#x}>"
     text = repr(value)
-    return text if len(text) <= 40 else text[:39] + "…"
+    return text if len(text) <= 80 else text[:79] + "…"
 
 
 @dataclass(frozen=True)

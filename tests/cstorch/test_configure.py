@@ -117,7 +117,7 @@ def test_compile_refuses_a_system_in_standby(make_csd, tmp_path):
 
 def test_compile_says_csd_is_unreachable_within_the_client_timeout(make_csd, tmp_path):
     daemon = make_csd().start()
-    daemon.stop()  # its connection file and keys stay: csd is just not there
+    daemon.kill9()  # its connection file and keys stay: csd is just not there
     configure(daemon, tmp_path)
     start = time.monotonic()
     with pytest.raises(errors.Unreachable) as exc:
