@@ -3,7 +3,9 @@
 The script's `import cerebras_pytorch.experimental as cstorch` (or `import cerebras_pytorch`,
 and their submodules: `...experimental.metrics`, `.optim`, ...) gets csadmin.cstorch: every
 module of the package is registered under both names in this process's sys.modules before the
-script runs as `__main__`. Nothing named cerebras_* is installed; other processes see nothing.
+script runs as `__main__`, and `cerebras_pytorch` is a module holding csadmin.cstorch's names
+plus `experimental` (`import a.b as c` looks `b` up as an attribute of `a`). Nothing named
+cerebras_* is installed; other processes see nothing.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ import os
 import pkgutil
 import runpy
 import sys
+import types
 
 ALIASES = ("cerebras_pytorch.experimental", "cerebras_pytorch")
 USAGE = "usage: python -m csadmin.cstorch SCRIPT [ARGS...]"
@@ -27,6 +30,11 @@ def alias_modules() -> list[str]:
         if not info.name.endswith(".__main__"):
             importlib.import_module(info.name)
             names.append(info.name)
+    top = types.ModuleType("cerebras_pytorch", "csadmin.cstorch under the name the real API has")
+    top.__dict__.update({k: v for k, v in vars(package).items() if not k.startswith("__")})
+    top.__path__ = []  # a package: its submodules are the aliases below
+    top.experimental = package
+    sys.modules.setdefault("cerebras_pytorch", top)
     made = []
     for alias in ALIASES:
         for name in names:
