@@ -6,8 +6,9 @@ as torch.optim's eager step.
 """
 
 from .adam import Adam, AdamW
-from .configure import configure_optimizer
+from . import lr_scheduler
+from .configure import configure_lr_scheduler, configure_optimizer
 from .optimizer import Optimizer
 from .sgd import SGD
 
-__all__ = ["Optimizer", "SGD", "Adam", "AdamW", "configure_optimizer"]
+__all__ = ["Optimizer", "SGD", "Adam", "AdamW", "configure_optimizer", "configure_lr_scheduler", "lr_scheduler"]
