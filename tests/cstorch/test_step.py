@@ -306,3 +306,43 @@ def test_streaming_batches_csd_round_trips(ws_csd, tmp_path):
     for i in range(100):
         t.step(*data[i % 5])
     assert runtime.get().session.round_trips <= 100 // session.STREAM_EVERY_STEPS
+
+
+def _full_step(net, compiled, optimizer, scheduler, scaler):
+    def step(x, y):
+        with cstorch.amp.autocast():
+            loss = torch.nn.functional.cross_entropy(compiled(x), y)
+        cstorch.amp.optimizer_step(loss, optimizer, scaler, max_gradient_norm=1.0)
+        scheduler.step()
+        return loss
+    return step
+
+
+def _library(seed):
+    net = model(seed)
+    optimizer = cstorch.optim.configure_optimizer(optimizer_type="AdamW", params=net.parameters(), lr=0.01)
+    scheduler = cstorch.optim.configure_lr_scheduler(
+        optimizer, learning_rate=[{"scheduler": "LinearLR", "initial_learning_rate": 0.0, "end_learning_rate": 0.01,
+                                   "total_iters": 5},
+                                  {"scheduler": "CosineDecayLR", "initial_learning_rate": 0.01,
+                                   "end_learning_rate": 0.001, "total_iters": 20}])
+    scaler = cstorch.amp.GradScaler(loss_scale="dynamic", init_scale=2.0**15, steps_per_increase=4,
+                                    min_loss_scale=1.0, max_loss_scale=2.0**20)
+    return net, optimizer, scheduler, scaler
+
+
+def test_the_documents_full_step_replays_exactly_as_its_eager_run(ws_csd, tmp_path):
+    """AdamW, a SequentialLR schedule, dynamic loss scaling with clipping, mixed precision: the
+    library's tensors updated in place are persistent state the replay keeps updating."""
+    configure(ws_csd, tmp_path)
+    net, optimizer, scheduler, scaler = _library(0)
+    compiled = cstorch.compile(net, backend="wse_ws")
+    step = cstorch.compile_step(_full_step(net, compiled, optimizer, scheduler, scaler))
+    eager_net, *eager_rest = _library(0)
+    eager = _full_step(eager_net, eager_net, *eager_rest)
+    for x, y in batches(12):
+        assert torch.equal(step(x, y), eager(x, y))
+    for ours, theirs in zip(net.parameters(), eager_net.parameters()):
+        assert torch.equal(ours, theirs)
+    assert torch.equal(scaler.get_scale(), eager_rest[2].get_scale())
+    assert torch.equal(optimizer.param_groups[0]["lr"], eager_rest[0].param_groups[0]["lr"])
