@@ -15,10 +15,10 @@ Needs the optional extra `csadmin[cstorch]` (torch, h5py); `cs`, `csd` and `csad
 import it. docs/cstorch.md lists every name of the API with its status here.
 """
 
-from . import amp, optim
+from . import amp, metrics, optim, utils
 from .checkpoint import load, save
 from .compiled import compile
 from .config import configure
 from .step import compile_step, step_closure
 
-__all__ = ["configure", "compile", "compile_step", "step_closure", "save", "load", "optim", "amp"]
+__all__ = ["configure", "compile", "compile_step", "step_closure", "save", "load", "optim", "amp", "metrics", "utils"]
