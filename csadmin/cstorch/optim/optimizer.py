@@ -146,6 +146,14 @@ class Optimizer(torch.optim.Optimizer, abc.ABC):
         self.state = _State(self, state.get("state", {}))
 
 
+def closure_loss(closure):
+    """torch's `step(closure)` contract: the closure's loss, computed with gradients enabled."""
+    if closure is None:
+        return None
+    with torch.enable_grad():
+        return closure()
+
+
 class _State(dict):
     """optimizer.state: parameter -> its state, which takes new entries only in preinitialize."""
 
