@@ -9,7 +9,7 @@ Steps report their samples in batches (`run.stream` once per STREAM_EVERY_STEPS 
 when STREAM_EVERY_SECONDS passed), so a fast loop costs csd at most one round trip per ten steps;
 the client's heartbeat thread keeps the lease meanwhile. A csd-side abort (standby --force, a
 critical fault, `runs abort`) is noticed without asking csd: the session subscribes to
-EventTrainingAborted and polls that socket (no syscall wait) at every step, and the heartbeat
+EventTrainingAborted and checks that socket (ZMQ_EVENTS, no wait) at every step, and the heartbeat
 thread and the next stream are two more ways to learn it. The next step then raises RunAborted
 with csd's reason.
 """
@@ -96,13 +96,13 @@ class Session:
         if self.aborted is None and self.run is not None:
             if self.run.aborted is not None:  # the heartbeat thread heard it
                 self.aborted = self.run.aborted
-            elif self._events is not None and self._events.poll(0):
-                self._read_events()
+            elif self._events is not None and self._events.get(zmq.EVENTS) & zmq.POLLIN:
+                self._read_events()  # (ZMQ_EVENTS: ~1 µs; a zmq.Poller costs ~100× that per step)
         if self.aborted is not None:
             raise self.aborted
 
     def _read_events(self) -> None:
-        while self._events.poll(0):
+        while self._events.get(zmq.EVENTS) & zmq.POLLIN:
             frames = self._events.recv_multipart()
             try:
                 details = json.loads(frames[-1])["details"]
