@@ -200,3 +200,36 @@ def test_a_core_torch_optimizer_stepped_inside_a_step_is_refused_with_the_docume
                 torch_sgd.step()
     finally:
         core_guard.uninstall()
+
+
+def test_a_copied_or_pickled_optimizer_keeps_its_state_and_its_rules():
+    import pickle
+
+    model = _model()
+    adam = Adam(model.parameters(), lr=0.01)
+    _train(model, adam, steps=2)
+    for twin in (copy.deepcopy(adam), pickle.loads(pickle.dumps(adam))):
+        first = twin.param_groups[0]["params"][0]
+        assert twin.state[first]["step"].item() == 2 and twin.enable_global_step
+        assert torch.equal(twin.state[first]["exp_avg"], adam.state[next(model.parameters())]["exp_avg"])
+        with pytest.raises(InvalidState, match="outside preinitialize"):
+            twin.state[first]["extra"] = torch.zeros(1)
+        with pytest.raises(InvalidState, match="fixed once it is built"):
+            twin.add_param_group({"params": [torch.nn.Parameter(torch.zeros(1))]})
+
+
+def test_step_takes_torchs_closure_and_returns_its_loss():
+    model, twin = _model(), _model()
+    ours, theirs = Adam(model.parameters(), lr=0.01), torch.optim.Adam(twin.parameters(), lr=0.01)
+    batch = torch.randn(4, 6)
+    for m, o in ((model, ours), (twin, theirs)):
+        before = m(batch).pow(2).mean().detach()
+
+        def closure(m=m, o=o):
+            o.zero_grad()
+            loss = m(batch).pow(2).mean()
+            loss.backward()
+            return loss
+
+        assert torch.equal(o.step(closure).detach(), before)
+    torch.testing.assert_close(list(model.parameters()), list(twin.parameters()))

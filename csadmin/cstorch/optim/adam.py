@@ -9,7 +9,7 @@ import torch
 from csadmin.errors import InvalidArgument
 
 from .checks import number
-from .optimizer import Optimizer
+from .optimizer import Optimizer, closure_loss
 from .sgd import descend
 
 
@@ -41,10 +41,7 @@ class _AdamBase(Optimizer):
 
     @torch.no_grad()
     def step(self, closure=None):
-        loss = None
-        if closure is not None:
-            with torch.enable_grad():
-                loss = closure()
+        loss = closure_loss(closure)
         for group in self.param_groups:
             beta1, beta2 = group["betas"]
             lr, decay = group["lr"], group["weight_decay"]

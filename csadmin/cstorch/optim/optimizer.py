@@ -137,9 +137,21 @@ class Optimizer(torch.optim.Optimizer, abc.ABC):
         finally:
             self._preinitializing = False
 
+    # copy.deepcopy and pickle: torch keeps only defaults, state and param_groups.
+    def __getstate__(self) -> dict:
+        return {**super().__getstate__(), "enable_global_step": self.enable_global_step, "_frozen": True}
+
     def __setstate__(self, state: dict) -> None:
         super().__setstate__(state)
         self.state = _State(self, state.get("state", {}))
+
+
+def closure_loss(closure):
+    """torch's `step(closure)` contract: the closure's loss, computed with gradients enabled."""
+    if closure is None:
+        return None
+    with torch.enable_grad():
+        return closure()
 
 
 class _State(dict):
@@ -150,6 +162,9 @@ class _State(dict):
         self._optimizer = optimizer
         for p, entries in dict(items).items():
             dict.__setitem__(self, p, _ParamState(optimizer, entries))
+
+    def __reduce__(self):
+        return _State, (self._optimizer, dict(self))
 
     def __missing__(self, p):
         entries = dict.setdefault(self, p, _ParamState(self._optimizer))
@@ -181,6 +196,9 @@ class _ParamState(dict):
                                   "state is tensors (a Python value would be frozen at its first value in a "
                                   "compiled step).", hint="Make it a tensor, e.g. torch.tensor(value).")
         super().__setitem__(name, value)
+
+    def __reduce__(self):
+        return _ParamState, (self._optimizer, dict(self))
 
     def setdefault(self, name, value=None):
         if name not in self:

@@ -9,7 +9,7 @@ import torch
 from csadmin.errors import InvalidArgument
 
 from .checks import number
-from .optimizer import Optimizer
+from .optimizer import Optimizer, closure_loss
 
 
 class SGD(Optimizer):
@@ -36,10 +36,7 @@ class SGD(Optimizer):
 
     @torch.no_grad()
     def step(self, closure=None):
-        loss = None
-        if closure is not None:
-            with torch.enable_grad():
-                loss = closure()
+        loss = closure_loss(closure)
         for group in self.param_groups:
             momentum, dampening, decay = group["momentum"], group["dampening"], group["weight_decay"]
             for p in group["params"]:
