@@ -346,3 +346,30 @@ def test_the_documents_full_step_replays_exactly_as_its_eager_run(ws_csd, tmp_pa
         assert torch.equal(ours, theirs)
     assert torch.equal(scaler.get_scale(), eager_rest[2].get_scale())
     assert torch.equal(optimizer.param_groups[0]["lr"], eager_rest[0].param_groups[0]["lr"])
+
+
+def test_random_ops_draw_as_eager_pytorch_does(ws_csd, tmp_path):
+    """Dropout in the step: the replay draws from torch's generator as the eager step would (the
+    capture and the estimate put the generator back)."""
+    configure(ws_csd, tmp_path)
+
+    def dropout_model():
+        torch.manual_seed(0)
+        return torch.nn.Sequential(torch.nn.Linear(8, 32), torch.nn.Dropout(0.5), torch.nn.Linear(32, 2))
+
+    t = Trainer(dropout_model())
+    reference = dropout_model()
+    ref_opt = torch.optim.SGD(reference.parameters(), lr=0.1, momentum=0.9)
+    data = batches(6)
+    torch.manual_seed(7)
+    ours = [t.step(x, y) for x, y in data]
+    torch.manual_seed(7)
+    theirs = []
+    for x, y in data:
+        ref_opt.zero_grad()
+        loss = torch.nn.functional.cross_entropy(reference(x), y)
+        loss.backward()
+        ref_opt.step()
+        theirs.append(loss.detach())
+    assert all(torch.equal(a, b) for a, b in zip(ours, theirs))
+    assert all(torch.equal(a, b) for a, b in zip(t.net.parameters(), reference.parameters()))
