@@ -5,9 +5,11 @@
     session.step_done(samples)                  # every step: no csd round trip most steps
     session.close()                             # run.close, <model_dir>/performance/performance.json
 
-Steps report their samples in batches (`run.stream` once per STREAM_EVERY_STEPS steps, or sooner
-when STREAM_EVERY_SECONDS passed), so a fast loop costs csd at most one round trip per ten steps;
-the client's heartbeat thread keeps the lease meanwhile. A csd-side abort (standby --force, a
+Steps report their samples in batches: `run.stream` once at least STREAM_EVERY_STEPS steps and
+STREAM_EVERY_SECONDS have passed since the last (or STREAM_AT_LEAST_EVERY seconds, for slow
+steps), and the rest at the close. A fast loop thus costs csd one round trip a second, a slow one
+one per ten steps at most — each is a wait for csd to be scheduled, which on a busy host is
+milliseconds. The client's heartbeat thread keeps the lease meanwhile. A csd-side abort (standby --force, a
 critical fault, `runs abort`) is noticed without asking csd: the session subscribes to
 EventTrainingAborted and checks that socket (ZMQ_EVENTS, no wait) at every step, and the heartbeat
 thread and the next stream are two more ways to learn it. The next step then raises RunAborted
@@ -29,6 +31,7 @@ from .config import Config
 
 STREAM_EVERY_STEPS = 10
 STREAM_EVERY_SECONDS = 1.0
+STREAM_AT_LEAST_EVERY = 5.0
 CLIENT_TIMEOUT = 5.0
 ABORT_EVENT = "EventTrainingAborted"
 
@@ -116,7 +119,8 @@ class Session:
         """Count one executed step of `samples`; report them to csd when a batch is due."""
         self._samples += samples
         self._steps += 1
-        if self._steps >= STREAM_EVERY_STEPS or time.monotonic() - self._last_stream >= STREAM_EVERY_SECONDS:
+        waited = time.monotonic() - self._last_stream
+        if (self._steps >= STREAM_EVERY_STEPS and waited >= STREAM_EVERY_SECONDS) or waited >= STREAM_AT_LEAST_EVERY:
             self.flush()
 
     def flush(self) -> None:
@@ -139,8 +143,9 @@ class Session:
         return self.run is not None and self.run.record.get("status", "OPEN") == "OPEN" and self.aborted is None
 
     def close(self, reason: str | None = None) -> dict | None:
-        """Report what is left, close the run (ABORTED with `reason`), write performance.json."""
-        if self.open_run and reason is None:
+        """Report the samples not yet reported, close the run (ABORTED with `reason`: an
+        interrupted run still counts what it fed), write performance.json."""
+        if self.open_run:
             try:
                 self.flush()
             except errors.RunAborted:

@@ -5,6 +5,7 @@ step_closure."""
 
 import json
 import os
+import time
 
 import numpy  # noqa: F401  (Tensor.numpy needs it importable)
 import pytest
@@ -42,9 +43,9 @@ def test_one_run_programmed_once_with_every_sample_and_performance_json(ws_csd, 
     for x, y in batches(25):
         t.step(x, y)
     rt = runtime.get()
-    assert rt.session.round_trips == 2  # 25 steps: one run.stream per ten steps...
+    assert rt.session.round_trips == 0  # 25 fast steps: within the second before the first run.stream...
     runtime.finish()
-    assert rt.session.round_trips == 3  # ...and the last five at close
+    assert rt.session.round_trips == 1  # ...so they are all reported at the close
     record = run_record(ws_csd)
     assert (record["status"], record["mode"], record["totalSamples"]) == ("CLOSED", "train", 25 * 32)
     with open(tmp_path / "model" / "performance" / "performance.json") as f:
@@ -299,13 +300,20 @@ def test_validate_only_traces_without_the_system(tmp_path):
         t.step(*batches(1, batch_size=16)[0])
 
 
-def test_streaming_batches_csd_round_trips(ws_csd, tmp_path):
+def test_streaming_batches_csd_round_trips(ws_csd, tmp_path, monkeypatch):
+    """At most one run.stream per ten steps, and per second; csd's count follows."""
     configure(ws_csd, tmp_path)
     t = Trainer(model())
     data = batches(5)
     for i in range(100):
         t.step(*data[i % 5])
-    assert runtime.get().session.round_trips <= 100 // session.STREAM_EVERY_STEPS
+    s = runtime.get().session
+    start = s._last_stream - 0.001  # the run was programmed then
+    assert s.round_trips <= min(10, int((time.monotonic() - start) / session.STREAM_EVERY_SECONDS) + 1)
+    monkeypatch.setattr(session, "STREAM_EVERY_SECONDS", 0.0)  # now only the ten-step bound holds
+    for i in range(30):
+        t.step(*data[i % 5])
+    assert run_record(ws_csd)["totalSamples"] >= 120 * 32
 
 
 def _full_step(net, compiled, optimizer, scheduler, scaler):
