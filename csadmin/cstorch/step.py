@@ -141,8 +141,8 @@ class StepFunction:
             rt.program = program
             rt.first_result = result
             return result
+        runtime.close_at_exit()  # first: Ctrl-C while programming must close the run too
         session.open(mode, program.descriptor(serial))
-        runtime.close_at_exit()
         rt.program = program
         return self._execute(rt, inputs)
 
