@@ -87,8 +87,15 @@ class Session:
         self._events = self.client.subscribe(ABORT_EVENT)
         try:
             self.run.program(program)
-        except errors.CsError as exc:
-            self._end(reason=f"programming refused: {exc.code}", quiet=True)
+        except BaseException as exc:  # refused, or Ctrl-C while programming: end this run now
+            run, self.run = self.run, None
+            self._events.close()
+            self._events = None
+            if run.record.get("status", "OPEN") == "OPEN" and not isinstance(exc, errors.RunAborted):
+                try:
+                    run.close(reason=f"programming failed: {type(exc).__name__}: {exc}")
+                except errors.CsError:
+                    run.stop_heartbeats()  # its lease frees the fabric
             raise
         self._last_stream = time.monotonic()
 
@@ -152,11 +159,11 @@ class Session:
                 pass  # nothing left to close
         return self._end(reason)
 
-    def _end(self, reason: str | None, quiet: bool = False) -> dict | None:
+    def _end(self, reason: str | None) -> dict | None:
         try:
             if self.open_run:
                 directory = os.path.join(self.config.model_dir, "performance")
-                self.performance = self.run.close(performance_dir=None if quiet else directory, reason=reason)
+                self.performance = self.run.close(performance_dir=directory, reason=reason)
         finally:
             if self._events is not None:
                 self._events.close()

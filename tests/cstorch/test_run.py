@@ -175,3 +175,17 @@ def test_ctrl_c_closes_the_run_and_frees_the_fabric(ws_csd, tmp_path):
     with ws_csd.client() as c:
         assert c.runs_list()["runHolder"] is None
     assert os.path.exists(tmp_path / "model" / "performance" / "performance.json")
+
+
+def test_a_fabric_held_by_another_run_is_busy_and_the_step_may_be_retried(ws_csd, tmp_path):
+    configure(ws_csd, tmp_path)
+    t = Trainer(model())
+    x, y = batches(1)[0]
+    with ws_csd.client() as other:
+        held = other.open_run(mode="train", owner="someone-else")
+        with pytest.raises(errors.Busy, match="someone-else"):
+            t.step(x, y)
+        held.close()
+    assert runtime.get().program is None and all(p.grad is None for p in t.net.parameters())
+    t.step(x, y)  # captured again, and this time the run opens
+    assert run_record(ws_csd)["owner"].startswith("cstorch ")
