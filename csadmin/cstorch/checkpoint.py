@@ -16,6 +16,9 @@ The file is written atomically: to a temporary file beside it, fsync'd, then ren
 one. Every tensor carries the CRC-32 of its bytes (attr `crc32`), so a damaged byte is found on
 load. A file load cannot read as one of ours is a `BadCheckpoint` naming it.
 
+Loading runs no code from the file (unlike a pickle): it holds only HDF5 groups, datasets, and
+JSON for dict keys.
+
 Layout: the root's attrs `format`/`version`; each value is a node whose attr `kind` says what it
 is: a group for dict/odict/list/tuple/size (children named "0", "1", … in order; a dict's keys in
 its JSON attr `keys`), a dataset for a tensor (attr `dtype`, the torch dtype's name) or a scalar.
@@ -47,6 +50,7 @@ _NUMPY_DTYPES = {
 }
 _INT64 = (-(2**63), 2**63 - 1)
 _KEY_TYPES = (str, int, float, bool, type(None))
+MAX_DEPTH = 100  # containers within containers; a state dict has a handful, a loop has no end
 
 
 def save(state_dict, path) -> None:
@@ -98,7 +102,10 @@ def load(path, map_location=None):
 # -- writing ---------------------------------------------------------------------------------------
 
 
-def _write(parent, name: str, value, where: str) -> None:
+def _write(parent, name: str, value, where: str, depth: int = 0) -> None:
+    if depth > MAX_DEPTH:
+        raise InvalidArgument(f"Cannot save a state dict nested more than {MAX_DEPTH} levels deep (or one that "
+                              "contains itself).")
     kind = type(value)
     if isinstance(value, torch.Tensor):
         _write_tensor(parent, name, value, where)
@@ -112,13 +119,13 @@ def _write(parent, name: str, value, where: str) -> None:
         group.attrs["kind"] = "odict" if kind is collections.OrderedDict else "dict"
         group.attrs["keys"] = json.dumps(keys)
         for i, key in enumerate(keys):
-            _write(group, str(i), value[key], f"{where}[{key!r}]")
+            _write(group, str(i), value[key], f"{where}[{key!r}]", depth + 1)
     elif kind in (list, tuple, torch.Size):
         group = parent.create_group(name)
         group.attrs["kind"] = {list: "list", tuple: "tuple", torch.Size: "size"}[kind]
         group.attrs["length"] = len(value)
         for i, item in enumerate(value):
-            _write(group, str(i), item, f"{where}[{i}]")
+            _write(group, str(i), item, f"{where}[{i}]", depth + 1)
     else:
         _write_scalar(parent, name, value, where)
 
@@ -181,7 +188,10 @@ def _fsync(path: str) -> None:
 # -- reading ---------------------------------------------------------------------------------------
 
 
-def _read(node, where: str, path: str, device):
+def _read(node, where: str, path: str, device, depth: int = 0):
+    if depth > MAX_DEPTH:
+        raise BadCheckpoint(f"Cannot load the checkpoint {path}: entries nested more than {MAX_DEPTH} levels "
+                            "deep, which no state dict is.")
     try:
         kind = _text(node.attrs.get("kind"))
         if kind in ("dict", "odict"):
@@ -190,13 +200,13 @@ def _read(node, where: str, path: str, device):
             if not isinstance(keys, list) or len(keys) != len(node):
                 raise ValueError("its keys do not match its entries")
             for i, key in enumerate(keys):
-                made[key] = _read(node[str(i)], f"{where}[{key!r}]", path, device)
+                made[key] = _read(node[str(i)], f"{where}[{key!r}]", path, device, depth + 1)
             return made
         if kind in ("list", "tuple", "size"):
             length = int(node.attrs["length"])
             if length != len(node):
                 raise ValueError(f"{length} items recorded, {len(node)} present")
-            items = [_read(node[str(i)], f"{where}[{i}]", path, device) for i in range(length)]
+            items = [_read(node[str(i)], f"{where}[{i}]", path, device, depth + 1) for i in range(length)]
             return {"list": list, "tuple": tuple, "size": torch.Size}[kind](items)
         if kind == "tensor":
             return _read_tensor(node, device)

@@ -182,3 +182,31 @@ def test_an_entry_removed_or_rewritten_by_another_program_is_named(tmp_path):
         f["state_dict/0"][...] = [1.0, 2.0, 3.0]  # rewritten without updating its CRC
     with pytest.raises(BadCheckpoint, match=r"state_dict\['w'\] is damaged \(its CRC-32 does not match"):
         load(path)
+
+
+def test_hostile_structures_are_refused_not_crashed_on(tmp_path):
+    looped: dict = {}
+    looped["self"] = looped
+    with pytest.raises(InvalidArgument, match="nested more than 100 levels deep"):
+        save(looped, tmp_path / "loop.mdl")
+    assert os.listdir(tmp_path) == []
+    path = tmp_path / "c.mdl"
+    save({"a": {}}, path)
+    with h5py.File(path, "r+") as f:  # a group nested far deeper than any state dict
+        node = f["state_dict/0"]
+        for _ in range(101):
+            node.attrs["keys"] = '["x"]'
+            node = node.create_group("0")
+            node.attrs["kind"] = "dict"
+        node.attrs["keys"] = "[]"
+    with pytest.raises(BadCheckpoint, match="c.mdl: entries nested more than 100 levels deep"):
+        load(path)
+    for attrs, message in (({"kind": "tensor", "dtype": "Tensor"}, "unknown dtype"),
+                           ({"kind": "pickle"}, "unknown kind 'pickle'"),
+                           ({"kind": "dict", "keys": "{not json"}, "damaged")):
+        save({"a": 1}, path)
+        with h5py.File(path, "r+") as f:
+            for key, value in attrs.items():
+                f["state_dict/0"].attrs[key] = value
+        with pytest.raises(BadCheckpoint, match=message):
+            load(path)
