@@ -15,7 +15,8 @@ import torch
 
 from csadmin.errors import IncompatibleProgram, InvalidArgument, InvalidState
 
-from . import current, runtime
+import csadmin.cstorch.current as current
+import csadmin.cstorch.runtime as runtime
 from .config import require_config
 from .session import Session
 

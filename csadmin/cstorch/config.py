@@ -12,6 +12,7 @@ import os
 import sys
 from dataclasses import dataclass, field, fields
 
+import csadmin.cstorch.current as current
 from csadmin.errors import InvalidArgument, InvalidState
 
 # 004's note under the table: why configure runs once per process.
@@ -185,7 +186,5 @@ def configure(**kwargs) -> Config:
     # The workers are this process: it honours python_paths by importing from them too.
     sys.path.extend(p for p in python_paths if p not in sys.path)
     _config = config
-    from . import current
-
     current.state().checkpoint_steps = config.checkpoint_steps
     return config

@@ -11,7 +11,9 @@ import atexit
 import sys
 from dataclasses import dataclass, field
 
-from . import current
+import csadmin.cstorch.current as current
+
+from .config import reset as forget_config
 
 
 @dataclass
@@ -44,9 +46,7 @@ def reset() -> None:
     end_of_process()
     _runtime = Runtime()
     current.reset()
-    from . import config
-
-    config.reset()
+    forget_config()
 
 
 def finish(reason: str | None = None) -> None:

@@ -21,7 +21,8 @@ from torch.utils._pytree import tree_flatten
 
 from csadmin.errors import InvalidState, ReprogramForbidden
 
-from . import current, runtime
+import csadmin.cstorch.current as current
+import csadmin.cstorch.runtime as runtime
 from .capture import Capture
 from .config import current_config, require_config
 from .optim import core_guard
