@@ -134,6 +134,7 @@ def test_state_dict_carries_the_scale_and_counters_in_place():
     (dict(loss_scale="dynamic", steps_per_increase=0), "steps_per_increase must be a whole number ≥ 1"),
     (dict(loss_scale="dynamic", init_scale=2.0**20), r"init_scale 1048576.0 must lie in \[min_loss_scale"),
     (dict(loss_scale="dynamic", min_loss_scale=8.0, max_loss_scale=4.0), "max_loss_scale must be at least 8.0"),
+    (dict(loss_scale="dynamic", min_loss_scale=0.0), "min_loss_scale must be above 0; got 0.0"),
     (dict(loss_scale="dynamic", overflow_tolerance=1.5), "overflow_tolerance must be at least 0.0, at most 1.0"),
     (dict(loss_scale="dynamic", max_gradient_norm=-1), "max_gradient_norm must be at least 0.0"),
 ])

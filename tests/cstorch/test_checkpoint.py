@@ -146,18 +146,19 @@ def test_a_truncated_checkpoint_is_refused(tmp_path):
             load(path)
 
 
-def test_a_damaged_byte_inside_a_tensor_is_found_by_its_checksum(tmp_path):
+def test_a_damaged_byte_inside_a_tensor_is_found_by_its_crc(tmp_path):
     path = tmp_path / "c.mdl"
     weights = torch.arange(4096, dtype=torch.float32)
     save({"model": {"w": weights}}, path)
     with h5py.File(path, "r") as f:
-        offset = f["state_dict/0/0"].id.get_offset() or f["state_dict/0/0"].id.get_chunk_info(0).byte_offset
+        offset = f["state_dict/0/0"].id.get_offset()
     with open(path, "r+b") as f:
         f.seek(offset + 1000)
         byte = f.read(1)
         f.seek(offset + 1000)
         f.write(bytes([byte[0] ^ 0x40]))
-    with pytest.raises(BadCheckpoint, match=r"c.mdl: state_dict\['model'\]\['w'\] is damaged"):
+    with pytest.raises(BadCheckpoint, match=r"c.mdl: state_dict\['model'\]\['w'\] is damaged \(its CRC-32 does not "
+                                            r"match its bytes\)"):
         load(path)
 
 
@@ -167,3 +168,45 @@ def test_an_ordered_dict_stays_ordered_and_a_dict_stays_a_dict(tmp_path):
     loaded = load(tmp_path / "c.mdl")
     assert type(loaded["o"]) is collections.OrderedDict and list(loaded["o"]) == ["b", "a"]
     assert type(loaded["d"]) is dict and list(loaded["d"]) == ["b", "a"]
+
+
+def test_an_entry_removed_or_rewritten_by_another_program_is_named(tmp_path):
+    path = tmp_path / "c.mdl"
+    save({"model": {"w": torch.ones(3), "b": torch.zeros(2)}, "step": 3}, path)
+    with h5py.File(path, "r+") as f:
+        del f["state_dict/0/1"]
+    with pytest.raises(BadCheckpoint, match=r"c.mdl: state_dict\['model'\] is damaged \(its keys do not match"):
+        load(path)
+    save({"w": torch.ones(3)}, path)
+    with h5py.File(path, "r+") as f:
+        f["state_dict/0"][...] = [1.0, 2.0, 3.0]  # rewritten without updating its CRC
+    with pytest.raises(BadCheckpoint, match=r"state_dict\['w'\] is damaged \(its CRC-32 does not match"):
+        load(path)
+
+
+def test_hostile_structures_are_refused_not_crashed_on(tmp_path):
+    looped: dict = {}
+    looped["self"] = looped
+    with pytest.raises(InvalidArgument, match="nested more than 100 levels deep"):
+        save(looped, tmp_path / "loop.mdl")
+    assert os.listdir(tmp_path) == []
+    path = tmp_path / "c.mdl"
+    save({"a": {}}, path)
+    with h5py.File(path, "r+") as f:  # a group nested far deeper than any state dict
+        node = f["state_dict/0"]
+        for _ in range(101):
+            node.attrs["keys"] = '["x"]'
+            node = node.create_group("0")
+            node.attrs["kind"] = "dict"
+        node.attrs["keys"] = "[]"
+    with pytest.raises(BadCheckpoint, match="c.mdl: entries nested more than 100 levels deep"):
+        load(path)
+    for attrs, message in (({"kind": "tensor", "dtype": "Tensor"}, "unknown dtype"),
+                           ({"kind": "pickle"}, "unknown kind 'pickle'"),
+                           ({"kind": "dict", "keys": "{not json"}, "damaged")):
+        save({"a": 1}, path)
+        with h5py.File(path, "r+") as f:
+            for key, value in attrs.items():
+                f["state_dict/0"].attrs[key] = value
+        with pytest.raises(BadCheckpoint, match=message):
+            load(path)

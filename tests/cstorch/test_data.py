@@ -93,7 +93,9 @@ def test_inputs_that_cannot_feed_a_run_are_refused():
     with pytest.raises(InvalidArgument, match="epoch 1 ended after 3 batches; steps_per_epoch is 4"):
         list(DataLoader(lambda: Stream(3), num_epochs=2, steps_per_epoch=4))
     with pytest.raises(InvalidArgument, match="yielded no batch"):
-        list(DataLoader(input_fn, num_steps=3, samples=4, batch_size=8))
+        DataLoader(input_fn, num_epochs=1, samples=4, batch_size=8)  # drop_last: no batch at all
+    with pytest.raises(InvalidArgument, match="yielded no batch"):
+        list(DataLoader(lambda: Stream(0), num_steps=3))
 
 
 def test_a_batch_of_another_size_is_refused_with_the_drop_last_advice():

@@ -194,3 +194,13 @@ def test_a_schedule_drives_adam_like_torchs_scheduler_drives_torchs_adam():
     torch.testing.assert_close(a.weight, b.weight, rtol=1e-5, atol=1e-6)
     with pytest.raises(InvalidArgument, match="takes no epoch"):
         ours_schedule.step(3)
+
+
+def test_last_epoch_resumes_the_schedule_after_that_step():
+    assert _ours(StepLR(_optimizer(), 0.1, step_size=2, gamma=0.5, last_epoch=3), 3) == pytest.approx(
+        [0.025, 0.025, 0.0125])
+    for bad in (-2, 1.5, "3"):
+        with pytest.raises(InvalidArgument, match="last_epoch must be a whole number ≥ -1"):
+            StepLR(_optimizer(), 0.1, step_size=2, last_epoch=bad)
+    with pytest.raises(InvalidArgument, match="StepLR schedules an optimizer; got a Linear"):
+        StepLR(torch.nn.Linear(1, 1), 0.1, step_size=2)

@@ -54,9 +54,11 @@ class GradScaler:
         self.steps_per_increase = whole("GradScaler", "steps_per_increase", settings["steps_per_increase"], 1)
         self.min_loss_scale = number("GradScaler", "min_loss_scale", settings["min_loss_scale"], 0.0)
         self.max_loss_scale = number("GradScaler", "max_loss_scale", settings["max_loss_scale"], self.min_loss_scale)
-        if self.dynamic and not self.min_loss_scale <= self.init_scale <= self.max_loss_scale or not self.init_scale:
+        if not self.min_loss_scale > 0:  # a zero scale zeroes every gradient, and unscaling divides by it
+            raise InvalidArgument(f"GradScaler: min_loss_scale must be above 0; got {self.min_loss_scale}.")
+        if self.dynamic and not self.min_loss_scale <= self.init_scale <= self.max_loss_scale:
             raise InvalidArgument(f"GradScaler: init_scale {self.init_scale} must lie in [min_loss_scale, "
-                                  f"max_loss_scale] = [{self.min_loss_scale}, {self.max_loss_scale}] and be > 0.")
+                                  f"max_loss_scale] = [{self.min_loss_scale}, {self.max_loss_scale}].")
         self.overflow_tolerance = number("GradScaler", "overflow_tolerance", overflow_tolerance, 0.0, 1.0)
         self.max_gradient_norm = None if max_gradient_norm is None else number(
             "GradScaler", "max_gradient_norm", max_gradient_norm, 0.0)

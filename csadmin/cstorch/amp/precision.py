@@ -1,8 +1,8 @@
 """Mixed precision as the system does it (001, "Floating Point Precision"): weights are stored as
 float32, and everything but the weight update computes in a half type, float16 unless
-`use_bfloat16(True)`. The runtime runs each step under `autocast()` (torch's CPU autocast, which
-inserts the casts: "you do not need to insert them manually") and checks the model's weights
-with `check_float32_weights` at compile.
+`use_bfloat16(True)`. `autocast()` is torch's CPU autocast to that type, which inserts the casts
+(001: "you do not need to insert them manually"): a step runs its forward and loss under it.
+`check_float32_weights(model)` refuses a model whose weights are not float32.
 """
 
 from __future__ import annotations

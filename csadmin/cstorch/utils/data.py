@@ -32,6 +32,8 @@ from ..optim.checks import whole
 
 ADVICE = ("To ensure a fixed batch size across all steps, set drop_last=True when batching in the input "
           "function (torch.utils.data.DataLoader(..., drop_last=True)).")
+EMPTY = "the input function's dataloader yielded no batch."
+EMPTY_HINT = "With drop_last=True, the dataset must hold at least one full batch."
 
 
 class DataLoader:
@@ -56,6 +58,8 @@ class DataLoader:
         if not hasattr(self.loader, "__iter__"):
             raise InvalidArgument(f"DataLoader: input_fn returned a {type(self.loader).__name__}, not an iterable "
                                   "of batches (e.g. a torch.utils.data.DataLoader).")
+        if self._length() == 0:
+            raise InvalidArgument(f"DataLoader: {EMPTY}", hint=EMPTY_HINT)
         self.num_steps, self.max_steps = num_steps, max_steps
         self.num_epochs = num_epochs
         self.steps_per_epoch = self._steps_per_epoch(steps_per_epoch) if num_steps is None else None
@@ -140,8 +144,7 @@ def _repeated(loader):
             empty = False
             yield batch
         if empty:
-            raise InvalidArgument("DataLoader: the input function's dataloader yielded no batch.",
-                                  hint="With drop_last=True, the dataset must hold at least one full batch.")
+            raise InvalidArgument(f"DataLoader: {EMPTY}", hint=EMPTY_HINT)
 
 
 def _tensors(batch) -> list[torch.Tensor]:

@@ -39,7 +39,7 @@ class LRScheduler(abc.ABC):
             raise InvalidArgument(f"{owner} schedules an optimizer; got a {type(optimizer).__name__}.")
         self.optimizer = optimizer
         self.total_iters = None if total_iters is None else whole(owner, "total_iters", total_iters, 1)
-        self.last_epoch = torch.tensor(float(whole(owner, "last_epoch", last_epoch + 1) - 1), dtype=LR_DTYPE)
+        self.last_epoch = torch.tensor(float(whole(owner, "last_epoch", last_epoch, -1)), dtype=LR_DTYPE)
         for group in optimizer.param_groups:
             if not isinstance(group["lr"], torch.Tensor):
                 group["lr"] = torch.tensor(float(group["lr"]), dtype=LR_DTYPE)
