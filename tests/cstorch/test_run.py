@@ -189,3 +189,21 @@ def test_a_fabric_held_by_another_run_is_busy_and_the_step_may_be_retried(ws_csd
     assert runtime.get().program is None and all(p.grad is None for p in t.net.parameters())
     t.step(x, y)  # captured again, and this time the run opens
     assert run_record(ws_csd)["owner"].startswith("cstorch ")
+
+
+def test_csd_gone_mid_run_is_a_clear_error_within_the_client_timeout(make_csd, tmp_path, monkeypatch):
+    monkeypatch.setattr(session, "CLIENT_TIMEOUT", 1.0)
+    daemon = make_csd().start()
+    from tests.cstorch.helpers import weight_streaming
+
+    weight_streaming(daemon)
+    configure(daemon, tmp_path)
+    t = Trainer(model())
+    data = batches(2)
+    t.step(*data[0])
+    daemon.kill9()
+    start = time.monotonic()
+    with pytest.raises(errors.Unreachable):
+        for i in range(100_000):
+            t.step(*data[i % 2])
+    assert time.monotonic() - start < session.STREAM_EVERY_SECONDS + session.CLIENT_TIMEOUT + 3.0
