@@ -126,14 +126,16 @@ SCRIPT = textwrap.dedent('''
     while steps < 0 or i < steps:
         post(training_step(x, y), i)
         i += 1
+    if len(sys.argv) > 3:  # then fail between steps, outside any cstorch call
+        raise {"interrupt": KeyboardInterrupt, "error": ValueError}[sys.argv[3]]("bad batch file")
 ''')
 
 
-def run_script(ws_csd, tmp_path, steps: int, **popen):
+def run_script(ws_csd, tmp_path, steps: int, *more: str, **popen):
     path = tmp_path / "script.py"
     path.write_text(SCRIPT)
     return subprocess.Popen(
-        [sys.executable, "-m", "csadmin.cstorch", str(path), str(tmp_path / "model"), str(steps)],
+        [sys.executable, "-m", "csadmin.cstorch", str(path), str(tmp_path / "model"), str(steps), *more],
         env=ws_csd.env(), cwd=ROOT, text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE, **popen)
 
 
@@ -207,3 +209,15 @@ def test_csd_gone_mid_run_is_a_clear_error_within_the_client_timeout(make_csd, t
         for i in range(100_000):
             t.step(*data[i % 2])
     assert time.monotonic() - start < session.STREAM_EVERY_SECONDS + session.CLIENT_TIMEOUT + 3.0
+
+
+@pytest.mark.parametrize("how, reason", [
+    ("interrupt", "runtime interrupted (Ctrl-C)"),
+    ("error", "runtime failed: ValueError: bad batch file"),
+])
+def test_an_uncaught_exception_between_steps_ends_the_run_with_it(ws_csd, tmp_path, how, reason):
+    proc = run_script(ws_csd, tmp_path, 3, how)
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode != 0 and "bad batch file" in err
+    record = run_record(ws_csd)
+    assert (record["status"], record["abortReason"], record["totalSamples"]) == ("ABORTED", reason, 3 * 16)
