@@ -101,7 +101,7 @@ class Capture(TorchDispatchMode):
         self._state = self.graph.placeholder("state")
         self.nodes: dict[int, fx.Node] = {}  # id(tensor) → node, while that tensor lives
         self._by_key: dict[tuple, fx.Node] = {}
-        self._by_storage: dict[int, fx.Node] = {}  # storage address → a node viewing it
+        self._by_storage: dict[int, dict[int, fx.Node]] = {}  # storage address → {id: node} viewing it
         # Weak references whose callbacks drop a dead tensor's entries: its id and storage may be
         # reused by a new tensor. (Strong ones would also make autograd copy every gradient it
         # could otherwise hand over, and those copies would be recorded into the program.)
@@ -155,7 +155,7 @@ class Capture(TorchDispatchMode):
         key = _key(t) if t.numel() else None
         if key is not None:
             self._by_key[key] = node
-            self._by_storage.setdefault(key[0], node)
+            self._by_storage.setdefault(key[0], {})[id(t)] = node
         self._watch(t, node, key)
 
     def _watch(self, t: torch.Tensor, node: fx.Node, key) -> None:
@@ -166,8 +166,11 @@ class Capture(TorchDispatchMode):
                 del self.nodes[tid]
             if key is not None and self._by_key.get(key) is node:
                 del self._by_key[key]
-            if key is not None and self._by_storage.get(key[0]) is node:
-                del self._by_storage[key[0]]
+            views = self._by_storage.get(key[0]) if key is not None else None
+            if views is not None and views.get(tid) is node:
+                del views[tid]
+                if not views:
+                    del self._by_storage[key[0]]
 
         self._alive[tid] = weakref.ref(t, forget)
 
@@ -178,8 +181,9 @@ class Capture(TorchDispatchMode):
             return node
         if t.numel():
             node = self._by_key.get(_key(t))
-            if node is None and t.untyped_storage().data_ptr() in self._by_storage:
-                base = self._by_storage[t.untyped_storage().data_ptr()]
+            views = self._by_storage.get(t.untyped_storage().data_ptr())
+            if node is None and views:
+                base = next(iter(views.values()))
                 node = self.graph.call_function(
                     aten.as_strided.default, (base, list(t.shape), list(t.stride()), t.storage_offset()))
             if node is not None:

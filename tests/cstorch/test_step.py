@@ -381,3 +381,25 @@ def test_random_ops_draw_as_eager_pytorch_does(ws_csd, tmp_path):
         theirs.append(loss.detach())
     assert all(torch.equal(a, b) for a, b in zip(ours, theirs))
     assert all(torch.equal(a, b) for a, b in zip(t.net.parameters(), reference.parameters()))
+
+
+def test_aliases_made_outside_the_dispatcher_replay_as_the_tensors_they_view(ws_csd, tmp_path):
+    """`p.data` is a new tensor object each time, made without an op: the capture takes it for
+    the parameter it views (same storage), so in-place updates through it replay."""
+    configure(ws_csd, tmp_path)
+    net, reference = model(), model()
+    compiled = cstorch.compile(net, backend="wse_ws")
+
+    def body(m, x):
+        loss = m(x).square().mean()
+        loss.backward()
+        for p in m.parameters():
+            p.data.sub_(0.1 * p.grad)
+            p.data[0].mul_(0.5)  # a view of the alias
+            p.grad = None
+        return loss
+
+    step = cstorch.compile_step(lambda x: body(compiled, x))
+    for x, _ in batches(4):
+        assert torch.equal(step(x), body(reference, x))
+    assert all(torch.equal(a, b) for a, b in zip(net.parameters(), reference.parameters()))
