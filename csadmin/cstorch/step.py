@@ -50,6 +50,10 @@ class StepFunction:
         self.name = getattr(fn, "__name__", "step")
         functools.update_wrapper(self, fn)
 
+    def __get__(self, instance, owner=None):
+        """A compile_step method: the instance is the step's first (non-tensor) argument."""
+        return self if instance is None else functools.partial(self, instance)
+
     def __call__(self, *args, **kwargs):
         config = require_config()
         rt = runtime.get()

@@ -403,3 +403,21 @@ def test_aliases_made_outside_the_dispatcher_replay_as_the_tensors_they_view(ws_
     for x, _ in batches(4):
         assert torch.equal(step(x), body(reference, x))
     assert all(torch.equal(a, b) for a, b in zip(net.parameters(), reference.parameters()))
+
+
+def test_a_method_may_be_the_step(ws_csd, tmp_path):
+    configure(ws_csd, tmp_path)
+
+    class Loop:
+        def __init__(self):
+            self.compiled = cstorch.compile(model(), backend="wse_ws")
+
+        @cstorch.compile_step
+        def step(self, x):
+            return self.compiled(x).sum()
+
+    loop = Loop()
+    (x, _), = batches(1)
+    assert torch.equal(loop.step(x), loop.step(x))
+    with pytest.raises(errors.ReprogramForbidden, match="argument leaf 0"):
+        Loop.step(Loop.__new__(Loop), x)  # another instance: another program
