@@ -2,6 +2,7 @@
 checks the system (reachable, ACTIVE, the backend's execution mode) before any step."""
 
 import os
+import sys
 import time
 
 import pytest
@@ -25,7 +26,8 @@ def test_defaults_are_the_documents_and_csd_comes_from_the_environment(tmp_path,
     assert (c.mgmt_address, c.key) == ("/somewhere/csd.json", "/somewhere/me.key_secret")
 
 
-def test_every_parameter_is_accepted_and_checkpoint_steps_reach_the_run_state(tmp_path):
+def test_every_parameter_is_accepted_and_checkpoint_steps_reach_the_run_state(tmp_path, monkeypatch):
+    monkeypatch.setattr(sys, "path", list(sys.path))
     (tmp_path / "data").mkdir()
     c = cstorch.configure(
         model_dir=str(tmp_path / "m"), compile_dir=str(tmp_path / "c"), compile_only=True, validate_only=False,
@@ -33,6 +35,7 @@ def test_every_parameter_is_accepted_and_checkpoint_steps_reach_the_run_state(tm
         python_paths=[str(tmp_path)], transfer_processes=2, num_workers_per_csx=1,
         job_labels=["team=ml", "purpose=test"], max_act_per_csx=2, mgmt_address="tcp://127.0.0.1:1", key="k")
     assert c.labels == {"team": "ml", "purpose": "test"}
+    assert str(tmp_path) in sys.path  # this process is the worker: it imports from python_paths
     assert current.state().checkpoint_steps == 100
     assert os.path.isdir(tmp_path / "m") and os.path.isdir(tmp_path / "c")
 

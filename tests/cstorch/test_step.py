@@ -244,6 +244,11 @@ def test_weights_are_fetched_only_on_checkpoint_steps_and_the_last(ws_csd, tmp_p
     t.step(*data[4])
     t.net.state_dict()  # the last step
     assert run_record(ws_csd)["status"] == "CLOSED"  # the last step ended the run
+    with pytest.raises(errors.InvalidState) as exc:  # one run per process
+        t.step(*data[0])
+    assert exc.value.message == "This process's run has ended (after step 5): one run per process."
+    with pytest.raises(errors.InvalidState, match="run has ended: one run per process"):
+        cstorch.compile(model(), backend="wse_ws")
 
 
 def test_a_run_is_train_or_eval_never_both(ws_csd, tmp_path):
