@@ -233,3 +233,17 @@ def test_step_takes_torchs_closure_and_returns_its_loss():
 
         assert torch.equal(o.step(closure).detach(), before)
     torch.testing.assert_close(list(model.parameters()), list(twin.parameters()))
+
+
+@pytest.mark.filterwarnings("ignore:Detected call of `lr_scheduler.step\\(\\)` before")
+def test_a_hyperparameter_set_inside_a_step_is_refused_as_a_torch_scheduler_would():
+    sgd = SGD(_model().parameters(), lr=0.1)
+    torch_schedule = torch.optim.lr_scheduler.StepLR(sgd, step_size=1)  # built outside a step: fine
+    sgd.param_groups[0]["momentum"] = 0.0  # outside a step: a plain setting
+    with current.stepping():
+        with pytest.raises(InvalidState, match=r"param_groups\[...\]\['lr'\] was set inside a compiled step: .*"
+                                               "the vanilla PyTorch learning rate schedulers are not compatible"):
+            torch_schedule.step()
+        with pytest.raises(InvalidState, match=r"'weight_decay'\] was set inside a compiled step"):
+            sgd.param_groups[0]["weight_decay"] = 0.1
+    assert sgd.param_groups[0]["lr"] == 0.1
