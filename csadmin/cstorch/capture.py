@@ -27,6 +27,7 @@ from __future__ import annotations
 import operator
 import os
 import traceback
+import weakref
 
 import torch
 from torch import fx
@@ -98,10 +99,13 @@ class Capture(TorchDispatchMode):
         self.graph = fx.Graph()
         self._inputs = self.graph.placeholder("inputs")
         self._state = self.graph.placeholder("state")
-        self.nodes: dict[int, fx.Node] = {}  # id(tensor) → node (the tensors stay alive in _keep)
+        self.nodes: dict[int, fx.Node] = {}  # id(tensor) → node, while that tensor lives
         self._by_key: dict[tuple, fx.Node] = {}
-        self._by_storage: dict[int, fx.Node] = {}  # storage address → a node viewing it
-        self._keep: list[torch.Tensor] = []  # ids stay unique while capturing
+        self._by_storage: dict[int, dict[int, fx.Node]] = {}  # storage address → {id: node} viewing it
+        # Weak references whose callbacks drop a dead tensor's entries: its id and storage may be
+        # reused by a new tensor. (Strong ones would also make autograd copy every gradient it
+        # could otherwise hand over, and those copies would be recorded into the program.)
+        self._alive: dict[int, weakref.ref] = {}
         self.state: list[torch.Tensor] = []  # persistent tensors, in first-sight order
         self._before: list[torch.Tensor] = []  # their values at first sight
         self.op_count = 0
@@ -148,10 +152,27 @@ class Capture(TorchDispatchMode):
 
     def _bind(self, t: torch.Tensor, node: fx.Node) -> None:
         self.nodes[id(t)] = node
-        self._keep.append(t)
-        if t.numel():
-            self._by_key[_key(t)] = node
-            self._by_storage.setdefault(t.untyped_storage().data_ptr(), node)
+        key = _key(t) if t.numel() else None
+        if key is not None:
+            self._by_key[key] = node
+            self._by_storage.setdefault(key[0], {})[id(t)] = node
+        self._watch(t, node, key)
+
+    def _watch(self, t: torch.Tensor, node: fx.Node, key) -> None:
+        tid = id(t)
+
+        def forget(_ref):
+            if self.nodes.get(tid) is node:
+                del self.nodes[tid]
+            if key is not None and self._by_key.get(key) is node:
+                del self._by_key[key]
+            views = self._by_storage.get(key[0]) if key is not None else None
+            if views is not None and views.get(tid) is node:
+                del views[tid]
+                if not views:
+                    del self._by_storage[key[0]]
+
+        self._alive[tid] = weakref.ref(t, forget)
 
     def node_for(self, t: torch.Tensor) -> fx.Node:
         """The graph's name for `t` (see the module docstring for the order)."""
@@ -160,20 +181,20 @@ class Capture(TorchDispatchMode):
             return node
         if t.numel():
             node = self._by_key.get(_key(t))
-            if node is None and t.untyped_storage().data_ptr() in self._by_storage:
-                base = self._by_storage[t.untyped_storage().data_ptr()]
+            views = self._by_storage.get(t.untyped_storage().data_ptr())
+            if node is None and views:
+                base = next(iter(views.values()))
                 node = self.graph.call_function(
                     aten.as_strided.default, (base, list(t.shape), list(t.stride()), t.storage_offset()))
             if node is not None:
                 self.nodes[id(t)] = node
-                self._keep.append(t)
+                self._watch(t, node, None)
                 return node
         node = self.graph.call_function(operator.getitem, (self._state, len(self.state)))
         self.state.append(t)
         with torch.no_grad():
             self._before.append(t.detach().clone())
-        self.nodes[id(t)] = node
-        self._keep.append(t)
+        self.nodes[id(t)] = node  # self.state keeps it alive
         return node
 
     # -- ending --------------------------------------------------------------------------------
@@ -186,7 +207,7 @@ class Capture(TorchDispatchMode):
                 t.copy_(value)
         torch.set_rng_state(self._rng)
         before, self._before = self._before, []
-        self._keep = []
+        self._alive = {}
         return before
 
     def output(self, tensors: list[torch.Tensor | None]) -> None:

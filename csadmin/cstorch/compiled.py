@@ -17,6 +17,7 @@ from csadmin.errors import IncompatibleProgram, InvalidArgument, InvalidState
 
 import csadmin.cstorch.current as current
 import csadmin.cstorch.runtime as runtime
+from .amp.precision import check_float32_weights
 from .config import require_config
 from .session import Session
 
@@ -94,6 +95,7 @@ def compile(model: torch.nn.Module, backend: str = "wse_ws") -> CompiledModel:
     if not isinstance(model, torch.nn.Module):
         raise InvalidArgument(f"compile: model must be a torch.nn.Module, not {type(model).__name__}.",
                               "Pass the model instance (e.g. cstorch.compile(model, backend='wse_ws')).")
+    check_float32_weights(model)  # 001: only mixed precision, weights stored as float32
     key = parse_backend(backend)
     execmode = BACKENDS[key]
     rt = runtime.get()

@@ -2,8 +2,10 @@
 
 `Program.run(inputs)` executes the graph once on new inputs (no autograd: the backward pass is in
 the graph), rebinds the gradients the step left on parameters, and returns the step's result and
-the recorded step closures' tensors. The graph is FX's generated Python (one call per aten op);
-nothing is code-generated below Python.
+the recorded step closures' tensors. The graph is FX's generated Python (one call per aten op),
+executed with each `torch.ops.aten.<op>.<overload>(...)` bound straight to the overload's C++
+entry (what OpOverload.__call__ forwards to): a Python frame and four attribute lookups less per
+op, ~5% of a 5 ms step. Nothing is code-generated below Python.
 
 The compiled artifact's descriptor (what `run.program` gets):
   * fingerprint: sha256 of the program text, its signature and its state's shapes and dtypes
@@ -19,6 +21,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import time
 from dataclasses import dataclass, field
 
@@ -49,9 +52,11 @@ class Program:
     est_samples_per_sec: float = 0.0
     compile_time: float = 0.0
     directory: str | None = None
+    forward: object = None  # the graph's code with its ops bound directly (_direct)
 
     @classmethod
     def build(cls, graph: fx.Graph, **fields) -> "Program":
+        _simplify(graph)
         module = fx.GraphModule(torch.nn.Module(), graph, class_name="CompiledStep")
         program = cls(module=module, **fields)
         state_bytes = sum(t.numel() * t.element_size() for t in program.state)
@@ -62,6 +67,7 @@ class Program:
             digest.update(part.encode())
             digest.update(b"\0")
         program.checksum = digest.hexdigest()
+        program.forward = _direct(module, program.checksum)
         return program
 
     @property
@@ -70,7 +76,7 @@ class Program:
 
     def execute(self, inputs: list, state: list | None = None) -> tuple:
         with torch.no_grad():
-            return self.module(inputs, self.state if state is None else state)
+            return self.forward(None, inputs, self.state if state is None else state)
 
     def estimate(self, inputs: list, scratch_state: list) -> float:
         """Samples per second of this program on this CPU, from its fastest of ESTIMATE_RUNS
@@ -132,6 +138,39 @@ class Program:
             write_file(os.path.join(directory, name), text)
         self.directory = directory
         return directory
+
+
+def _simplify(graph: fx.Graph) -> None:
+    """Drop what only autograd needed: `detach` (an alias without history; the program runs
+    without autograd, so the alias itself serves) and ops whose results nothing uses. FX keeps
+    every op that mutates (its schema says so) or draws random numbers."""
+    for node in list(graph.nodes):
+        if node.op == "call_function" and node.target is torch.ops.aten.detach.default:
+            node.replace_all_uses_with(node.args[0])
+            graph.erase_node(node)
+    graph.eliminate_dead_code()
+
+
+_OP_CALL = re.compile(r"\btorch\.ops\.(\w+)\.(\w+)\.(\w+)\(")
+
+
+def _direct(module: fx.GraphModule, checksum: str):
+    """FX's `forward(self, inputs, state)` source, compiled again with every op call bound to a
+    global holding the overload's C++ entry (see the module docstring)."""
+    namespace = dict(module.forward.__func__.__globals__)  # FX's own globals (inf, nan, device, ...)
+    names: dict[tuple, str] = {}
+
+    def bind(match: re.Match) -> str:
+        key = match.groups()
+        if key not in names:
+            names[key] = f"_op{len(names)}"
+            overload = getattr(getattr(getattr(torch.ops, key[0]), key[1]), key[2])
+            namespace[names[key]] = overload._op
+        return names[key] + "("
+
+    source = _OP_CALL.sub(bind, module.code)
+    exec(compile(source, f"<cstorch program {checksum[:16]}>", "exec"), namespace)
+    return namespace["forward"]
 
 
 def write_file(path: str, text: str) -> None:

@@ -5,9 +5,11 @@
     session.step_done(samples)                  # every step: no csd round trip most steps
     session.close()                             # run.close, <model_dir>/performance/performance.json
 
-Steps report their samples in batches (`run.stream` once per STREAM_EVERY_STEPS steps, or sooner
-when STREAM_EVERY_SECONDS passed), so a fast loop costs csd at most one round trip per ten steps;
-the client's heartbeat thread keeps the lease meanwhile. A csd-side abort (standby --force, a
+Steps report their samples in batches: `run.stream` once at least STREAM_EVERY_STEPS steps and
+STREAM_EVERY_SECONDS have passed since the last (or STREAM_AT_LEAST_EVERY seconds, for slow
+steps), and the rest at the close. A fast loop thus costs csd one round trip a second, a slow one
+one per ten steps at most — each is a wait for csd to be scheduled, which on a busy host is
+milliseconds. The client's heartbeat thread keeps the lease meanwhile. A csd-side abort (standby --force, a
 critical fault, `runs abort`) is noticed without asking csd: the session subscribes to
 EventTrainingAborted and checks that socket (ZMQ_EVENTS, no wait) at every step, and the heartbeat
 thread and the next stream are two more ways to learn it. The next step then raises RunAborted
@@ -29,6 +31,7 @@ from .config import Config
 
 STREAM_EVERY_STEPS = 10
 STREAM_EVERY_SECONDS = 1.0
+STREAM_AT_LEAST_EVERY = 5.0
 CLIENT_TIMEOUT = 5.0
 ABORT_EVENT = "EventTrainingAborted"
 
@@ -84,8 +87,15 @@ class Session:
         self._events = self.client.subscribe(ABORT_EVENT)
         try:
             self.run.program(program)
-        except errors.CsError as exc:
-            self._end(reason=f"programming refused: {exc.code}", quiet=True)
+        except BaseException as exc:  # refused, or Ctrl-C while programming: end this run now
+            run, self.run = self.run, None
+            self._events.close()
+            self._events = None
+            if run.record.get("status", "OPEN") == "OPEN" and not isinstance(exc, errors.RunAborted):
+                try:
+                    run.close(reason=f"programming failed: {type(exc).__name__}: {exc}")
+                except errors.CsError:
+                    run.stop_heartbeats()  # its lease frees the fabric
             raise
         self._last_stream = time.monotonic()
 
@@ -116,7 +126,8 @@ class Session:
         """Count one executed step of `samples`; report them to csd when a batch is due."""
         self._samples += samples
         self._steps += 1
-        if self._steps >= STREAM_EVERY_STEPS or time.monotonic() - self._last_stream >= STREAM_EVERY_SECONDS:
+        waited = time.monotonic() - self._last_stream
+        if (self._steps >= STREAM_EVERY_STEPS and waited >= STREAM_EVERY_SECONDS) or waited >= STREAM_AT_LEAST_EVERY:
             self.flush()
 
     def flush(self) -> None:
@@ -139,19 +150,20 @@ class Session:
         return self.run is not None and self.run.record.get("status", "OPEN") == "OPEN" and self.aborted is None
 
     def close(self, reason: str | None = None) -> dict | None:
-        """Report what is left, close the run (ABORTED with `reason`), write performance.json."""
-        if self.open_run and reason is None:
+        """Report the samples not yet reported, close the run (ABORTED with `reason`: an
+        interrupted run still counts what it fed), write performance.json."""
+        if self.open_run:
             try:
                 self.flush()
             except errors.RunAborted:
                 pass  # nothing left to close
         return self._end(reason)
 
-    def _end(self, reason: str | None, quiet: bool = False) -> dict | None:
+    def _end(self, reason: str | None) -> dict | None:
         try:
             if self.open_run:
                 directory = os.path.join(self.config.model_dir, "performance")
-                self.performance = self.run.close(performance_dir=None if quiet else directory, reason=reason)
+                self.performance = self.run.close(performance_dir=directory, reason=reason)
         finally:
             if self._events is not None:
                 self._events.close()

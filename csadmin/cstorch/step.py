@@ -29,7 +29,7 @@ from .optim import core_guard
 from .program import ESTIMATE_RUNS, Program
 from .signature import Signature
 
-def _leaves(cap: Capture, value, outputs: list) -> tuple[object, list]:
+def _leaves(value, outputs: list) -> tuple[object, list]:
     """Flatten `value`; its tensors join `outputs`. Returns (spec, [("out", i) | ("const", v)])."""
     flat, spec = tree_flatten(value)
     leaves = []
@@ -106,12 +106,12 @@ class StepFunction:
             with current.stepping(), cap:
                 result = self.fn(*args, **kwargs)
             outputs: list = []
-            result_spec, result_leaves = _leaves(cap, result, outputs)
+            result_spec, result_leaves = _leaves(result, outputs)
             grad_params = [p for p, g in zip(params, grads_before) if p.grad is not g]
             outputs += [p.grad for p in grad_params]
             closures = []
             for fn, a, kw in rt.captured_closures:
-                spec, leaves = _leaves(cap, (a, kw), outputs)
+                spec, leaves = _leaves((a, kw), outputs)
                 closures.append((fn, spec, leaves))
             cap.output(outputs)
             captured = time.perf_counter()
@@ -141,8 +141,8 @@ class StepFunction:
             rt.program = program
             rt.first_result = result
             return result
+        runtime.close_at_exit()  # first: Ctrl-C while programming must close the run too
         session.open(mode, program.descriptor(serial))
-        runtime.close_at_exit()
         rt.program = program
         return self._execute(rt, inputs)
 

@@ -124,3 +124,10 @@ def test_compile_says_csd_is_unreachable_within_the_client_timeout(make_csd, tmp
         cstorch.compile(model(), backend="wse_ws")
     assert time.monotonic() - start < session.CLIENT_TIMEOUT + 2.0
     assert exc.value.hint
+
+
+def test_compile_refuses_weights_that_are_not_float32(ws_csd, tmp_path):
+    configure(ws_csd, tmp_path)
+    with pytest.raises(errors.InvalidArgument, match="Only mixed precision is supported: weights are stored as "
+                                                     "float32, but 0.weight is torch.float16"):
+        cstorch.compile(model().half(), backend="wse_ws")

@@ -13,7 +13,7 @@ import time
 import pytest
 
 from csadmin import errors
-from csadmin.cstorch import runtime
+from csadmin.cstorch import runtime, session
 from tests.cstorch.helpers import Trainer, batches, configure, model, run_record
 from tests.harness import ROOT, wait_until
 
@@ -84,14 +84,15 @@ def test_a_critical_fault_raises_run_aborted_naming_it(ws_csd, tmp_path):
 def test_an_abort_the_event_missed_still_comes_from_the_next_stream(ws_csd, tmp_path):
     t, run_id = started(ws_csd, tmp_path)
     s = runtime.get().session
-    s._events.close()  # as if every pushed event were lost: the stream of the tenth step says it
+    s._events.close()  # as if every pushed event were lost: the next run.stream says it
     s._events = None
     s.run.stop_heartbeats()
     with ws_csd.client() as c:
         c.runs_abort(run_id, reason="lost event")
+    start = time.monotonic()
     exc, ran = step_until_aborted(t)
     assert exc.message == f"Run {run_id} was aborted on the system: lost event."
-    assert ran <= 9
+    assert time.monotonic() - start < session.STREAM_EVERY_SECONDS + 3.0
 
 
 SCRIPT = textwrap.dedent('''
@@ -125,14 +126,16 @@ SCRIPT = textwrap.dedent('''
     while steps < 0 or i < steps:
         post(training_step(x, y), i)
         i += 1
+    if len(sys.argv) > 3:  # then fail between steps, outside any cstorch call
+        raise {"interrupt": KeyboardInterrupt, "error": ValueError}[sys.argv[3]]("bad batch file")
 ''')
 
 
-def run_script(ws_csd, tmp_path, steps: int, **popen):
+def run_script(ws_csd, tmp_path, steps: int, *more: str, **popen):
     path = tmp_path / "script.py"
     path.write_text(SCRIPT)
     return subprocess.Popen(
-        [sys.executable, "-m", "csadmin.cstorch", str(path), str(tmp_path / "model"), str(steps)],
+        [sys.executable, "-m", "csadmin.cstorch", str(path), str(tmp_path / "model"), str(steps), *more],
         env=ws_csd.env(), cwd=ROOT, text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE, **popen)
 
 
@@ -174,3 +177,47 @@ def test_ctrl_c_closes_the_run_and_frees_the_fabric(ws_csd, tmp_path):
     with ws_csd.client() as c:
         assert c.runs_list()["runHolder"] is None
     assert os.path.exists(tmp_path / "model" / "performance" / "performance.json")
+
+
+def test_a_fabric_held_by_another_run_is_busy_and_the_step_may_be_retried(ws_csd, tmp_path):
+    configure(ws_csd, tmp_path)
+    t = Trainer(model())
+    x, y = batches(1)[0]
+    with ws_csd.client() as other:
+        held = other.open_run(mode="train", owner="someone-else")
+        with pytest.raises(errors.Busy, match="someone-else"):
+            t.step(x, y)
+        held.close()
+    assert runtime.get().program is None and all(p.grad is None for p in t.net.parameters())
+    t.step(x, y)  # captured again, and this time the run opens
+    assert run_record(ws_csd)["owner"].startswith("cstorch ")
+
+
+def test_csd_gone_mid_run_is_a_clear_error_within_the_client_timeout(make_csd, tmp_path, monkeypatch):
+    monkeypatch.setattr(session, "CLIENT_TIMEOUT", 1.0)
+    daemon = make_csd().start()
+    from tests.cstorch.helpers import weight_streaming
+
+    weight_streaming(daemon)
+    configure(daemon, tmp_path)
+    t = Trainer(model())
+    data = batches(2)
+    t.step(*data[0])
+    daemon.kill9()
+    start = time.monotonic()
+    with pytest.raises(errors.Unreachable):
+        for i in range(100_000):
+            t.step(*data[i % 2])
+    assert time.monotonic() - start < session.STREAM_EVERY_SECONDS + session.CLIENT_TIMEOUT + 3.0
+
+
+@pytest.mark.parametrize("how, reason", [
+    ("interrupt", "runtime interrupted (Ctrl-C)"),
+    ("error", "runtime failed: ValueError: bad batch file"),
+])
+def test_an_uncaught_exception_between_steps_ends_the_run_with_it(ws_csd, tmp_path, how, reason):
+    proc = run_script(ws_csd, tmp_path, 3, how)
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode != 0 and "bad batch file" in err
+    record = run_record(ws_csd)
+    assert (record["status"], record["abortReason"], record["totalSamples"]) == ("ABORTED", reason, 3 * 16)

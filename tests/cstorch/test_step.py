@@ -5,6 +5,7 @@ step_closure."""
 
 import json
 import os
+import time
 
 import numpy  # noqa: F401  (Tensor.numpy needs it importable)
 import pytest
@@ -42,9 +43,9 @@ def test_one_run_programmed_once_with_every_sample_and_performance_json(ws_csd, 
     for x, y in batches(25):
         t.step(x, y)
     rt = runtime.get()
-    assert rt.session.round_trips == 2  # 25 steps: one run.stream per ten steps...
+    assert rt.session.round_trips == 0  # 25 fast steps: within the second before the first run.stream...
     runtime.finish()
-    assert rt.session.round_trips == 3  # ...and the last five at close
+    assert rt.session.round_trips == 1  # ...so they are all reported at the close
     record = run_record(ws_csd)
     assert (record["status"], record["mode"], record["totalSamples"]) == ("CLOSED", "train", 25 * 32)
     with open(tmp_path / "model" / "performance" / "performance.json") as f:
@@ -299,13 +300,20 @@ def test_validate_only_traces_without_the_system(tmp_path):
         t.step(*batches(1, batch_size=16)[0])
 
 
-def test_streaming_batches_csd_round_trips(ws_csd, tmp_path):
+def test_streaming_batches_csd_round_trips(ws_csd, tmp_path, monkeypatch):
+    """At most one run.stream per ten steps, and per second; csd's count follows."""
     configure(ws_csd, tmp_path)
     t = Trainer(model())
     data = batches(5)
     for i in range(100):
         t.step(*data[i % 5])
-    assert runtime.get().session.round_trips <= 100 // session.STREAM_EVERY_STEPS
+    s = runtime.get().session
+    start = s._last_stream - 0.001  # the run was programmed then
+    assert s.round_trips <= min(10, int((time.monotonic() - start) / session.STREAM_EVERY_SECONDS) + 1)
+    monkeypatch.setattr(session, "STREAM_EVERY_SECONDS", 0.0)  # now only the ten-step bound holds
+    for i in range(30):
+        t.step(*data[i % 5])
+    assert run_record(ws_csd)["totalSamples"] >= 120 * 32
 
 
 def _full_step(net, compiled, optimizer, scheduler, scaler):
@@ -346,3 +354,52 @@ def test_the_documents_full_step_replays_exactly_as_its_eager_run(ws_csd, tmp_pa
         assert torch.equal(ours, theirs)
     assert torch.equal(scaler.get_scale(), eager_rest[2].get_scale())
     assert torch.equal(optimizer.param_groups[0]["lr"], eager_rest[0].param_groups[0]["lr"])
+
+
+def test_random_ops_draw_as_eager_pytorch_does(ws_csd, tmp_path):
+    """Dropout in the step: the replay draws from torch's generator as the eager step would (the
+    capture and the estimate put the generator back)."""
+    configure(ws_csd, tmp_path)
+
+    def dropout_model():
+        torch.manual_seed(0)
+        return torch.nn.Sequential(torch.nn.Linear(8, 32), torch.nn.Dropout(0.5), torch.nn.Linear(32, 2))
+
+    t = Trainer(dropout_model())
+    reference = dropout_model()
+    ref_opt = torch.optim.SGD(reference.parameters(), lr=0.1, momentum=0.9)
+    data = batches(6)
+    torch.manual_seed(7)
+    ours = [t.step(x, y) for x, y in data]
+    torch.manual_seed(7)
+    theirs = []
+    for x, y in data:
+        ref_opt.zero_grad()
+        loss = torch.nn.functional.cross_entropy(reference(x), y)
+        loss.backward()
+        ref_opt.step()
+        theirs.append(loss.detach())
+    assert all(torch.equal(a, b) for a, b in zip(ours, theirs))
+    assert all(torch.equal(a, b) for a, b in zip(t.net.parameters(), reference.parameters()))
+
+
+def test_aliases_made_outside_the_dispatcher_replay_as_the_tensors_they_view(ws_csd, tmp_path):
+    """`p.data` is a new tensor object each time, made without an op: the capture takes it for
+    the parameter it views (same storage), so in-place updates through it replay."""
+    configure(ws_csd, tmp_path)
+    net, reference = model(), model()
+    compiled = cstorch.compile(net, backend="wse_ws")
+
+    def body(m, x):
+        loss = m(x).square().mean()
+        loss.backward()
+        for p in m.parameters():
+            p.data.sub_(0.1 * p.grad)
+            p.data[0].mul_(0.5)  # a view of the alias
+            p.grad = None
+        return loss
+
+    step = cstorch.compile_step(lambda x: body(compiled, x))
+    for x, _ in batches(4):
+        assert torch.equal(step(x), body(reference, x))
+    assert all(torch.equal(a, b) for a, b in zip(net.parameters(), reference.parameters()))
