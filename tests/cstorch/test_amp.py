@@ -181,3 +181,20 @@ def test_mixed_precision_computes_in_half_and_keeps_float32_weights():
         amp.check_float32_weights(_model().half())
     with pytest.raises(InvalidArgument, match="True or False"):
         amp.use_bfloat16("yes")
+
+
+def test_the_scalers_call_order_is_torchs():
+    model = torch.nn.Linear(1, 1)
+    sgd = SGD(model.parameters(), lr=0.1)
+    scaler = amp.GradScaler(loss_scale="dynamic")
+    model.weight.grad, model.bias.grad = torch.ones(1, 1), torch.ones(1)
+    scaler.unscale_(sgd)
+    with pytest.raises(InvalidArgument, match=r"unscale_\(\) was already called on this optimizer since the last update"):
+        scaler.unscale_(sgd)
+    scaler.step(sgd)
+    with pytest.raises(InvalidArgument, match=r"step\(\) was already called on this optimizer since the last update"):
+        scaler.step(sgd)
+    scaler.update()
+    scaler.step(sgd)  # a new step after update()
+    scaler.update(new_scale=4.0)
+    assert scaler.get_scale().item() == 4.0

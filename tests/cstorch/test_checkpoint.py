@@ -210,3 +210,46 @@ def test_hostile_structures_are_refused_not_crashed_on(tmp_path):
                 f["state_dict/0"].attrs[key] = value
         with pytest.raises(BadCheckpoint, match=message):
             load(path)
+
+
+SAVER = """
+import sys, torch
+from csadmin.cstorch.checkpoint import save
+path = sys.argv[1]
+save({"version": 1, "w": torch.zeros(16, 1024, 1024)}, path)
+print("saved", flush=True)
+while True:
+    save({"version": 2, "w": torch.ones(16, 1024, 1024)}, path)
+"""
+
+
+def test_ctrl_c_during_a_save_leaves_a_whole_checkpoint_and_no_temporary(tmp_path):
+    """A real process saving 64 MiB checkpoints in a loop, sent SIGINT while a temporary file is
+    being written: the checkpoint is the old one or the new one, whole, and nothing else is left."""
+    import signal
+    import subprocess
+    import sys
+
+    from tests.harness import ROOT, wait_until
+
+    path = tmp_path / "c.mdl"
+    saver = subprocess.Popen([sys.executable, "-c", SAVER, str(path)], cwd=ROOT, stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True)
+    try:
+        assert saver.stdout.readline() == "saved\n"
+        for _ in range(20):
+            wait_until(lambda: any(name.endswith(".tmp") for name in os.listdir(tmp_path)), timeout=60,
+                       interval=0.001, what="a save in progress")
+            saver.send_signal(signal.SIGINT)
+            try:
+                saver.wait(timeout=10)
+                break
+            except subprocess.TimeoutExpired:
+                continue  # CPython drops an interrupt that lands in a weakref callback: press Ctrl-C again
+        _, stderr = saver.communicate(timeout=60)
+    finally:
+        saver.kill()
+    assert saver.returncode != 0 and "KeyboardInterrupt" in stderr
+    assert os.listdir(tmp_path) == ["c.mdl"]
+    loaded = load(path)
+    assert torch.equal(loaded["w"], torch.full((16, 1024, 1024), float(loaded["version"] - 1)))

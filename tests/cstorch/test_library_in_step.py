@@ -204,3 +204,24 @@ def test_a_checkpoint_saved_in_a_step_closure_resumes_to_the_same_weights(ws_csd
         step(*batch)
     for ours, theirs in zip(net.parameters(), final):
         assert torch.equal(ours, theirs)
+
+
+@pytest.mark.filterwarnings("ignore:Detected call of `lr_scheduler.step\\(\\)` before")
+def test_a_torch_lr_scheduler_inside_the_step_is_refused(ws_csd, tmp_path):
+    configure(ws_csd, tmp_path)
+    net = model(0)
+    optimizer = cstorch.optim.SGD(net.parameters(), lr=0.1)
+    torch_schedule = torch.optim.lr_scheduler.ExponentialLR(optimizer, gamma=0.9)
+    compiled = cstorch.compile(net, backend="wse_ws")
+
+    @cstorch.compile_step
+    def step(x, y):
+        loss = torch.nn.functional.cross_entropy(compiled(x), y)
+        cstorch.amp.optimizer_step(loss, optimizer, None)
+        torch_schedule.step()
+        return loss
+
+    with pytest.raises(errors.InvalidState, match="vanilla PyTorch learning rate schedulers are not compatible "
+                                                  "with traced lazy execution"):
+        step(*batches(1)[0])
+    assert optimizer.param_groups[0]["lr"] == 0.1

@@ -151,7 +151,7 @@ def test_state_dict_round_trips_in_place_and_reads_torch_optims_state(fresh_run)
         assert torch.equal(x, y)
     with pytest.raises(InvalidArgument, match=r"groups of \[4\] parameters.*has \[2\]"):
         Adam(torch.nn.Linear(2, 2).parameters()).load_state_dict(saved)
-    with pytest.raises(InvalidArgument, match=r"has \['exp_avg', 'exp_avg_sq', 'step'\]; this SGD keeps \['momentum_buffer', 'step'\]"):
+    with pytest.raises(InvalidArgument, match=r"has \['exp_avg', 'exp_avg_sq', 'step'\]; this SGD keeps \['momentum_buffer'\]"):
         SGD(_model().parameters(), momentum=0.9).load_state_dict(saved)
     with pytest.raises(InvalidArgument, match="'state' and 'param_groups'"):
         adam.load_state_dict({"model": 1})
@@ -233,3 +233,33 @@ def test_step_takes_torchs_closure_and_returns_its_loss():
 
         assert torch.equal(o.step(closure).detach(), before)
     torch.testing.assert_close(list(model.parameters()), list(twin.parameters()))
+
+
+@pytest.mark.filterwarnings("ignore:Detected call of `lr_scheduler.step\\(\\)` before")
+def test_a_hyperparameter_set_inside_a_step_is_refused_as_a_torch_scheduler_would():
+    sgd = SGD(_model().parameters(), lr=0.1)
+    torch_schedule = torch.optim.lr_scheduler.StepLR(sgd, step_size=1)  # built outside a step: fine
+    sgd.param_groups[0]["momentum"] = 0.0  # outside a step: a plain setting
+    with current.stepping():
+        with pytest.raises(InvalidState, match=r"param_groups\[...\]\['lr'\] was set inside a compiled step: .*"
+                                               "the vanilla PyTorch learning rate schedulers are not compatible"):
+            torch_schedule.step()
+        with pytest.raises(InvalidState, match=r"'weight_decay'\] was set inside a compiled step"):
+            sgd.param_groups[0]["weight_decay"] = 0.1
+    assert sgd.param_groups[0]["lr"] == 0.1
+
+
+def test_sgd_keeps_torchs_state_and_reads_a_torch_sgd_checkpoint():
+    reference, model = _model(), _model()
+    theirs = torch.optim.SGD(reference.parameters(), lr=0.05, momentum=0.9)
+    _train(reference, theirs, steps=3)
+    ours = SGD(model.parameters(), lr=0.5, momentum=0.9)
+    model.load_state_dict(reference.state_dict())
+    ours.load_state_dict(theirs.state_dict())
+    assert ours.param_groups[0]["lr"] == 0.05
+    _train(reference, theirs, steps=4)
+    _train(model, ours, steps=4)
+    torch.testing.assert_close(list(model.parameters()), list(reference.parameters()), rtol=1e-5, atol=1e-6)
+    damped = SGD(_model().parameters(), momentum=0.9, dampening=0.1)
+    assert all(sorted(state) == ["momentum_buffer", "step"] for state in damped.state.values())
+    assert all(sorted(state) == ["momentum_buffer"] for state in ours.state.values())

@@ -69,6 +69,7 @@ class GradScaler:
         self._overflows = torch.zeros((), dtype=torch.float32)  # overflowing steps among them
         self._clean = torch.zeros((), dtype=torch.float32)  # clean steps in a row
         self._found: dict[int, torch.Tensor] = {}  # this step's optimizers (by id) -> inf/NaN found
+        self._stepped: set[int] = set()  # this step's optimizers already stepped
 
     # -- torch's GradScaler methods ----------------------------------------------------------------
 
@@ -104,13 +105,17 @@ class GradScaler:
         (dynamic scaling). Returns None: whether the step was taken is a tensor, not a bool."""
         if not self.enabled:
             return optimizer.step(*args, **kwargs)
+        if id(optimizer) in self._stepped:
+            raise InvalidArgument("GradScaler.step() was already called on this optimizer since the last update().",
+                                  hint="Call grad_scaler.update() once after stepping every optimizer.")
+        self._stepped.add(id(optimizer))
         if id(optimizer) not in self._found:
             self.unscale_(optimizer)
         if not self.dynamic:
             optimizer.step(*args, **kwargs)
             return None
         found = self._found[id(optimizer)]
-        kept = [t for t in _tensors(optimizer)]
+        kept = _tensors(optimizer)
         before = [t.detach().clone() for t in kept]
         optimizer.step(*args, **kwargs)
         with torch.no_grad():
@@ -121,6 +126,7 @@ class GradScaler:
     def update(self, new_scale=None) -> None:
         """After every optimizer stepped: adjust the scale (dynamic) or set it to `new_scale`."""
         found = [self._found.pop(key) for key in list(self._found)]
+        self._stepped.clear()
         if not self.enabled:
             return
         with torch.no_grad():

@@ -2,7 +2,8 @@
 float32, and everything but the weight update computes in a half type, float16 unless
 `use_bfloat16(True)`. `autocast()` is torch's CPU autocast to that type, which inserts the casts
 (001: "you do not need to insert them manually"): a step runs its forward and loss under it.
-`check_float32_weights(model)` refuses a model whose weights are not float32.
+`check_float32_weights(model)` (cstorch.compile calls it) refuses a model whose weights are not
+float32.
 """
 
 from __future__ import annotations

@@ -87,6 +87,7 @@ class Optimizer(torch.optim.Optimizer, abc.ABC):
             raise InvalidState(f"{type(self).__name__}'s parameter groups are fixed once it is built: the "
                                "step program is static.", hint="Pass every group to the constructor.")
         super().add_param_group(param_group)
+        self.param_groups[-1] = _Group(self.param_groups[-1])
 
     def state_dict(self) -> dict:
         """torch's layout (`state` keyed by parameter index, `param_groups`), every tensor a copy.
@@ -152,6 +153,24 @@ def closure_loss(closure):
         return None
     with torch.enable_grad():
         return closure()
+
+
+class _Group(dict):
+    """A param group: its hyperparameters may not be set inside a step, where a Python value
+    would be captured once and frozen (torch's own lr schedulers do exactly that)."""
+
+    def __setitem__(self, key, value):
+        if current.in_step():
+            raise InvalidState(
+                f"param_groups[...][{key!r}] was set inside a compiled step: a Python value set there is "
+                f"captured once and frozen at its first value; the vanilla PyTorch learning rate schedulers "
+                f"are not compatible with traced lazy execution.",
+                hint="Schedule the learning rate with cstorch.optim.lr_scheduler (it updates a tensor in place), "
+                     "or set hyperparameters outside the step.")
+        super().__setitem__(key, value)
+
+    def __reduce__(self):
+        return _Group, (dict(self),)
 
 
 class _State(dict):

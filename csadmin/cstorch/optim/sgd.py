@@ -1,6 +1,8 @@
 """cstorch.optim.SGD: torch.optim.SGD's update (momentum, dampening, nesterov, weight_decay) as a
-static program: the momentum buffer is made in preinitialize and updated in place, and torch's
-"the first step copies the gradient into the buffer" is a torch.where on the global step."""
+static program: the momentum buffer is made (zero) in preinitialize and updated in place. torch's
+"the first step copies the gradient into the buffer" needs nothing without dampening (0·m + g = g)
+and, with dampening, is a torch.where on the global step choosing the gradient's coefficient;
+so the state is torch's (`momentum_buffer`), plus `step` only with dampening."""
 
 from __future__ import annotations
 
@@ -23,7 +25,7 @@ class SGD(Optimizer):
                         weight_decay=number(owner, "weight_decay", weight_decay), nesterov=bool(nesterov))
         if nesterov and (defaults["momentum"] <= 0 or defaults["dampening"] != 0):
             raise InvalidArgument("SGD: Nesterov momentum requires a momentum and zero dampening.")
-        super().__init__(params, defaults, enable_global_step=defaults["momentum"] != 0)
+        super().__init__(params, defaults, enable_global_step=defaults["momentum"] != 0 and defaults["dampening"] != 0)
 
     def preinitialize(self) -> None:
         for group in self.param_groups:
@@ -44,10 +46,12 @@ class SGD(Optimizer):
                     continue
                 d_p = p.grad if decay == 0 else p.grad.add(p, alpha=decay)
                 if momentum != 0:
-                    state = self.state[p]
-                    first = self.increment_global_step(p) == 1
-                    buf = state["momentum_buffer"]
-                    buf.copy_(torch.where(first, d_p, buf * momentum + d_p * (1 - dampening)))
+                    buf = self.state[p]["momentum_buffer"]
+                    if dampening == 0:  # the buffer starts at 0, so torch's first step (buf = d_p) is this
+                        buf.mul_(momentum).add_(d_p)
+                    else:  # torch's first step takes the gradient undamped: a tensor choice of coefficient
+                        first = self.increment_global_step(p) == 1
+                        buf.mul_(momentum).add_(d_p * torch.where(first, 1.0, 1.0 - dampening))
                     d_p = d_p.add(buf, alpha=momentum) if group["nesterov"] else buf
                 descend(p, d_p, group["lr"])
         return loss
