@@ -51,15 +51,15 @@ class Trainer:
         self.optimizer = cstorch.optim.SGD(net.parameters(), lr=lr, momentum=0.9)
         self.loss_fn = torch.nn.CrossEntropyLoss()
 
-        @cstorch.compile_step
-        def training_step(inputs, targets):
-            self.optimizer.zero_grad()
-            loss = self.loss_fn(self.compiled(inputs), targets)
-            loss.backward()
-            self.optimizer.step()
-            return loss
+        self.step = cstorch.compile_step(self.body)
 
-        self.step = training_step
+    def body(self, inputs, targets):
+        """One training step, as the compile_step function's body."""
+        self.optimizer.zero_grad()
+        loss = self.loss_fn(self.compiled(inputs), targets)
+        loss.backward()
+        self.optimizer.step()
+        return loss
 
 
 def run_record(daemon: Daemon) -> dict:
