@@ -46,13 +46,9 @@ class CompiledModel:
 
     def train(self, mode: bool = True) -> "CompiledModel":
         """Set the model's mode; refused once the run's program was compiled for the other."""
-        want = "train" if mode else "eval"
         run_mode = runtime.get().run_mode
-        if run_mode is not None and run_mode != want:
-            raise IncompatibleProgram(
-                f"compiled_model.{'train' if mode else 'eval'}() after this run's program was compiled for "
-                f"{run_mode}: {TRAIN_AND_EVAL_RULE}.",
-                "Run training and evaluation in separate processes (one run each; evaluate a checkpoint).")
+        if run_mode is not None and run_mode != ("train" if mode else "eval"):
+            raise mode_change(f"compiled_model.{'train' if mode else 'eval'}()", run_mode)
         self.model.train(mode)
         return self
 
@@ -78,6 +74,20 @@ class CompiledModel:
     def __repr__(self) -> str:
         # short: refusals name the model (ReprogramForbidden "another model"), never print it whole
         return f"<compiled {type(self.model).__name__} model at {id(self.model):#x}, backend={self.backend!r}>"
+
+
+def mode_change(what: str, run_mode: str) -> IncompatibleProgram:
+    return IncompatibleProgram(
+        f"{what} after this run's program was compiled for {run_mode}: {TRAIN_AND_EVAL_RULE}.",
+        "Run training and evaluation in separate processes (one run each; evaluate a checkpoint).")
+
+
+def check_modes(models: list, run_mode: str) -> None:
+    """Refuse a step when a compiled model's module was switched to the other mode directly
+    (`model.eval()` on the module itself) since the program was compiled."""
+    for m in models:
+        if m.model.training != (run_mode == "train"):
+            raise mode_change(f"{type(m.model).__name__}.{'train' if m.model.training else 'eval'}()", run_mode)
 
 
 def parse_backend(backend) -> str:

@@ -24,6 +24,7 @@ from csadmin.errors import InvalidState, ReprogramForbidden
 import csadmin.cstorch.current as current
 import csadmin.cstorch.runtime as runtime
 from .capture import Capture
+from .compiled import check_modes
 from .config import current_config, require_config
 from .optim import core_guard
 from .program import ESTIMATE_RUNS, Program
@@ -76,6 +77,7 @@ class StepFunction:
         if rt.finished:
             raise InvalidState(f"This process's run has ended (after step {current.state().step}): one run per process.",
                                "Start a new process for another run.")
+        check_modes(rt.models, rt.program.mode)
         session = rt.session
         session.check()
         try:

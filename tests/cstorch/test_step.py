@@ -259,6 +259,10 @@ def test_a_run_is_train_or_eval_never_both(ws_csd, tmp_path):
         "having been programmed for train in the same run.")
     t.compiled.train()  # the run's own mode stays allowed
     assert t.compiled.training
+    t.net.eval()  # on the module itself: the next step refuses
+    with pytest.raises(errors.IncompatibleProgram, match=r"^Sequential.eval\(\) after this run's program was "
+                                                         r"compiled for train: a run is train or eval, never both"):
+        t.step(*batches(1)[0])
 
 
 def test_an_eval_run_is_opened_in_eval_mode(ws_csd, tmp_path):
