@@ -167,6 +167,14 @@ class Cancelled(CsError):
     code, exit_code = "CANCELLED", EXIT_CANCELLED
 
 
+class BadCheckpoint(CsError):
+    """A file `cstorch.load` cannot read as a checkpoint: not HDF5, another program's HDF5,
+    truncated or damaged. The message names the file (and the entry, when one is bad)."""
+
+    code, exit_code = "BAD_CHECKPOINT", EXIT_USAGE
+    hint = "Load a checkpoint written by cstorch.save, or restore this one from a copy."
+
+
 # -- derived from the classes above ----------------------------------------------------------------
 
 BY_CODE: dict[str, type[CsError]] = {cls.code: cls for cls in CsError.__subclasses__() if cls.on_wire}

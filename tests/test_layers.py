@@ -110,3 +110,25 @@ def test_no_module_imports_itself_back():
     for module in graph:
         if module not in state:
             visit(module, [])
+
+
+def test_only_cstorch_imports_cstorch_and_it_reaches_csd_through_the_client():
+    """csadmin.cstorch (torch, h5py) is an optional extra: nothing else imports it, and it talks
+    to csd as any runtime does (the client side and the leaves, never csd or the model)."""
+    for module in MODULES:
+        inside = {m for m in _imports(module) if m.startswith("csadmin.cstorch")}
+        if not module.startswith("csadmin.cstorch"):
+            assert not inside, (module, inside)
+            continue
+        outside = {m for m in _imports(module) if not m.startswith("csadmin.cstorch")}
+        assert outside <= CLIENT | LEAVES, (module, outside)
+
+
+def test_the_console_and_the_client_never_import_torch():
+    import subprocess
+    import sys
+
+    code = ("import sys, csadmin.client, csadmin.main, csadmin.daemon.main; "
+            "bad = sorted(m for m in ('torch', 'h5py', 'numpy') if m in sys.modules); print(bad)")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=60)
+    assert done.returncode == 0 and done.stdout.strip() == "[]", (done.stdout, done.stderr)
