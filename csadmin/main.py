@@ -16,7 +16,7 @@ import contextlib
 import sys
 
 from . import __version__, errors
-from .cli.commands import help_text
+from .cli.commands import ExitShell, help_text
 from .cli.console import PlainConsole
 from .cli.runner import run_script, run_tokens
 from .cli.session import Session
@@ -96,7 +96,8 @@ def parse_globals(argv: list[str]) -> tuple[GlobalOptions, list[str]]:
 
 
 def _print_usage() -> int:
-    print(USAGE + help_text([]))
+    codes = "\n".join(f"  {code:<3}  {meaning}" for code, meaning in errors.EXIT_CODES)
+    print(USAGE + help_text([]) + "\n\nexit codes:\n" + codes)
     return 0
 
 
@@ -141,7 +142,10 @@ def _run(g: GlobalOptions, rest: list[str], client: Client) -> int:
     stdin_is_tty = sys.stdin.isatty()
     if rest:
         session = Session(client, PlainConsole(interactive=stdin_is_tty), g.output_format, g.timeout)
-        return run_tokens(session, rest)
+        try:
+            return run_tokens(session, rest)
+        except ExitShell:  # `cs exit`: there is no shell to leave, and nothing went wrong
+            return errors.EXIT_OK
     if g.script is not None:
         return run_script(Session(client, PlainConsole(interactive=False), g.output_format, g.timeout), g.script)
     if not stdin_is_tty:

@@ -43,7 +43,12 @@ def build_parser() -> argparse.ArgumentParser:
     d = Config()
     p = argparse.ArgumentParser(
         prog="csd", description="The CS-2 device daemon (runs in the foreground).",
-        epilog="Flags override the config file, which overrides the defaults shown.",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog="Flags override the config file, which overrides the defaults shown.\n\n"
+               "keys (clients need one to connect; run as the user csd runs as):\n"
+               "  csd keys init                  server keypair and a first admin key\n"
+               "  csd keys add NAME --role ROLE  a client key (admin, operator or viewer)\n"
+               "  csd keys list | revoke NAME    see `csd keys --help`",
     )
     p.add_argument("--version", action="version", version=f"csd {__version__}")
     p.add_argument("--config", metavar="PATH",

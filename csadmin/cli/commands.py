@@ -43,7 +43,7 @@ class ExitShell(Exception):
 
 
 def show_help(s: Session, p: Parsed) -> int:
-    s.console.out(help_text(p.args))
+    s.console.out(help_text(p.args, in_shell=s.console.in_shell))
     return errors.EXIT_OK
 
 
@@ -51,11 +51,13 @@ def leave(s: Session, p: Parsed) -> int:
     raise ExitShell()
 
 
-def help_text(words: list[str]) -> str:
-    """The list of commands, or the usage, options and aliases of those `words` name."""
+def help_text(words: list[str], in_shell: bool = False) -> str:
+    """The list of commands, or the usage, options and aliases of those `words` name (a command
+    or a group: `system fault`). Outside the shell, the shell's own commands (exit) are left out."""
+    offered = [c for c in COMMANDS if in_shell or not c.shell_only]
     if words:
         wanted = " ".join(words)
-        matches = [c for c in COMMANDS if c.name == wanted or c.name.startswith(wanted + " ")]
+        matches = [c for c in offered if c.name == wanted or c.name.startswith(wanted + " ")]
         if not matches:
             raise errors.UsageError(f"No command `{shown(wanted)}`.", "Type `help` for the list of commands.")
         blocks = []
@@ -67,8 +69,9 @@ def help_text(words: list[str]) -> str:
             lines += [f"  alias: {' '.join(a)}" for a in c.aliases]
             blocks.append("\n".join(lines))
         return "\n\n".join(blocks)
-    width = max(len(c.usage) for c in COMMANDS)
-    return "\n".join(f"  {c.usage.ljust(width)}  {c.help}" for c in COMMANDS) + "\n\nhelp COMMAND shows a command's options."
+    width = max(len(c.usage) for c in offered)
+    return ("\n".join(f"  {c.usage.ljust(width)}  {c.help}" for c in offered)
+            + "\n\nhelp COMMAND (or COMMAND --help) shows a command's options.")
 
 
 COMMANDS: tuple[Command, ...] = (
@@ -193,7 +196,7 @@ COMMANDS: tuple[Command, ...] = (
             options=(SLURM_JOB_ID,), output=False, details="Its reason: 'slurm job J ended'."),
     Command(("help",), "Show the commands, or one command's options: help [COMMAND].", show_help,
             output=False, takes_command=True),
-    Command(("exit",), "Leave the shell.", leave, aliases=(("quit",),), output=False),
+    Command(("exit",), "Leave the shell.", leave, aliases=(("quit",),), output=False, shell_only=True),
 )
 
 

@@ -10,6 +10,8 @@ import sys
 
 
 class PlainConsole:
+    in_shell = False  # the interactive cs> shell's console says True (shell/console.py)
+
     def __init__(self, interactive: bool, stdout=None, stderr=None, progress_stream=None):
         #: whether a person is there to answer questions
         self.interactive = interactive

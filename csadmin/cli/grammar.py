@@ -39,6 +39,7 @@ class Command(NamedTuple):
     details: str = ""
     arguments: tuple[str, ...] = ()  # positional arguments, all required, e.g. ("ID",)
     takes_command: bool = False  # its arguments name a command (help)
+    shell_only: bool = False  # offered only in the interactive shell (exit)
 
     @property
     def name(self) -> str:
