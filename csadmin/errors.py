@@ -181,6 +181,12 @@ class Cancelled(CsError):
     code, exit_code = "CANCELLED", EXIT_CANCELLED
 
 
+class Interrupted(CsError):
+    """Ctrl-C ended the command (reported as an error only where JSON was asked for)."""
+
+    code, exit_code = "INTERRUPTED", EXIT_INTERRUPTED
+
+
 # -- derived from the classes above ----------------------------------------------------------------
 
 BY_CODE: dict[str, type[CsError]] = {cls.code: cls for cls in CsError.__subclasses__() if cls.on_wire}

@@ -35,6 +35,20 @@ def parse(tokens: list[str]) -> Parsed:
     raise _unknown(prefix, tokens[len(prefix)] if tokens else "")
 
 
+def check(parsed: Parsed, interactive: bool) -> None:
+    """Refuse (UsageError) what the line's grammar allows but cannot run as given: a change
+    with no one to confirm it and no --no-confirm, and the command's own checks (its `check`).
+    Sends nothing; a script is checked this way, every line, before its first line runs."""
+    command = parsed.command
+    if command.changes_state and not interactive and not parsed.options.get("no_confirm"):
+        raise UsageError(
+            f"`{command.name}` changes the system and needs --no-confirm when not run interactively.",
+            "Add --no-confirm to run it from a script.",
+        )
+    if command.check is not None:
+        command.check(parsed, interactive)
+
+
 def _group(tokens: list[str]) -> tuple[str, ...]:
     """The longest run of leading `tokens` that names a group of commands (`system fault`)."""
     table = all_names()
@@ -117,6 +131,11 @@ def _parse_options(command: Command, tokens: list[str]) -> tuple[dict, list[str]
                 value = int(value)
             except ValueError:
                 raise UsageError(f"{name} needs a whole number, not {shown(value)!r}.") from None
+        if opt.number:
+            try:
+                value = float(value)
+            except ValueError:
+                raise UsageError(f"{name} needs a number of seconds, not {shown(value)!r}.") from None
         options[opt.dest] = value
     if not command.takes_command:
         wanted = len(command.arguments)
