@@ -17,8 +17,9 @@ import sys
 
 from . import __version__, errors
 from .cli.commands import ExitShell, help_text
+from .cli import render
 from .cli.console import PlainConsole
-from .cli.runner import run_script, run_tokens
+from .cli.runner import json_asked, run_script, run_tokens
 from .cli.session import Session
 from .client import Client
 
@@ -106,8 +107,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         g, rest = parse_globals(argv)
     except errors.UsageError as exc:
-        print(f"Error: {exc}", file=sys.stderr)
-        return exc.exit_code
+        return _fail(exc, argv)
     try:
         with _daemon(g):
             client = Client(g.endpoint, timeout=g.timeout, connect=g.connect, key=g.key, server_key=g.server_key)
@@ -116,10 +116,18 @@ def main(argv: list[str] | None = None) -> int:
             finally:
                 client.close()
     except errors.CsError as exc:
-        print(f"Error: {exc.message}" + (f"\n{exc.hint}" if exc.hint else ""), file=sys.stderr)
-        return exc.exit_code
+        return _fail(exc, argv)
     except KeyboardInterrupt:
         return errors.EXIT_INTERRUPTED
+
+
+def _fail(exc: errors.CsError, argv: list[str]) -> int:
+    """Say why `cs` could not start; as a JSON object on stdout if JSON was asked for anywhere."""
+    if json_asked(argv):
+        print(render.as_json({"error": {"code": exc.code, "message": exc.message, "hint": exc.hint}}))
+    else:
+        print(f"Error: {exc.message}" + (f"\n{exc.hint}" if exc.hint else ""), file=sys.stderr)
+    return exc.exit_code
 
 
 @contextlib.contextmanager

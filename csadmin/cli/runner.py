@@ -19,15 +19,16 @@ from .session import Session
 from .terms import in_console_terms
 
 
+def json_asked(tokens: list[str]) -> bool:
+    """Whether `--output-format json` is anywhere among `tokens` (read from the tokens, so a line
+    that does not parse still answers in JSON)."""
+    return any(token == "--output-format=json" or (token == "--output-format" and tokens[i + 1:i + 2] == ["json"])
+               for i, token in enumerate(tokens))
+
+
 def wants_json(s: Session, tokens: list[str]) -> bool:
-    """Whether JSON is asked for: globally, or by `--output-format json` anywhere on the line
-    (read from the tokens, so a line that does not parse still answers in JSON)."""
-    if s.output_format == "json":
-        return True
-    for i, token in enumerate(tokens):
-        if token == "--output-format=json" or (token == "--output-format" and tokens[i + 1:i + 2] == ["json"]):
-            return True
-    return False
+    """Whether this line's outcome is JSON: asked for globally or on the line."""
+    return s.output_format == "json" or json_asked(tokens)
 
 
 def report(s: Session, exc: errors.CsError, line: int | None = None, command: str = "", as_json: bool = False) -> int:
