@@ -122,9 +122,15 @@ def execmode_show(result: dict) -> str:
     return "\n".join(lines)
 
 
+# Event details that are instants in ms since the epoch: shown as local time (JSON keeps the number).
+EPOCH_MS_DETAILS = frozenset({"expectedCompletion"})
+
+
 def _detail(key: str, value) -> str:
     if key == "by" and isinstance(value, dict):  # who asked: the key name, not a Python dict
         return f"by={value.get('name') or '-'}"
+    if key in EPOCH_MS_DETAILS and isinstance(value, int) and not isinstance(value, bool):
+        return f"{key}={fmt_ms(value)}"
     if isinstance(value, (dict, list)):
         return f"{key}={compact_json(value)}"
     return f"{key}={value}"
