@@ -16,7 +16,7 @@ import contextlib
 import sys
 
 from . import __version__, errors
-from .cli.commands import ExitShell, help_text
+from .cli.commands import GLOBAL_OPTIONS, ExitShell, help_text
 from .cli import render
 from .cli.console import PlainConsole
 from .cli.runner import json_asked, run_script, run_tokens
@@ -45,6 +45,9 @@ commands:
 """
 
 
+TAKING_VALUES = frozenset(o.name for o in GLOBAL_OPTIONS if o.takes_value)
+
+
 class GlobalOptions:
     endpoint: str | None = None
     connect: str | None = None
@@ -70,7 +73,7 @@ def parse_globals(argv: list[str]) -> tuple[GlobalOptions, list[str]]:
             g.embedded = True
             i += 1
             continue
-        if name not in ("--endpoint", "--connect", "--key", "--server-key", "--timeout", "--output-format", "-c"):
+        if name not in TAKING_VALUES:
             break  # a command's option, e.g. `cs --output-format json system show` keeps working
         if not eq:
             if i + 1 >= len(argv):

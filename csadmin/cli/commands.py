@@ -19,6 +19,20 @@ from .session import Session
 NO_CONFIRM = Option("--no-confirm", "do not ask for confirmation (required in scripts)")
 OUTPUT_FORMAT = Option("--output-format", "text (default) or json", True, "FORMAT", ("text", "json"), choices=True)
 
+# `cs`'s own options, before any command (csadmin/main.py parses them; `cs --help` explains them).
+GLOBAL_OPTIONS = (
+    Option("--connect", "csd's connection file", True, "FILE"),
+    Option("--key", "your secret key file", True, "FILE"),
+    Option("--endpoint", "csd's request socket", True, "URL"),
+    Option("--server-key", "csd's public key", True, "KEY"),
+    Option("--timeout", "seconds to wait", True, "S"),
+    OUTPUT_FORMAT,
+    Option("-c", "run these commands and exit", True, "CMDS"),
+    Option("--embedded", "a private csd for this session"),
+    Option("--version", "print the version and exit"),
+    Option("--help", "print the usage and exit"),
+)
+
 # Where the shell finds completions for a positional argument (a live source, see Option).
 ARGUMENT_SOURCES = {"ID": "run_ids", "NAME": "fault_names", "[NAME]": "fault_names"}
 
