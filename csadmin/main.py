@@ -129,7 +129,10 @@ def _fail(exc: errors.CsError, argv: list[str]) -> int:
     if json_asked(argv):
         print(render.as_json({"error": {"code": exc.code, "message": exc.message, "hint": exc.hint}}))
     else:
-        print(f"Error: {exc.message}" + (f"\n{exc.hint}" if exc.hint else ""), file=sys.stderr)
+        from .cli.colour import Paint, wanted
+
+        error = Paint(wanted(sys.stderr)).error("Error")
+        print(f"{error}: {exc.message}" + (f"\n{exc.hint}" if exc.hint else ""), file=sys.stderr)
     return exc.exit_code
 
 

@@ -81,7 +81,8 @@ def _answer(s: Session, p: Parsed, result: dict, as_text: Callable[[dict], str])
 
 
 def system_show(s: Session, p: Parsed) -> int:
-    return _answer(s, p, s.client.system_show(detailed=p.options["detailed"]), render.system_show)
+    return _answer(s, p, s.client.system_show(detailed=p.options["detailed"]),
+                   lambda r: render.system_show(r, s.console.paint))
 
 
 def system_standby(s: Session, p: Parsed) -> int:
@@ -120,7 +121,7 @@ def fault_inject(s: Session, p: Parsed) -> int:
     check = _preflight(s, p, lambda: inject(dry_run=True))
     if check is not None and check["changed"]:
         _confirm(s, f"{check['message']} Runtimes will see it (its events say `injected`). Do you want to proceed?")
-    return _answer(s, p, inject(), render.fault_changed)
+    return _answer(s, p, inject(), lambda r: render.fault_changed(r, s.console.paint))
 
 
 def fault_clear(s: Session, p: Parsed) -> int:
@@ -129,13 +130,13 @@ def fault_clear(s: Session, p: Parsed) -> int:
     check = _preflight(s, p, lambda: s.client.fault_clear(name, all=everything, dry_run=True))
     if check is not None:
         if not check["changed"]:
-            return _answer(s, p, check, render.fault_changed)
+            return _answer(s, p, check, lambda r: render.fault_changed(r, s.console.paint))
         _confirm(s, f"{check['message']} Do you want to proceed?")
-    return _answer(s, p, s.client.fault_clear(name, all=everything), render.fault_changed)
+    return _answer(s, p, s.client.fault_clear(name, all=everything), lambda r: render.fault_changed(r, s.console.paint))
 
 
 def fault_list(s: Session, p: Parsed) -> int:
-    return _answer(s, p, s.client.fault_list(), render.fault_list)
+    return _answer(s, p, s.client.fault_list(), lambda r: render.fault_list(r, s.console.paint))
 
 
 def fault_scenario(s: Session, p: Parsed) -> int:
@@ -187,7 +188,7 @@ def execmode_setup(s: Session, p: Parsed) -> int:
 def events_show(s: Session, p: Parsed) -> int:
     o = p.options
     events = s.client.events_show(event_type=o["event_type"], from_time=o["from_time"], max_count=o["max_count"])
-    return _answer(s, p, {"events": events}, lambda r: render.events(r["events"]))
+    return _answer(s, p, {"events": events}, lambda r: render.events(r["events"], s.console.paint))
 
 
 def runs_list(s: Session, p: Parsed) -> int:
@@ -246,7 +247,7 @@ def events_follow(s: Session, p: Parsed) -> int:
             while True:
                 for e in stream.next():
                     if pattern is None or fnmatch.fnmatchcase(e["type"], pattern):
-                        s.console.out(render.compact_json(e) if as_json else render.event_line(e))
+                        s.console.out(render.compact_json(e) if as_json else render.event_line(e, s.console.paint))
         except KeyboardInterrupt:
             s.console.err("Stopped following events.")  # on its own line, after the terminal's ^C
     return errors.EXIT_OK
