@@ -14,8 +14,12 @@ from .. import errors, protocol
 from .commands import COMMANDS, options_of
 from .grammar import Command
 
-# Every op the console asks for, and the command that asks for it.
-_COMMAND_OF_OP = {c.op: c.name for c in COMMANDS if c.op}
+# Every op the console asks for, and the first command that asks for it (`events show`, not
+# `events follow`; the command being run is preferred to it, see _translate).
+_COMMAND_OF_OP: dict[str, str] = {}
+for _c in COMMANDS:
+    if _c.op:
+        _COMMAND_OF_OP.setdefault(_c.op, _c.name)
 # An op name as a whole word (not part of a longer dotted name or a path).
 _OPS = re.compile(r"(?<![\w.])(" + "|".join(map(re.escape, sorted(_COMMAND_OF_OP, key=len, reverse=True)))
                   + r")(?![\w.]*\w)")
@@ -29,7 +33,8 @@ def _console_names(command: Command) -> dict[str, str]:
 
 
 def _translate(text: str, command: Command) -> str:
-    text = _OPS.sub(lambda m: _COMMAND_OF_OP[m.group(1)], text)
+    names = {**_COMMAND_OF_OP, command.op: command.name}
+    text = _OPS.sub(lambda m: names[m.group(1)], text)
     for arg, name in _console_names(command).items():
         # daemon/args.py quotes an argument's name: "Argument 'mode': …", "Missing required argument 'mode'".
         text = text.replace(f"Argument '{arg}'", name).replace(f"argument '{arg}'", name)

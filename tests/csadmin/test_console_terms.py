@@ -66,3 +66,16 @@ def test_the_client_library_keeps_the_protocol_names(csd):
             assert "system.standby needs the admin role" in exc.message
         else:
             raise AssertionError("a viewer put the system in standby")
+
+
+def test_an_op_two_commands_use_is_named_as_the_command_being_run():
+    from csadmin.cli.commands import all_names
+    from csadmin.cli.terms import in_console_terms
+
+    refusal = errors.PermissionDenied("Permission denied: events.show needs the viewer role; key 'x' has none.", "")
+    assert in_console_terms(refusal, all_names()[("events", "follow")]).message.startswith(
+        "Permission denied: events follow needs")
+    assert in_console_terms(refusal, all_names()[("system", "show")]).message.startswith(
+        "Permission denied: events show needs")  # another op the command called: its own command's name
+    translated = in_console_terms(errors.Busy("held", "h", fault="x"), all_names()[("system", "standby")])
+    assert type(translated) is errors.Busy and translated.fault == "x" and translated.exit_code == errors.EXIT_BUSY
