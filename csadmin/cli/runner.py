@@ -41,7 +41,8 @@ def report(s: Session, exc: errors.CsError, line: int | None = None, command: st
         s.console.out(s.as_json({"error": error}))
     else:
         where = f" at line {line} (`{shown(command, 60)}`)" if line is not None else ""
-        s.console.err(f"{s.console.err_paint.error('Error')}{where}: {exc.message}" + (f"\n{exc.hint}" if exc.hint else ""))
+        error = s.console.err_paint.error("Error")
+        s.console.err(f"{error}{where}: {exc.message}" + (f"\n{exc.hint}" if exc.hint else ""))
     return exc.exit_code
 
 
