@@ -19,7 +19,8 @@ from . import __version__, errors
 from .cli.commands import GLOBAL_OPTIONS, ExitShell, help_text
 from .cli import render
 from .cli.console import PlainConsole
-from .cli.runner import json_asked, run_script, run_tokens
+from .cli.parse import json_asked
+from .cli.runner import run_script, run_tokens
 from .cli.session import Session
 from .client import Client
 

@@ -33,6 +33,19 @@ def check_execmode_setup(p: Parsed, interactive: bool) -> None:
         )
 
 
+def check_fault_scenario(p: Parsed, interactive: bool) -> None:
+    _scenario_text(p.args[0])  # a file that cannot be read stops a script before its first line
+
+
+def _scenario_text(path: str) -> str:
+    try:
+        with open(path, encoding="utf-8") as f:
+            return f.read()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise errors.UsageError(f"Cannot read the scenario file {render.shown(path)!r}: "
+                                f"{getattr(exc, 'strerror', None) or exc}.") from None
+
+
 def _preflight(s: Session, p: Parsed, dry_run: Callable[[], dict]) -> dict | None:
     """Before asking: check the request on csd without doing it (`dry_run`: role, arguments,
     state), so a change that cannot happen is refused, and one with nothing to do is reported,
@@ -141,12 +154,7 @@ def fault_list(s: Session, p: Parsed) -> int:
 
 def fault_scenario(s: Session, p: Parsed) -> int:
     path = p.args[0]
-    try:
-        with open(path, encoding="utf-8") as f:
-            text = f.read()
-    except (OSError, UnicodeDecodeError) as exc:
-        raise errors.UsageError(f"Cannot read the scenario file {render.shown(path)!r}: "
-                                f"{getattr(exc, 'strerror', None) or exc}.") from None
+    text = _scenario_text(path)
     source = path.rsplit("/", 1)[-1]
     check = _preflight(s, p, lambda: s.client.fault_scenario(text, source=source, dry_run=True))
     if check is not None:

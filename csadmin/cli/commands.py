@@ -10,7 +10,7 @@ no string looked up: COMMANDS → actions.system_standby → Client.system_stand
 from __future__ import annotations
 
 from .. import errors
-from ..states import EXECMODE_SPELLINGS
+from ..states import EXECMODE_SPELLINGS, ExecMode
 from . import actions
 from .grammar import Command, Option, Parsed
 from .render import shown
@@ -57,7 +57,10 @@ class ExitShell(Exception):
 
 
 def show_help(s: Session, p: Parsed) -> int:
-    s.console.out(help_text(p.args, in_shell=s.console.in_shell))
+    if s.json(p):
+        s.console.out(s.as_json({"commands": help_data(p.args, in_shell=s.console.in_shell)}))
+    else:
+        s.console.out(help_text(p.args, in_shell=s.console.in_shell))
     return errors.EXIT_OK
 
 
@@ -65,17 +68,33 @@ def leave(s: Session, p: Parsed) -> int:
     raise ExitShell()
 
 
+def _helped(words: list[str], in_shell: bool) -> list[Command]:
+    """The commands `words` name (a command, a group such as `system fault`, or all of them).
+    Outside the shell, the shell's own commands (exit) are left out."""
+    offered = [c for c in COMMANDS if in_shell or not c.shell_only]
+    wanted = " ".join(words)
+    matches = [c for c in offered if not words or c.name == wanted or c.name.startswith(wanted + " ")]
+    if not matches:
+        raise errors.UsageError(f"No command `{shown(wanted)}`.", "Type `help` for the list of commands.")
+    return matches
+
+
+def help_data(words: list[str], in_shell: bool = False) -> list[dict]:
+    """`help` as JSON: each command's name, usage, summary, details, options and aliases."""
+    return [{"command": c.name, "usage": c.usage, "help": c.help, "details": c.details,
+             "options": [{"name": o.name, "value": o.metavar if o.takes_value else None, "help": o.help}
+                         for o in options_of(c)],
+             "aliases": [" ".join(a) for a in c.aliases]}
+            for c in _helped(words, in_shell)]
+
+
 def help_text(words: list[str], in_shell: bool = False) -> str:
     """The list of commands, or the usage, options and aliases of those `words` name (a command
-    or a group: `system fault`). Outside the shell, the shell's own commands (exit) are left out."""
-    offered = [c for c in COMMANDS if in_shell or not c.shell_only]
+    or a group: `system fault`)."""
+    offered = _helped(words, in_shell)
     if words:
-        wanted = " ".join(words)
-        matches = [c for c in offered if c.name == wanted or c.name.startswith(wanted + " ")]
-        if not matches:
-            raise errors.UsageError(f"No command `{shown(wanted)}`.", "Type `help` for the list of commands.")
         blocks = []
-        for c in matches:
+        for c in offered:
             lines = [f"{c.usage} — {c.help}"]
             if c.details:
                 lines.append(f"  {c.details}")
@@ -133,7 +152,7 @@ COMMANDS: tuple[Command, ...] = (
     Command(
         ("system", "fault", "scenario"), "Load a fault scenario file (TOML) into csd (admins only).",
         actions.fault_scenario, options=(NO_CONFIRM,), changes_state=True, arguments=("FILE",),
-        op="system.fault.scenario", op_args=("text",),
+        op="system.fault.scenario", op_args=("text",), check=actions.check_fault_scenario,
         details="It replaces the scenario loaded before. docs/operations.md, \"Fault scenarios\", describes the file.",
     ),
     Command(("config", "execmode", "show"), "Show the configured execution mode.", actions.execmode_show, reads=True,
@@ -142,7 +161,8 @@ COMMANDS: tuple[Command, ...] = (
         ("config", "execmode", "setup"), "Choose the execution mode the next activation boots into (STANDBY only).",
         actions.execmode_setup,
         options=(
-            Option("--mode", "PIPELINED or WEIGHT_STREAMING (any case; weight-streaming)", True, "MODE", EXECMODE_SPELLINGS),
+            Option("--mode", "PIPELINED or WEIGHT_STREAMING (any case; weight-streaming)", True, "MODE", EXECMODE_SPELLINGS,
+                   parse=ExecMode.parse),
             NO_CONFIRM,
         ),
         changes_state=True, op="config.execmode.setup", check=actions.check_execmode_setup,
@@ -215,7 +235,7 @@ COMMANDS: tuple[Command, ...] = (
     Command(("slurm", "epilog"), "Epilog: abort the run the job left holding the fabric.", actions.slurm,
             options=(SLURM_JOB_ID,), output=False, details="Its reason: 'slurm job J ended'."),
     Command(("help",), "Show the commands, or one command's options: help [COMMAND].", show_help,
-            output=False, takes_command=True),
+            takes_command=True),
     Command(("exit",), "Leave the shell.", leave, aliases=(("quit",),), output=False, shell_only=True),
 )
 

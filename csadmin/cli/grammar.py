@@ -23,6 +23,7 @@ class Option(NamedTuple):
     complete_from: str = ""  # a live source of completions the shell asks the daemon for ("event_types")
     number: bool = False  # a number of seconds (float)
     arg: str = ""  # the csd op's argument it sets, when not its `dest` (--for: for_seconds)
+    parse: Callable[[str], object] | None = None  # raises ValueError for a value csd would refuse
 
     @property
     def dest(self) -> str:

@@ -19,11 +19,19 @@ def split(line: str) -> list[str]:
 HELP_FLAGS = ("-h", "--help")
 
 
+def json_asked(tokens: list[str]) -> bool:
+    """Whether `--output-format json` is anywhere among `tokens` (read from the tokens, so a line
+    that does not parse still answers in JSON)."""
+    return any(token == "--output-format=json" or (token == "--output-format" and tokens[i + 1:i + 2] == ["json"])
+               for i, token in enumerate(tokens))
+
+
 def parse(tokens: list[str]) -> Parsed:
     """The command `tokens` name, with its options and arguments. `-h`/`--help` anywhere asks for
     the help of the command or group before it (`system standby --help`, `system --help`)."""
     if any(token in HELP_FLAGS for token in tokens):
-        return _help_for([token for token in tokens if token not in HELP_FLAGS])
+        parsed = _help_for([token for token in tokens if token not in HELP_FLAGS])
+        return parsed._replace(options={"output_format": "json" if json_asked(tokens) else None})
     command, n = command_at(tokens)
     if command is not None:
         return Parsed(command, *_parse_options(command, tokens[n:]))
@@ -136,6 +144,11 @@ def _parse_options(command: Command, tokens: list[str]) -> tuple[dict, list[str]
                 value = float(value)
             except ValueError:
                 raise UsageError(f"{name} needs a number of seconds, not {shown(value)!r}.") from None
+        if opt.parse is not None:  # checked here, sent as typed (csd parses it again)
+            try:
+                opt.parse(value)
+            except ValueError as exc:
+                raise UsageError(f"{name}: {exc}.", f"See `{command.name} --help`.") from None
         options[opt.dest] = value
     if not command.takes_command:
         wanted = len(command.arguments)

@@ -13,17 +13,10 @@ import shlex
 from .. import errors
 from .commands import ExitShell
 from .grammar import Parsed
-from .parse import check, parse, split
+from .parse import check, json_asked, parse, split
 from .render import shown
 from .session import Session
 from .terms import in_console_terms
-
-
-def json_asked(tokens: list[str]) -> bool:
-    """Whether `--output-format json` is anywhere among `tokens` (read from the tokens, so a line
-    that does not parse still answers in JSON)."""
-    return any(token == "--output-format=json" or (token == "--output-format" and tokens[i + 1:i + 2] == ["json"])
-               for i, token in enumerate(tokens))
 
 
 def wants_json(s: Session, tokens: list[str]) -> bool:

@@ -79,3 +79,13 @@ def test_an_op_two_commands_use_is_named_as_the_command_being_run():
         "Permission denied: events show needs")  # another op the command called: its own command's name
     translated = in_console_terms(errors.Busy("held", "h", fault="x"), all_names()[("system", "standby")])
     assert type(translated) is errors.Busy and translated.fault == "x" and translated.exit_code == errors.EXIT_BUSY
+
+
+def test_csds_argument_refusal_names_the_option(csd):
+    """--for 0 passes the console's grammar (a number) and is refused by csd's `for_seconds`."""
+    r = csd.cs("system", "fault", "inject", "temperature-high-warn", "--for", "0", "--no-confirm")
+    assert r.returncode == errors.EXIT_USAGE
+    assert r.stderr.startswith("Error: --for: must be more than 0"), r.stderr
+    assert "See `system fault inject --help`." in r.stderr
+    for leak in ("for_seconds", "system.fault.inject", "dry_run", "Argument"):
+        assert leak not in r.stderr, r.stderr

@@ -56,3 +56,14 @@ def test_a_scripts_json_is_one_document_per_line(csd):
     assert "systemHealth" in documents[0] and documents[1]["role"] == "admin" and "execmode" in documents[2]
     r = csd.cs("-c", "system show --output-format json; whoami --output-format json")
     assert [set(json.loads(line)) >= {"name"} for line in r.stdout.splitlines()] == [False, True]
+
+
+def test_help_answers_in_json_when_asked(csd):
+    for args in (("system", "standby", "--help", "--output-format", "json"),
+                 ("--output-format", "json", "help", "system", "standby")):
+        r = csd.cs(*args)
+        assert r.returncode == 0, r.stderr
+        (command,) = only_json(r)["commands"]
+        assert command["command"] == "system standby" and command["usage"] == "system standby"
+        assert {"name": "--force", "value": None, "help": "abort the run holding the fabric instead of refusing"} \
+            in command["options"]

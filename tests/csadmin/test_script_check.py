@@ -38,16 +38,20 @@ def test_every_bad_line_is_reported_with_its_number_and_nothing_runs(csd):
         "system show --colour",                                      # 8 no such option
         'events show --event-type "Event',                           # 9 bad quoting
         "system show; runs show",                                    # 10 ID missing (after a good one)
+        "config execmode setup --mode ws --no-confirm",              # 11 no such mode
+        "system fault scenario /nonexistent/s.toml --no-confirm",    # 12 no such file
     ])
     seq = events_seen(csd)
     r = csd.cs(input=script)
     assert r.returncode == errors.EXIT_USAGE, r.stderr
     reported = [int(line.split()[3]) for line in r.stderr.splitlines() if line.startswith("Error at line ")]
-    assert reported == [3, 4, 5, 6, 7, 8, 9, 10], r.stderr
+    assert reported == [3, 4, 5, 6, 7, 8, 9, 10, 11, 12], r.stderr
     assert "--for needs a number of seconds" in r.stderr
     assert "`system activate` changes the system and needs --no-confirm" in r.stderr
     assert "`config execmode setup` needs --mode" in r.stderr
-    assert "Nothing was run: fix the script's 8 mistake(s) first." in r.stderr
+    assert "--mode: unknown execution mode 'ws'" in r.stderr
+    assert "Cannot read the scenario file '/nonexistent/s.toml'" in r.stderr
+    assert "Nothing was run: fix the script's 10 mistake(s) first." in r.stderr
     assert r.stdout == ""
     with csd.client() as c:
         snap = c.system_show()
