@@ -7,6 +7,7 @@ port (tcp://host:*) is resolved to the one the kernel picked, which is what clie
 
 from __future__ import annotations
 
+import errno
 import os
 from dataclasses import dataclass, field
 
@@ -34,9 +35,14 @@ class BindError(Exception):
     def __init__(self, setting: str, endpoint: str, exc: BaseException):
         reason = getattr(exc, "strerror", None) or str(exc)
         flag = "--" + setting.replace("_", "-")
+        if getattr(exc, "errno", None) == errno.EADDRINUSE:
+            what_next = (f"Stop what holds it (`ss -lxtnp | grep {_port_or_path(endpoint)}` shows it), "
+                         f"or choose another with {flag}.")
+        else:
+            what_next = f"Choose another with {flag}."
         super().__init__(
             f"cannot listen on {endpoint}, the {setting} setting ({flag}, or `{setting}` in csd.toml): {reason}. "
-            f"Stop what holds it (`ss -lxtnp | grep {_port_or_path(endpoint)}` shows it), or choose another with {flag}."
+            + what_next
         )
         self.setting, self.endpoint = setting, endpoint
 

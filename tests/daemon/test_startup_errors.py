@@ -37,3 +37,9 @@ def test_a_taken_tcp_endpoint_names_its_option(taken_port):
     log = failed_start(["--tcp-endpoint", f"tcp://127.0.0.1:{taken_port}", "--log-format", "console"])
     assert f"cannot listen on tcp://127.0.0.1:{taken_port}, the tcp_endpoint setting (--tcp-endpoint" in log
     assert "ZMQError" not in log and "Traceback" not in log
+
+
+def test_an_address_csd_may_not_use_says_so_without_blaming_another_process():
+    log = failed_start(["--metrics-endpoint", "192.0.2.1:9464", "--log-format", "console"])  # not this host's
+    assert "cannot listen on 192.0.2.1:9464, the metrics_endpoint setting (--metrics-endpoint" in log
+    assert "Choose another with --metrics-endpoint." in log and "Stop what holds it" not in log
