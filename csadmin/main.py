@@ -31,16 +31,7 @@ The CS-2 admin console. With no command and a terminal, opens the interactive cs
 with stdin not a terminal, runs the commands it reads, stopping at the first failure.
 
 global options:
-  --connect FILE         csd's connection file (default: $CS_CONNECT, else csd.json in csd's runtime dir)
-  --key FILE             your secret key file from `csd keys add` (default: $CS_KEY, else
-                         ~/.config/cs/client.key_secret)
-  --endpoint URL         csd request socket (default: $CS_ENDPOINT or the connection file's)
-  --server-key KEY       csd's public key, for an --endpoint without a connection file ($CS_SERVER_KEY)
-  --timeout S            seconds to wait for an answer, and past a transition's expected end (default 10)
-  --output-format F      text (default) or json
-  -c CMDS                run these commands (separated by ';' or newlines) and exit
-  --embedded             start a private csd in a temp dir and use it (stopped on exit)
-  --version              print the version and exit
+{global_options}
 
 commands:
 """
@@ -102,7 +93,9 @@ def parse_globals(argv: list[str]) -> tuple[GlobalOptions, list[str]]:
 
 def _print_usage() -> int:
     codes = "\n".join(f"  {code:<3}  {meaning}" for code, meaning in errors.EXIT_CODES)
-    print(USAGE + help_text([]) + "\n\nexit codes:\n" + codes)
+    options = "\n".join(f"  {(o.name + ' ' + o.metavar if o.takes_value else o.name):<22}  {o.help}"
+                        for o in GLOBAL_OPTIONS)
+    print(USAGE.format(global_options=options) + help_text([]) + "\n\nexit codes:\n" + codes)
     return 0
 
 

@@ -21,16 +21,18 @@ OUTPUT_FORMAT = Option("--output-format", "text (default) or json", True, "FORMA
 
 # `cs`'s own options, before any command (csadmin/main.py parses them; `cs --help` explains them).
 GLOBAL_OPTIONS = (
-    Option("--connect", "csd's connection file", True, "FILE"),
-    Option("--key", "your secret key file", True, "FILE"),
-    Option("--endpoint", "csd's request socket", True, "URL"),
-    Option("--server-key", "csd's public key", True, "KEY"),
-    Option("--timeout", "seconds to wait", True, "S"),
+    Option("--connect", "csd's connection file (default: $CS_CONNECT, else csd.json in csd's runtime dir)", True, "FILE"),
+    Option("--key", "your secret key file from `csd keys add` (default: $CS_KEY, else ~/.config/cs/client.key_secret)",
+           True, "FILE"),
+    Option("--endpoint", "csd request socket (default: $CS_ENDPOINT or the connection file's)", True, "URL"),
+    Option("--server-key", "csd's public key, for an --endpoint without a connection file ($CS_SERVER_KEY)", True,
+           "KEY"),
+    Option("--timeout", "seconds to wait for an answer, and past a transition's expected end (default 10)", True, "S"),
     OUTPUT_FORMAT,
-    Option("-c", "run these commands and exit", True, "CMDS"),
-    Option("--embedded", "a private csd for this session"),
+    Option("-c", "run these commands (separated by ';' or newlines) and exit", True, "CMDS"),
+    Option("--embedded", "start a private csd in a temp dir and use it (stopped on exit)"),
     Option("--version", "print the version and exit"),
-    Option("--help", "print the usage and exit"),
+    Option("--help", "print this help and exit"),
 )
 
 # Where the shell finds completions for a positional argument (a live source, see Option).

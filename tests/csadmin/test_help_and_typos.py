@@ -86,3 +86,11 @@ def test_csd_help_mentions_keys_and_keys_init_help_shows_state_dir():
     assert "--state-dir" in r.stdout and "state directory" in r.stdout
     r = run("-m", "csadmin.daemon", "keys", "add", "--help")
     assert "--state-dir" in r.stdout
+
+
+def test_cs_help_lists_every_global_option_main_parses():
+    from csadmin.cli.commands import GLOBAL_OPTIONS
+
+    text = cs("--help").stdout
+    for option in GLOBAL_OPTIONS:
+        assert f"\n  {option.name}" in text, option.name
