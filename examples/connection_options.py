@@ -12,6 +12,7 @@ exported, an example needs none of these options.
 from __future__ import annotations
 
 import argparse
+import os
 
 from csadmin.client import Client
 from csadmin.credentials import default_key_file
@@ -33,7 +34,6 @@ def client(args, endpoint: str | None = None, key: str | None = None) -> Client:
 
 
 def _home(path: str) -> str:
-    import os
-
+    """`path` with the home directory written `~`, as a help text shows it."""
     home = os.path.expanduser("~")
     return "~" + path[len(home):] if path.startswith(home + os.sep) else path
