@@ -5,7 +5,6 @@ import sys
 
 import pexpect
 
-from tests.csadmin.terminal import Terminal
 from tests.harness import ROOT
 
 GREEN_OK = "\x1b[32mOK\x1b[0m"
@@ -47,18 +46,13 @@ def test_no_colour_in_a_pipe(csd):
     assert r.stderr.startswith("Error: ") and "\x1b" not in r.stderr
 
 
-def test_the_execution_mode_menu_shows_its_keys(csd):
+def test_the_execution_mode_menu_shows_its_keys(csd, term):
     with csd.client() as c:
         c.system_standby()
         c.wait_for(state="STANDBY", timeout=10)
-    t = Terminal(csd)
-    try:
-        t.wait_for(lambda t: t.prompt_line().startswith("cs>"), what="the prompt")
-        t.send("config execmode setup\r")
-        t.wait_text("Select execution mode configuration:")
-        t.wait_text("↑/↓ or a number: move   Enter: select   Ctrl-C: cancel")
-        t.send("2")
-        t.send("\r")
-        t.wait_text("Selected execution mode configuration: ✔ Weight Streaming")
-    finally:
-        t.close()
+    term.send("config execmode setup\r")
+    term.wait_text("Select execution mode configuration:")
+    term.wait_text("↑/↓ or a number: move   Enter: select   Ctrl-C: cancel")
+    term.send("2")
+    term.send("\r")
+    term.wait_text("Selected execution mode configuration: ✔ Weight Streaming")

@@ -96,17 +96,10 @@ def test_cs_help_lists_every_global_option_main_parses():
         assert f"\n  {option.name}" in text, option.name
 
 
-def test_the_shell_offers_exit_and_answers_help_flags(csd):
-    from tests.csadmin.terminal import Terminal
-
-    t = Terminal(csd)
-    try:
-        t.wait_for(lambda t: t.prompt_line().startswith("cs>"), what="the prompt")
-        t.send("help\r")
-        t.wait_text("Leave the shell.")
-        t.send("system standby --help\r")
-        t.wait_text("Waits for PENDING_STANDBY to complete.")
-        t.send("system stanby\r")
-        t.wait_text("Did you mean `system standby`?")
-    finally:
-        t.close()
+def test_the_shell_offers_exit_and_answers_help_flags(term):
+    term.send("help\r")
+    term.wait_text("Leave the shell.")
+    term.send("system standby --help\r")
+    term.wait_text("Waits for PENDING_STANDBY to complete.")
+    term.send("system stanby\r")
+    term.wait_text("Did you mean `system standby`?")
