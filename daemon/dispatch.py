@@ -244,7 +244,7 @@ class Dispatcher:
         try:
             return validate(command.ARGS, args), b"", ""
         except ArgError as exc:
-            refusal = errors.InvalidArgument(str(exc), f"{command.NAME} takes {describe(command.ARGS)}.")
+            refusal = errors.InvalidArgument(str(exc), protocol.arguments_hint(command.NAME, describe(command.ARGS)))
             if mutating:
                 self._audit(caller, command.NAME, args, refusal.code, refusal.message)
             return None, protocol.error(request_id, refusal), refusal.code

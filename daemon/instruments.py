@@ -13,6 +13,7 @@ from csadmin import __version__, errors
 
 from .coalesce import Coalescer
 from .commands import COMMANDS
+from .sockets import bind_or_say
 
 
 class NoMetrics:
@@ -43,7 +44,7 @@ NO_METRICS = NoMetrics()
 def start(endpoint_text: str, show: dict, log):
     """(the metric set, its started listener): published once with `show` (a `system.show`
     result), served at `endpoint_text` (daemon/metrics_endpoint.py); (NO_METRICS, None) when that
-    is "". Raises OSError when the address cannot be bound."""
+    is "". Raises BindError (daemon/sockets.py) when the address cannot be bound."""
     from .metrics_endpoint import parse
 
     endpoint = parse(endpoint_text)
@@ -61,6 +62,6 @@ def start(endpoint_text: str, show: dict, log):
             log.error("metrics_render_failed", reason=f"{type(exc).__name__}: {exc}")
 
     listener = MetricsListener(metrics.registry, endpoint, on_error=render_failed)
-    listener.start()
+    bind_or_say("metrics_endpoint", endpoint.netloc, listener.start)
     log.info("metrics_listening", url=listener.bound.url)
     return metrics, listener

@@ -44,7 +44,12 @@ def build_parser() -> argparse.ArgumentParser:
     d = Config()
     p = argparse.ArgumentParser(
         prog="csd", description="The CS-2 device daemon (runs in the foreground).",
-        epilog="Flags override the config file, which overrides the defaults shown.",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog="Flags override the config file, which overrides the defaults shown.\n\n"
+               "keys (clients need one to connect; run as the user csd runs as):\n"
+               "  csd keys init                  server keypair and a first admin key\n"
+               "  csd keys add NAME --role ROLE  a client key (admin, operator or viewer)\n"
+               "  csd keys list | revoke NAME    see `csd keys --help`",
     )
     p.add_argument("--version", action="version", version=f"csd {__version__}")
     p.add_argument("--config", metavar="PATH",
@@ -72,8 +77,12 @@ def main(argv: list[str] | None = None) -> int:
     flags = {k: v for k, v in vars(args).items() if k in SETTING_FLAGS}
     try:
         config = load(flags, args.config)
-    except ConfigError as exc:
-        print(f"csd: {exc}", file=sys.stderr)
+    except ConfigError as exc:  # every problem found, one per line
+        problems = str(exc).splitlines()
+        if len(problems) == 1:
+            print(f"csd: {problems[0]}", file=sys.stderr)
+        else:
+            print("csd: the configuration cannot be used:" + "".join(f"\n  {p}" for p in problems), file=sys.stderr)
         return 2
     if args.check_config:
         if not args.quiet:  # quiet under ExecReload=: the journal stays JSON lines for jq
@@ -87,6 +96,7 @@ def run(config, reload_config) -> int:
     from .logs import configure
     from .notify import Notifier
     from .server import Server
+    from .sockets import BindError
     from .store import StoreError
 
     log = configure(config.log_level, config.log_format)
@@ -95,7 +105,7 @@ def run(config, reload_config) -> int:
     try:
         server.start()
     except Exception as exc:  # e.g. the endpoint is in use: say so plainly, no traceback
-        reason = str(exc) if isinstance(exc, StoreError) else f"{type(exc).__name__}: {exc}"
+        reason = str(exc) if isinstance(exc, (StoreError, BindError)) else f"{type(exc).__name__}: {exc}"
         log.error("cannot_start", reason=reason)
         notifier.status(f"cannot start: {reason}")  # what `systemctl status csd` shows
         return 1

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from ..client import Client
+from . import render
 
 
 class Session:
@@ -13,7 +14,12 @@ class Session:
         self.console = console  # PlainConsole or the shell's console
         self.output_format = output_format
         self.timeout = timeout  # seconds past a transition's expected duration before giving up
+        self.json_lines = False  # a script's JSON: one document per line (JSON Lines), not pretty-printed
 
     def json(self, parsed) -> bool:
         """Whether to answer `parsed` (a Parsed command line) in JSON."""
         return (parsed.options.get("output_format") or self.output_format) == "json"
+
+    def as_json(self, obj) -> str:
+        """`obj` as the JSON output of one command: one line in a script, indented otherwise."""
+        return render.compact_json(obj) if self.json_lines else render.as_json(obj)
