@@ -22,13 +22,14 @@ from .cli.runner import run_script, run_tokens
 from .cli.session import Session
 from .client import Client
 
-USAGE = """usage: cs [--connect FILE] [--key FILE] [--endpoint URL --server-key KEY] [--timeout S]
+USAGE = """usage: cs [--system NAME] [--connect FILE] [--key FILE] [--endpoint URL --server-key KEY] [--timeout S]
           [--output-format text|json] [--embedded] [-c "CMD; CMD" | COMMAND [OPTIONS]]
 
 The CS-2 admin console. With no command and a terminal, opens the interactive cs> shell;
 with stdin not a terminal, runs the commands it reads, stopping at the first failure.
 
 global options:
+  --system NAME          a system of the inventory (default: $CS_SYSTEM); `cs systems` lists them
   --connect FILE         csd's connection file (default: $CS_CONNECT, else csd.json in csd's runtime dir)
   --key FILE             your secret key file from `csd keys add` (default: $CS_KEY, else
                          ~/.config/cs/client.key_secret)
@@ -53,6 +54,8 @@ class GlobalOptions:
     output_format: str = "text"
     script: str | None = None
     embedded: bool = False
+    system: str | None = None
+    system_key: str | None = None  # the inventory's key for that system (a --key typed beats it)
 
 
 def parse_globals(argv: list[str]) -> tuple[GlobalOptions, list[str]]:
@@ -69,7 +72,8 @@ def parse_globals(argv: list[str]) -> tuple[GlobalOptions, list[str]]:
             g.embedded = True
             i += 1
             continue
-        if name not in ("--endpoint", "--connect", "--key", "--server-key", "--timeout", "--output-format", "-c"):
+        if name not in ("--endpoint", "--connect", "--key", "--server-key", "--timeout", "--output-format", "-c",
+                        "--system"):
             break  # a command's option, e.g. `cs --output-format json system show` keeps working
         if not eq:
             if i + 1 >= len(argv):
@@ -77,7 +81,7 @@ def parse_globals(argv: list[str]) -> tuple[GlobalOptions, list[str]]:
             value = argv[i + 1]
             i += 1
         i += 1
-        if name in ("--endpoint", "--connect", "--key", "--server-key"):
+        if name in ("--endpoint", "--connect", "--key", "--server-key", "--system"):
             setattr(g, name[2:].replace("-", "_"), value)
         elif name == "--timeout":
             try:
@@ -109,7 +113,9 @@ def main(argv: list[str] | None = None) -> int:
         return exc.exit_code
     try:
         with _daemon(g):
-            client = Client(g.endpoint, timeout=g.timeout, connect=g.connect, key=g.key, server_key=g.server_key)
+            _named_system(g)
+            client = Client(g.endpoint, timeout=g.timeout, connect=g.connect, key=g.key or g.system_key,
+                            server_key=g.server_key)
             try:
                 return _run(g, rest, client)
             finally:
@@ -119,6 +125,18 @@ def main(argv: list[str] | None = None) -> int:
         return exc.exit_code
     except KeyboardInterrupt:
         return errors.EXIT_INTERRUPTED
+
+
+def _named_system(g: GlobalOptions) -> None:
+    """Point `g` at the inventory system named by --system or $CS_SYSTEM, if any (cli/target.py)."""
+    from .cli.target import named_system, resolve
+
+    name = named_system(g.system, g.connect, g.endpoint, g.server_key)
+    g.system = None
+    if name is not None:
+        t = resolve(name)
+        g.system, g.endpoint, g.server_key, g.connect = t.system, t.endpoint, t.server_key, t.connect
+        g.system_key = t.key
 
 
 @contextlib.contextmanager
@@ -140,12 +158,13 @@ def _daemon(g: GlobalOptions):
 def _run(g: GlobalOptions, rest: list[str], client: Client) -> int:
     stdin_is_tty = sys.stdin.isatty()
     if rest:
-        session = Session(client, PlainConsole(interactive=stdin_is_tty), g.output_format, g.timeout)
+        session = Session(client, PlainConsole(interactive=stdin_is_tty), g.output_format, g.timeout, g.key, g.system)
         return run_tokens(session, rest)
     if g.script is not None:
-        return run_script(Session(client, PlainConsole(interactive=False), g.output_format, g.timeout), g.script)
+        return run_script(Session(client, PlainConsole(interactive=False), g.output_format, g.timeout, g.key,
+                                  g.system), g.script)
     if not stdin_is_tty:
-        session = Session(client, PlainConsole(interactive=False), g.output_format, g.timeout)
+        session = Session(client, PlainConsole(interactive=False), g.output_format, g.timeout, g.key, g.system)
         return run_script(session, sys.stdin.read())
     from .shell.app import run_shell
     from .shell.foreground import own_foreground_group
