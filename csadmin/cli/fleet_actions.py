@@ -7,21 +7,28 @@ session's: the session's client stays on the one system commands address.
 
 from __future__ import annotations
 
-from .. import errors, inventory
-from ..fleet.connect import client_for
-from ..fleet.events import FleetEvents
-from ..fleet.query import show_all
-from . import fleet_render, render
+from typing import TYPE_CHECKING
+
+from .. import errors
+from . import render
 from .grammar import Parsed
 from .session import Session
+
+if TYPE_CHECKING:
+    from ..inventory import System
+
+# The inventory and csadmin/fleet/ (threads, queues, TOML) are imported by the commands that use
+# them: this module is loaded with the command table by every one-shot `cs`.
 
 DEFAULT_DEADLINE = 3.0  # seconds a system may take to answer `fleet show`
 
 
-def selected(p: Parsed) -> list[inventory.System]:
+def selected(p: Parsed) -> list[System]:
     """The systems a fleet command addresses: --systems a,b (in that order), else every system
     in the inventory; with --tag t[,u], only those tagged with each. NotFound if none is left."""
-    inv = inventory.load()
+    from ..inventory import load
+
+    inv = load()
     names = _list(p.options.get("systems"))
     tags = _list(p.options.get("tag"))
     chosen = inv.select(names, tags)
@@ -41,7 +48,11 @@ def _list(value: str | None) -> list[str]:
 
 
 def systems(s: Session, p: Parsed) -> int:
-    inv = inventory.load()
+    from ..inventory import load
+
+    from . import fleet_render
+
+    inv = load()
     if s.json(p):
         s.console.out(render.as_json(fleet_render.systems_json(inv, s.system)))
     else:
@@ -54,7 +65,10 @@ def use(s: Session, p: Parsed) -> int:
     if s.switch_system is None:
         raise errors.UsageError("`use` switches the shell to another system.",
                                 "For one command, use `cs --system NAME COMMAND` (or set CS_SYSTEM).")
-    system = inventory.load().find(p.args[0])
+    from ..fleet.connect import client_for
+    from ..inventory import load
+
+    system = load().find(p.args[0])
     client = client_for(system, timeout=s.timeout, retries=2, default_key=s.key)
     try:
         snap = client.system_show()
@@ -81,6 +95,10 @@ def _deadline(p: Parsed) -> float:
 
 
 def fleet_show(s: Session, p: Parsed) -> int:
+    from ..fleet.query import show_all
+
+    from . import fleet_render
+
     answers = show_all(selected(p), _deadline(p), default_key=s.key)
     if s.json(p):
         s.console.out(render.as_json({
@@ -96,6 +114,10 @@ def fleet_show(s: Session, p: Parsed) -> int:
 def fleet_events_follow(s: Session, p: Parsed) -> int:
     """Every selected system's events, tagged, until Ctrl-C (which ends it with success)."""
     import fnmatch
+
+    from ..fleet.events import FleetEvents
+
+    from . import fleet_render
 
     chosen = selected(p)
     pattern, as_json = p.options["event_type"], s.json(p)

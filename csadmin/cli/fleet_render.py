@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
-from ..fleet.query import Answer
-from ..fleet.switch import Outcome
-from ..inventory import Inventory
+from typing import TYPE_CHECKING
+
 from .render import event_line
+
+if TYPE_CHECKING:
+    from ..fleet.query import Answer
+    from ..fleet.switch import Outcome
+    from ..inventory import Inventory
 
 
 def _table(header: tuple[str, ...], rows: list[tuple[str, ...]]) -> str:

@@ -9,15 +9,20 @@ first failure's code; else 4 (busy) when systems were skipped; 130 when interrup
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from .. import errors
-from ..fleet.connect import client_for
-from ..fleet.rolling import Progress, Rolling
-from ..fleet.switch import DONE, FAILED, SKIPPED, Outcome, switch
 from ..states import ExecMode, title
-from . import fleet_render, render
+from . import render
 from .fleet_actions import selected
 from .grammar import Parsed
 from .session import Session
+
+if TYPE_CHECKING:
+    from ..fleet.switch import Outcome
+
+# csadmin/fleet/ (threads, queues) is imported when the command runs: this module is loaded
+# with the command table by every one-shot `cs`.
 
 
 def _mode(p: Parsed) -> str:
@@ -57,6 +62,12 @@ def execmode_setup(s: Session, p: Parsed) -> int:
     if not p.options.get("systems") and not p.options.get("tag"):
         raise errors.UsageError("Name the systems: --systems a,b,c (or --tag TAG).",
                                 "`cs systems` lists them; a rolling change never picks the whole fleet by itself.")
+    from ..fleet.connect import client_for
+    from ..fleet.rolling import Progress, Rolling
+    from ..fleet.switch import switch
+
+    from . import fleet_render
+
     mode, k = _mode(p), _max_parallel(p)
     chosen = selected(p)
     force, margin = bool(p.options.get("force")), s.timeout
@@ -97,6 +108,8 @@ def execmode_setup(s: Session, p: Parsed) -> int:
 
 
 def _exit_code(outcomes: list[Outcome], interrupted: bool) -> int:
+    from ..fleet.switch import DONE, FAILED, SKIPPED
+
     if interrupted:
         return errors.EXIT_INTERRUPTED
     failed = [o for o in outcomes if o.outcome == FAILED]

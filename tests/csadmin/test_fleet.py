@@ -137,3 +137,17 @@ def test_no_inventory_says_where_it_was_looked_for(tmp_path):
         assert bad.returncode == 2 and "endpoint needs server_key" in bad.stderr
     finally:
         fleet.cleanup()
+
+
+def test_the_one_shot_path_without_a_system_loads_neither_the_inventory_nor_the_fleet():
+    """Every one-shot `cs` loads the command table; the fleet's modules (threads, queues, TOML)
+    load only when a system is named or a fleet command runs."""
+    import subprocess
+    import sys
+
+    from tests.harness import ROOT
+
+    code = ("import sys, csadmin.main; print(sorted(m for m in sys.modules if m.startswith(('csadmin.fleet', "
+            "'csadmin.inventory', 'tomllib'))))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, check=True).stdout
+    assert out.strip() == "[]"
