@@ -9,6 +9,7 @@ first failure's code; else 4 (busy) when systems were skipped; 130 when interrup
 
 from __future__ import annotations
 
+import contextlib
 from typing import TYPE_CHECKING
 
 from .. import errors
@@ -87,17 +88,19 @@ def execmode_setup(s: Session, p: Parsed) -> int:
             text = item.text if isinstance(item, Progress) else f"{item.outcome}: {item.reason}"
             s.console.err(fleet_render.tagged(item.system, width, text))
 
-    while not rolling.finished():
-        try:
+    with _ctrl_c_counted() as presses:
+        told = 0
+        while not rolling.finished():
+            if presses and told < len(presses):
+                told = len(presses)
+                if not rolling.interrupted:
+                    rolling.stop("interrupted")
+                    running = rolling.running
+                    s.console.err(f"Interrupted: no more systems will be started; waiting for "
+                                  f"{', '.join(running) if running else 'none'} to finish.")
+                else:
+                    s.console.err("Still waiting for the systems already started to finish.")
             show(rolling.poll())
-        except KeyboardInterrupt:
-            if not rolling.interrupted:
-                rolling.stop("interrupted")
-                running = rolling.running
-                s.console.err(f"Interrupted: no more systems will be started; waiting for "
-                              f"{', '.join(running) if running else 'none'} to finish.")
-            else:
-                s.console.err("Still waiting for the systems already started to finish.")
     outcomes = rolling.summary()
     if s.json(p):
         s.console.out(render.as_json({"execmode": mode, "interrupted": rolling.interrupted,
@@ -105,6 +108,25 @@ def execmode_setup(s: Session, p: Parsed) -> int:
     else:
         s.console.out(fleet_render.rolling_summary(outcomes, mode))
     return _exit_code(outcomes, rolling.interrupted)
+
+
+@contextlib.contextmanager
+def _ctrl_c_counted():
+    """While the change rolls, Ctrl-C (SIGINT) is counted rather than raised: a KeyboardInterrupt
+    could land between taking a system's outcome off the queue and recording it, and the loop
+    would then wait forever for a system that has ended. Yields the list of presses."""
+    import signal
+    import threading
+
+    presses: list[int] = []
+    if threading.current_thread() is not threading.main_thread():
+        yield presses  # signals reach the main thread only; whoever runs us there handles them
+        return
+    previous = signal.signal(signal.SIGINT, lambda signum, frame: presses.append(signum))
+    try:
+        yield presses
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
 
 def _exit_code(outcomes: list[Outcome], interrupted: bool) -> int:

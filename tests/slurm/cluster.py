@@ -35,6 +35,19 @@ def missing_programs() -> list[str]:
     return [p for p in ("munged", "slurmctld", "slurmd", "scontrol", "sbatch", "squeue") if shutil.which(p) is None]
 
 
+def needs_slurm() -> list:
+    """The marks of a test module that runs a real cluster: Slurm installed, and root."""
+    import pytest
+
+    missing = missing_programs()
+    return [
+        pytest.mark.skipif(bool(missing), reason=(
+            f"Slurm is not installed (missing: {', '.join(missing)}); .ci/run installs it with "
+            "`apt-get install --no-install-recommends slurmctld slurmd slurm-client munge`")),
+        pytest.mark.skipif(os.geteuid() != 0, reason="slurmd and the scripts it runs need root (CI runs as root)"),
+    ]
+
+
 def free_ports(n: int) -> list[int]:
     socks = [socket.socket() for _ in range(n)]
     try:
@@ -263,6 +276,16 @@ PartitionName=cs Nodes={",".join(self.nodes)} Default=YES MaxTime=INFINITE State
 
     def scancel(self, job_id: str) -> None:
         self._run("scancel", job_id)
+
+    def runtime_saw(self, job_id: str, timeout: float = 90) -> dict:
+        """What job `job_id`'s runtime (tests/slurm/runtime.py) wrote once it opened its run."""
+        import json
+
+        path = self.path("out", f"{job_id}.json")
+        wait_until(lambda: os.path.exists(path), timeout, interval=0.1,
+                   what=f"job {job_id}'s runtime to open its run\n{self.logs()}")
+        with open(path) as f:
+            return json.load(f)
 
     def hook_lines(self, hook: str) -> list[str]:
         try:

@@ -19,17 +19,12 @@ import pytest
 
 from tests.csadmin.fleet import Fleet
 from tests.harness import ROOT, Daemon, wait_until
-from tests.slurm.cluster import Cluster, missing_programs
+from tests.slurm.cluster import Cluster, needs_slurm
 
 HEALTH_INTERVAL = 5
 NODES = ("cs1", "cs2", "cs3")
 
-pytestmark = [
-    pytest.mark.skipif(bool(missing_programs()), reason=(
-        f"Slurm is not installed (missing: {', '.join(missing_programs())}); .ci/run installs it with "
-        "`apt-get install --no-install-recommends slurmctld slurmd slurm-client munge`")),
-    pytest.mark.skipif(os.geteuid() != 0, reason="slurmd and the scripts it runs need root (CI runs as root)"),
-]
+pytestmark = needs_slurm()
 
 
 class Site:
@@ -67,11 +62,7 @@ class Site:
                           interval=0.2, what=f"srun job {name} queued")
 
     def saw(self, job_id: str, timeout: float = 120) -> dict:
-        path = os.path.join(self.out, f"{job_id}.json")
-        wait_until(lambda: os.path.exists(path), timeout, interval=0.1,
-                   what=f"job {job_id}'s runtime to open its run\n{self.cluster.logs()}")
-        with open(path) as f:
-            return json.load(f)
+        return self.cluster.runtime_saw(job_id, timeout)
 
     def show(self, node: str) -> dict:
         with self.csds[node].client() as c:
