@@ -3,24 +3,14 @@ the prompt without breaking the line being typed, the live toolbar, Ctrl-C and C
 
 
 def test_tab_completes_command_words(term):
-    # (`sys` alone now stops at `system`: `systems`, the inventory's list, shares the prefix.)
+    # (`sys` alone stops at `system`: `systems`, the inventory's list, shares the prefix; a unique
+    # word gets its trailing space too: test_completer.py.)
     term.send("syste\t")
     term.wait_for(lambda t: t.prompt_line() == "cs> system", what="`syste` completed to `system`")
     term.send(" sh\t")
     term.wait_for(lambda t: t.prompt_line() == "cs> system show", what="`system sh` completed")
     term.send("\r")
     term.wait_text("systemHealth   : OK")
-
-
-def test_tab_after_a_unique_word_adds_the_space_so_the_next_tab_goes_on(term):
-    term.send("conf\t")
-    term.wait_for(lambda t: t.prompt_line() == "cs> config", what="`conf` completed to `config `")
-    term.send("exec\t")
-    term.wait_for(lambda t: t.prompt_line() == "cs> config execmode", what="`exec` completed to `execmode `")
-    term.send("sh\t")
-    term.wait_for(lambda t: t.prompt_line() == "cs> config execmode show", what="`execmode sh` completed")
-    term.send("\r")
-    term.wait_text("Configured Execution Mode : PIPELINED")
 
 
 def test_event_from_another_client_appears_above_a_half_typed_line(term, csd):
