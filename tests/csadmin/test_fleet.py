@@ -151,3 +151,35 @@ def test_the_one_shot_path_without_a_system_loads_neither_the_inventory_nor_the_
             "'csadmin.inventory', 'tomllib'))))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, check=True).stdout
     assert out.strip() == "[]"
+
+
+def test_a_system_whose_key_it_refuses_is_reported_and_the_others_answer(site):
+    stranger = Daemon()  # a key no csd of the site knows: the handshake is refused at once
+    try:
+        fleet = Fleet({"up": site.daemons["up"], "sick": site.daemons["sick"]})
+        with open(fleet.inventory) as f:
+            text = f.read()
+        with open(fleet.inventory, "w") as f:
+            f.write(text.replace(site.daemons["sick"].admin_key, stranger.admin_key))
+        done = fleet.cs("fleet", "show", "--output-format", "json")
+        by = {s["name"]: s for s in json.loads(done.stdout)["systems"]}
+        assert done.returncode == 7 and by["up"]["reachable"]
+        assert by["sick"]["error"]["code"] == "PERMISSION_DENIED"
+        assert "refused this client's key" in by["sick"]["error"]["message"]
+    finally:
+        stranger.cleanup()
+
+
+@pytest.mark.parametrize("args, message", [
+    (("fleet", "show", "--deadline", "0"), "--deadline needs a number of seconds above 0"),
+    (("fleet", "show", "--deadline", "soon"), "--deadline needs a number of seconds above 0"),
+    (("fleet", "show", "--systems", "up,,sick"), "has an empty name"),
+    (("fleet", "show", "--systems", "x" * 5000), "No system `xxxxxxxx"),
+    (("fleet", "execmode", "setup", "--mode", "pipelined", "--systems", "up", "--max-parallel", "0", "--no-confirm"),
+     "--max-parallel must be at least 1"),
+    (("fleet", "execmode", "setup", "--systems", "up", "--no-confirm"), "needs --mode"),
+])
+def test_bad_input_is_refused_with_what_to_do(site, args, message):
+    done = site.cs(*args)
+    assert done.returncode in (2, 6), done.stderr
+    assert message in done.stderr and len(done.stderr) < 2000, done.stderr

@@ -129,3 +129,29 @@ def test_ctrl_c_starts_no_more_systems_and_lets_the_started_one_finish(make_csd)
         assert show(daemons["s1"])["activeExecmode"] == "PIPELINED"
     finally:
         fleet.cleanup()
+
+
+def test_a_person_at_a_terminal_is_asked_once_and_no_changes_nothing(site):
+    import sys
+
+    import pexpect
+
+    from tests.harness import ROOT
+
+    def ask(answer: str) -> tuple[str, int]:
+        child = pexpect.spawn(sys.executable, ["-m", "csadmin", "fleet", "execmode", "setup", "--mode",
+                                               "WEIGHT_STREAMING", "--systems", "up,sick"],
+                              env=site.env(), cwd=ROOT, encoding="utf-8", timeout=30)
+        child.expect(r"This puts 2 system\(s\) \(up, sick\) in standby and activates them in Weight Streaming mode, "
+                     r"1 at a time\. Do you want to proceed\? \[y/N\] ")
+        child.sendline(answer)
+        child.expect(pexpect.EOF)
+        child.close()
+        return child.before, child.exitstatus
+
+    said, code = ask("n")
+    assert code == 1 and "Cancelled; nothing was changed." in said
+    assert show(site.daemons["up"])["state"] == "ACTIVE"
+    said, code = ask("y")
+    assert code == 3 and "1 done, 0 skipped, 1 failed." in said  # `sick`'s critical fault refuses activate
+    assert show(site.daemons["up"])["activeExecmode"] == "WEIGHT_STREAMING"
