@@ -33,3 +33,43 @@ def test_use_switches_the_system_and_the_prompt_and_toolbar_follow(make_csd):
     finally:
         t.close()
         fleet.cleanup()
+
+
+def test_use_of_a_stopped_system_is_refused_and_the_shell_stays(make_csd):
+    a = make_csd(extra_args=["--serial", "CS2-000A"]).start()
+    down = make_csd().start()
+    down.stop()
+    fleet = Fleet({"lab-a": a, "down": down})
+    t = Terminal(env=fleet.env(XDG_STATE_HOME=f"{fleet.dir}/xdg"), args=("--system", "lab-a"))
+    try:
+        t.wait_for(lambda t: "lab-a │ CS2-000A │ ACTIVE" in t.toolbar(), what="toolbar on lab-a")
+        t.send("use down\r")
+        t.wait_text("No connection file at")
+        t.send("system show\r")
+        t.wait_text("System         : CS2-000A (cs2)")
+        assert "lab-a │ CS2-000A" in t.toolbar()
+    finally:
+        t.close()
+        fleet.cleanup()
+
+
+def test_ctrl_c_in_the_shell_during_a_rolling_change_lets_the_started_system_finish(make_csd):
+    daemons = {f"s{i}": make_csd(activate_seconds=1.0, standby_seconds=1.0).start() for i in range(3)}
+    fleet = Fleet(daemons)
+    t = Terminal(env=fleet.env(XDG_STATE_HOME=f"{fleet.dir}/xdg"), args=("--system", "s0"))
+    try:
+        t.wait_for(lambda t: "s0 │" in t.toolbar() and "ACTIVE" in t.toolbar(), what="toolbar on s0")
+        t.send("fleet execmode setup --mode weight-streaming --systems s0,s1,s2 --no-confirm\r")
+        t.wait_text("s0 │ standby (ACTIVE)")
+        t.send("\x03")
+        t.wait_text("Interrupted: no more systems will be started; waiting for s0 to finish.")
+        t.wait_text("1 done, 2 skipped, 0 failed.")
+        assert "not started: interrupted" in t.text()
+        with daemons["s0"].client() as c, daemons["s1"].client() as d:
+            assert (c.system_show()["activeExecmode"], d.system_show()["activeExecmode"]) == (
+                "WEIGHT_STREAMING", "PIPELINED")
+        t.send("whoami\r")  # the shell carries on
+        t.wait_text("admin (admin), session")
+    finally:
+        t.close()
+        fleet.cleanup()
