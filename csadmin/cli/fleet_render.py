@@ -36,8 +36,7 @@ def answer_json(a: Answer) -> dict:
         "name": a.system.name, "tags": list(a.system.tags), "reachable": a.reachable,
         "rttMs": None if a.rtt_ms is None else round(a.rtt_ms, 2),
         **{k: snap.get(k) for k in ("serial", "state", "systemHealth", "activeExecmode", "configuredExecmode",
-                                    "runHolder", "slurmJob")},
-        "activeFaults": len([f for f in snap.get("activeFaults") or () if f.get("status") == "active"]),
+                                    "runHolder", "slurmJob", "activeFaults")},
         "error": error,
     }
 
