@@ -1,14 +1,15 @@
 """Ask every system for `system.show` at once, each within its own deadline.
 
-One thread per system, each with its own socket on one shared ZeroMQ context: the answers come
-back as fast as the slowest system that answers, and a system that is down or frozen costs its
-deadline once, however many there are (a csd that is stopped costs nothing: its connection file
-or socket is gone, which is known at once).
+One thread, one `zmq.Poller` over every system's request socket (and its handshake monitor,
+so a refused key shows at once): every request is sent before any answer is awaited, so the
+answers come back as fast as the slowest system that answers, and a system that is down or
+frozen costs the deadline once, however many there are (a stopped csd costs nothing: its
+connection file or socket is gone, which is known before anything is sent). No thread per system:
+on a busy host their start-up and hand-overs cost more than the answers.
 """
 
 from __future__ import annotations
 
-import threading
 import time
 from typing import NamedTuple
 
@@ -17,8 +18,6 @@ import zmq
 from .. import errors
 from ..inventory import System
 from .connect import client_for
-
-GRACE_SECONDS = 1.0  # past the deadline, for a thread that is ending its call, before it is given up
 
 
 class Answer(NamedTuple):
@@ -39,33 +38,39 @@ def show_all(systems: list[System], deadline: float, default_key: str | None = N
     Answer carries the error (Unreachable past `deadline` seconds)."""
     context = zmq.Context()
     answers: list[Answer | None] = [None] * len(systems)
-
-    def ask(i: int, system: System) -> None:
-        client = None
-        try:
-            client = client_for(system, timeout=deadline, retries=0, context=context, default_key=default_key)
-            started = time.monotonic()
-            snapshot = client.system_show()
-            answers[i] = Answer(system, snapshot, (time.monotonic() - started) * 1000)
-        except errors.CsError as exc:
-            answers[i] = Answer(system, error=exc)
-        except zmq.ZMQError as exc:  # e.g. an endpoint ZeroMQ cannot parse
-            answers[i] = Answer(system, error=errors.Unreachable(f"Cannot reach {system.target}: {exc}."))
-        finally:
-            if client is not None:
-                client.close()
-
-    threads = [threading.Thread(target=ask, args=(i, s), name=f"cs-fleet-{s.name}", daemon=True)
-               for i, s in enumerate(systems)]
-    for thread in threads:
-        thread.start()
-    end = time.monotonic() + deadline + GRACE_SECONDS
-    for thread in threads:
-        thread.join(max(0.0, end - time.monotonic()))
-    late = any(thread.is_alive() for thread in threads)
-    if not late:
+    clients = []
+    waiting = {}  # index -> (client, request id, when it was sent)
+    try:
+        for i, system in enumerate(systems):
+            try:
+                client = client_for(system, timeout=deadline, retries=0, context=context, default_key=default_key)
+                clients.append(client)
+                waiting[i] = (client, client.send("system.show"), time.monotonic())
+            except errors.CsError as exc:
+                answers[i] = Answer(system, error=exc)
+            except zmq.ZMQError as exc:  # e.g. an endpoint ZeroMQ cannot parse
+                answers[i] = Answer(system, error=errors.Unreachable(f"Cannot reach {system.target}: {exc}."))
+        end = time.monotonic() + deadline
+        while waiting and (remaining := end - time.monotonic()) > 0:
+            poller = zmq.Poller()
+            for client, _, _ in waiting.values():
+                for sock in client.pollable():
+                    poller.register(sock, zmq.POLLIN)
+            poller.poll(max(1, int(remaining * 1000)))
+            for i, (client, request_id, sent) in list(waiting.items()):
+                try:
+                    snapshot = client.reply(request_id)
+                except errors.CsError as exc:
+                    answers[i] = Answer(systems[i], error=exc)
+                    del waiting[i]
+                    continue
+                if snapshot is not None:
+                    answers[i] = Answer(systems[i], snapshot, (time.monotonic() - sent) * 1000)
+                    del waiting[i]
+        for i, (client, _, _) in waiting.items():
+            answers[i] = Answer(systems[i], error=client.no_answer("system.show"))
+    finally:
+        for client in clients:
+            client.close()
         context.term()
-    # A thread still in its call keeps the context (closing it under the thread would break its
-    # socket mid-call); it ends within its own timeout and the process's exit reclaims it.
-    return [a or Answer(s, error=errors.Unreachable(f"{s.name} did not answer within {deadline:g} s."))
-            for a, s in zip(answers, systems)]
+    return answers
