@@ -24,7 +24,7 @@ from .cli.runner import run_script, run_tokens
 from .cli.session import Session
 from .client import Client
 
-USAGE = """usage: cs [--connect FILE] [--key FILE] [--endpoint URL --server-key KEY] [--timeout S]
+USAGE = """usage: cs [--system NAME] [--connect FILE] [--key FILE] [--endpoint URL --server-key KEY] [--timeout S]
           [--output-format text|json] [--embedded] [-c "CMD; CMD" | COMMAND [OPTIONS]]
 
 The CS-2 admin console. With no command and a terminal, opens the interactive cs> shell;
@@ -49,6 +49,8 @@ class GlobalOptions:
     output_format: str = "text"
     script: str | None = None
     embedded: bool = False
+    system: str | None = None
+    system_key: str | None = None  # the inventory's key for that system (a --key typed beats it)
 
 
 def parse_globals(argv: list[str]) -> tuple[GlobalOptions, list[str]]:
@@ -73,7 +75,7 @@ def parse_globals(argv: list[str]) -> tuple[GlobalOptions, list[str]]:
             value = argv[i + 1]
             i += 1
         i += 1
-        if name in ("--endpoint", "--connect", "--key", "--server-key"):
+        if name in ("--endpoint", "--connect", "--key", "--server-key", "--system"):
             setattr(g, name[2:].replace("-", "_"), value)
         elif name == "--timeout":
             try:
@@ -107,7 +109,9 @@ def main(argv: list[str] | None = None) -> int:
         return _fail(exc, argv)
     try:
         with _daemon(g):
-            client = Client(g.endpoint, timeout=g.timeout, connect=g.connect, key=g.key, server_key=g.server_key)
+            _named_system(g)
+            client = Client(g.endpoint, timeout=g.timeout, connect=g.connect, key=g.key or g.system_key,
+                            server_key=g.server_key)
             try:
                 return _run(g, rest, client)
             finally:
@@ -130,6 +134,18 @@ def _fail(exc: errors.CsError, argv: list[str]) -> int:
     return exc.exit_code
 
 
+def _named_system(g: GlobalOptions) -> None:
+    """Point `g` at the inventory system named by --system or $CS_SYSTEM, if any (cli/target.py)."""
+    from .cli.target import named_system, resolve
+
+    name = named_system(g.system, g.connect, g.endpoint, g.server_key)
+    g.system = None
+    if name is not None:
+        t = resolve(name)
+        g.system, g.endpoint, g.server_key, g.connect = t.system, t.endpoint, t.server_key, t.connect
+        g.system_key = t.key
+
+
 @contextlib.contextmanager
 def _daemon(g: GlobalOptions):
     if not g.embedded:
@@ -149,15 +165,16 @@ def _daemon(g: GlobalOptions):
 def _run(g: GlobalOptions, rest: list[str], client: Client) -> int:
     stdin_is_tty = sys.stdin.isatty()
     if rest:
-        session = Session(client, PlainConsole(interactive=stdin_is_tty), g.output_format, g.timeout)
+        session = Session(client, PlainConsole(interactive=stdin_is_tty), g.output_format, g.timeout, g.key, g.system)
         try:
             return run_tokens(session, rest)
         except ExitShell:  # `cs exit`: there is no shell to leave, and nothing went wrong
             return errors.EXIT_OK
     if g.script is not None:
-        return run_script(Session(client, PlainConsole(interactive=False), g.output_format, g.timeout), g.script)
+        return run_script(Session(client, PlainConsole(interactive=False), g.output_format, g.timeout, g.key,
+                                  g.system), g.script)
     if not stdin_is_tty:
-        session = Session(client, PlainConsole(interactive=False), g.output_format, g.timeout)
+        session = Session(client, PlainConsole(interactive=False), g.output_format, g.timeout, g.key, g.system)
         return run_script(session, sys.stdin.read())
     from .shell.app import run_shell
     from .shell.foreground import own_foreground_group

@@ -2,7 +2,7 @@
 
     statemachine  <-  daemon  ->  shared leaves (errors, states, protocol, connection, keyfile)
                                   ^
-                     client (transport, follow, credentials, runs)  <-  cli  <-  shell  <-  main
+                     client (transport, follow, credentials, runs, inventory)  <-  fleet  <-  cli  <-  shell  <-  main
 
 The pure model imports only the two stdlib-only leaves it shares with everyone (errors, states);
 nothing on the client side imports csd or the model; the client path never imports the console.
@@ -18,7 +18,8 @@ from tests.harness import ROOT
 # Where each layer's files are in the repository, and its import name.
 FOLDERS = {"csadmin": "csadmin", "csadmin.daemon": "daemon", "csadmin.statemachine": "statemachine"}
 LEAVES = {"csadmin", "csadmin.errors", "csadmin.states", "csadmin.protocol", "csadmin.connection", "csadmin.keyfile"}
-CLIENT = {"csadmin.client", "csadmin.transport", "csadmin.follow", "csadmin.credentials", "csadmin.runs"}
+CLIENT = {"csadmin.client", "csadmin.transport", "csadmin.follow", "csadmin.credentials", "csadmin.runs",
+          "csadmin.inventory"}
 
 
 def _modules() -> dict[str, str]:
@@ -92,6 +93,12 @@ def test_the_client_never_imports_the_console():
         assert _imports(module) <= CLIENT | LEAVES, (module, _imports(module))
     for module in _of("csadmin.cli"):
         assert not {m for m in _imports(module) if m.startswith(("csadmin.shell", "csadmin.main"))}, module
+
+
+def test_the_fleet_stands_on_the_client_and_never_imports_the_console():
+    for module in _of("csadmin.fleet"):
+        outside = {m for m in _imports(module) if not m.startswith("csadmin.fleet")}
+        assert outside <= CLIENT | LEAVES, (module, outside)
 
 
 def test_no_module_imports_itself_back():

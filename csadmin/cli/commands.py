@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from .. import errors
 from ..states import EXECMODE_SPELLINGS, ExecMode
-from . import actions
+from . import actions, fleet_actions, fleet_rolling
 from .grammar import Command, Option, Parsed
 from .render import shown
 from .session import Session
@@ -21,6 +21,7 @@ OUTPUT_FORMAT = Option("--output-format", "text (default) or json", True, "FORMA
 
 # `cs`'s own options, before any command (csadmin/main.py parses them; `cs --help` explains them).
 GLOBAL_OPTIONS = (
+    Option("--system", "a system of the inventory (default: $CS_SYSTEM); `cs systems` lists them", True, "NAME"),
     Option("--connect", "csd's connection file (default: $CS_CONNECT, else csd.json in csd's runtime dir)", True, "FILE"),
     Option("--key", "your secret key file from `csd keys add` (default: $CS_KEY, else ~/.config/cs/client.key_secret)",
            True, "FILE"),
@@ -36,11 +37,16 @@ GLOBAL_OPTIONS = (
 )
 
 # Where the shell finds completions for a positional argument (a live source, see Option).
-ARGUMENT_SOURCES = {"ID": "run_ids", "NAME": "fault_names", "[NAME]": "fault_names"}
+ARGUMENT_SOURCES = {"ID": "run_ids", "NAME": "fault_names", "[NAME]": "fault_names", "SYSTEM": "system_names"}
 
 EVENT_TYPE = Option(
     "--event-type", "glob on the event type, e.g. 'EventActivate*'", True, "GLOB", complete_from="event_types"
 )
+
+# The fleet commands' choice of systems (the inventory: csadmin/inventory.py, README "Several systems").
+FLEET_TAG = Option("--tag", "only systems with this tag (a,b: with each of them)", True, "TAG")
+FLEET_SYSTEMS = Option("--systems", "these systems, in this order (comma-separated names)", True, "A,B,…",
+                       complete_from="system_names")
 
 SLURM_JOB_ID = Option("--job-id", "Slurm's job id (default $SLURM_JOB_ID)", True, "ID")
 SLURM_NODE = Option("--node", "this node's Slurm name (default $SLURMD_NODENAME)", True, "NAME")
@@ -202,6 +208,45 @@ COMMANDS: tuple[Command, ...] = (
         ("audit", "show"), "Show the audit log: every change requested and every denial, oldest first.", actions.audit_show,
         options=(Option("--max-count", "only the newest N records (default 100)", True, "N", integer=True),),
         reads=True, op="audit.show", details="Admins only.",
+    ),
+    # Several systems (README, "Several systems"): the inventory, and commands across it.
+    Command(("systems",), "List the systems of the inventory (* marks the one in use).", fleet_actions.systems,
+            reads=True, details="The inventory is $CS_INVENTORY, else ~/.config/cs/systems.toml, else "
+                                "/etc/cs/systems.toml. `cs --system NAME COMMAND` (or $CS_SYSTEM) addresses one."),
+    Command(("use",), "Switch the shell to another system of the inventory.", fleet_actions.use,
+            arguments=("SYSTEM",), output=False,
+            details="The prompt and the toolbar name the system in use. One-shot: `cs --system NAME COMMAND`."),
+    Command(
+        ("fleet", "show"), "Show every system at once: state, health, modes, run holder, Slurm job, round trip.",
+        fleet_actions.fleet_show,
+        options=(FLEET_TAG, FLEET_SYSTEMS, Option("--deadline", "seconds each system may take to answer (default 3)",
+                                                  True, "S")),
+        reads=True,
+        details="All systems are asked at once: one that is down or slow costs its deadline once. Exit 0 when "
+                "every system answered, 7 when one did not.",
+    ),
+    Command(
+        ("fleet", "events", "follow"), "Print every system's events as they happen, tagged, until Ctrl-C.",
+        fleet_actions.fleet_events_follow, options=(FLEET_TAG, FLEET_SYSTEMS, EVENT_TYPE), reads=True,
+        details="Gaps are filled per system from its csd's log; a system that stops answering is reported, and "
+                "followed on from where it stopped when it answers again. JSON: one object per line with `system`.",
+    ),
+    Command(
+        ("fleet", "execmode", "setup"), "Switch systems' execution mode: standby, setup, activate, K at a time.",
+        fleet_rolling.execmode_setup,
+        options=(
+            Option("--mode", "PIPELINED or WEIGHT_STREAMING (any case; weight-streaming)", True, "MODE",
+                   EXECMODE_SPELLINGS),
+            FLEET_SYSTEMS, FLEET_TAG,
+            Option("--max-parallel", "at most K systems at once (default 1)", True, "K", integer=True),
+            Option("--keep-going", "carry on after a system failed (default: start no more)"),
+            Option("--force", "abort the run holding a fabric instead of skipping its system"),
+            NO_CONFIRM,
+        ),
+        changes_state=True,
+        details="Admins only. A system whose fabric is held (a run, a Slurm job) is skipped unless --force. Ctrl-C "
+                "starts no more systems and lets the started ones finish. Ends with each system's outcome: "
+                "done, skipped or failed, and why. Exit 0 only when every system is done.",
     ),
     # Slurm's scripts on a node with a CS-2 attached run these (docs/slurm.md, slurm/): no prompts,
     # a bounded runtime, exit codes Slurm understands; csadmin/slurm/hooks.py carries them out.
