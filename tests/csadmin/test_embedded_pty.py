@@ -112,3 +112,23 @@ def test_under_make_ctrl_c_in_a_wait_does_not_end_make(tmp_path):
     t.wait_text("systemHealth")
     assert t.close() == 0, "make exits 0 when the shell does"
     assert "Interrupt" not in t.raw.replace("Interrupted.", "")
+
+
+@pytest.mark.parametrize("how", [signal.SIGHUP, signal.SIGKILL], ids=["terminal-closed", "shell-killed"])
+def test_the_private_csd_and_its_directory_go_however_the_shell_ends(shell, how):
+    """A closed terminal (SIGHUP) or a killed shell (SIGKILL) left the embedded csd serving for
+    ever, re-parented to init, with its temp directory (issue 26)."""
+    t = shell
+    directory = os.path.dirname(t.connection_file)
+    assert os.path.isdir(directory) and _alive(t.csd_pid)
+    os.kill(t.child.pid, how)
+    wait_until(lambda: not t.child.isalive(), timeout=5, what="the shell gone")
+    wait_until(lambda: not _alive(t.csd_pid) and not os.path.exists(directory), timeout=5,
+               what="the embedded csd stopped and its directory removed")
+
+
+def test_leaving_normally_removes_the_directory_too(shell):
+    t = shell
+    directory = os.path.dirname(t.connection_file)
+    assert t.close() == 0
+    assert not _alive(t.csd_pid) and not os.path.exists(directory), "gone by the time the shell has exited"
