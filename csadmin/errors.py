@@ -23,6 +23,7 @@ EXIT_NOT_FOUND = 6
 EXIT_UNREACHABLE = 7  # daemon not reachable, or no answer / no completion within --timeout
 EXIT_INTERNAL = 8
 EXIT_INTERRUPTED = 130  # Ctrl-C
+EXIT_BROKEN_PIPE = 141  # 128 + SIGPIPE: whoever read our output went away (`cs … | head`)
 
 
 class CsError(Exception):

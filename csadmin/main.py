@@ -13,6 +13,7 @@ is imported only when a shell is opened.
 from __future__ import annotations
 
 import contextlib
+import os
 import sys
 
 from . import __version__, errors
@@ -119,6 +120,18 @@ def main(argv: list[str] | None = None) -> int:
         return exc.exit_code
     except KeyboardInterrupt:
         return errors.EXIT_INTERRUPTED
+    except BrokenPipeError:
+        return _reader_gone()
+
+
+def _reader_gone() -> int:
+    """Whoever read our output went away (`cs events show | head`): stop quietly, as Unix tools
+    do. stdout is pointed at /dev/null so the interpreter's last flush of what is still buffered
+    cannot fail again on the way out (the recipe in the `signal` module's documentation)."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    os.close(devnull)
+    return errors.EXIT_BROKEN_PIPE
 
 
 @contextlib.contextmanager
