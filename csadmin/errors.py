@@ -37,6 +37,7 @@ class CsError(Exception):
     on_wire = False
     fault: str | None = None  # the fault that caused it, if one did (on the wire as `fault`)
     keeps_change = False  # True: what the model did before raising stands (TransitionFailed)
+    asked_for = False  # True: the person stopped it ("n", Ctrl-C); said plainly, not as an error
 
     def __init__(self, message: str, hint: str | None = None, fault: str | None = None):
         super().__init__(message)
@@ -163,9 +164,15 @@ class UsageError(CsError):
 
 
 class Cancelled(CsError):
-    """The user answered "no" to a confirmation."""
+    """The user answered "no" to a confirmation (or Ctrl-C at it, or in a menu)."""
 
-    code, exit_code = "CANCELLED", EXIT_CANCELLED
+    code, exit_code, asked_for = "CANCELLED", EXIT_CANCELLED, True
+
+
+class Interrupted(CsError):
+    """The user pressed Ctrl-C while cs waited; the message says what carries on without it."""
+
+    code, exit_code, asked_for = "INTERRUPTED", EXIT_INTERRUPTED, True
 
 
 # -- derived from the classes above ----------------------------------------------------------------

@@ -37,9 +37,12 @@ def _preflight(s: Session, p: Parsed, dry_run: Callable[[], dict]) -> dict | Non
     return dry_run()
 
 
+CANCELLED = "Cancelled; nothing was changed."
+
+
 def _confirm(s: Session, question: str) -> None:
     if not s.console.confirm(question):
-        raise errors.Cancelled("Cancelled; nothing was changed.")
+        raise errors.Cancelled(CANCELLED)
 
 
 def _settle(s: Session, p: Parsed, result: dict, target: str) -> int:
@@ -56,7 +59,11 @@ def _settle(s: Session, p: Parsed, result: dict, target: str) -> int:
             if remaining is not None and not as_json:
                 s.console.progress(f"{snap['state']}: about {remaining:.1f} s left")
 
-        snap = s.client.wait_for(state=target, timeout=left + s.timeout, on_progress=progress)
+        try:
+            snap = s.client.wait_for(state=target, timeout=left + s.timeout, on_progress=progress)
+        except KeyboardInterrupt:  # csd accepted the change: only our waiting stops
+            raise errors.Interrupted(f"Stopped waiting; the system carries on to {target}.",
+                                     "Follow it with `events follow`, or see where it is with `system show`.") from None
         message = f"System is ACTIVE in {snap['activeExecmode']}." if target == "ACTIVE" else "System is in STANDBY."
     else:
         snap = s.client.system_show()
@@ -179,6 +186,8 @@ def execmode_setup(s: Session, p: Parsed) -> int:
         s.client.execmode_setup(configured, dry_run=True)
         options = [(m.value, m.title) for m in ExecMode]
         mode = s.console.choose("Select execution mode configuration:", options, default=configured)
+        if mode is None:  # Ctrl-C in the menu: as "no" at a question
+            raise errors.Cancelled(CANCELLED)
     else:
         check = _preflight(s, p, lambda: s.client.execmode_setup(mode, dry_run=True))
         if check is not None and check["changed"]:

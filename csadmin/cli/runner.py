@@ -20,6 +20,8 @@ def report(s: Session, exc: errors.CsError, line: int | None = None, command: st
         if line is not None:
             error.update(line=line, command=command)
         s.console.out(render.as_json({"error": error}))
+    elif exc.asked_for:  # "n" or Ctrl-C: what the person did, not an error
+        s.console.err(exc.message + (f"\n{exc.hint}" if exc.hint else ""))
     else:
         where = f" at line {line} (`{shown(command, 100)}`)" if line is not None else ""
         s.console.err(f"Error{where}: {exc.message}" + (f"\n{exc.hint}" if exc.hint else ""))
@@ -36,9 +38,8 @@ def run_tokens(s: Session, tokens: list[str], line: int | None = None) -> int:
         raise
     except errors.CsError as exc:
         return report(s, exc, line, shlex.join(tokens))
-    except KeyboardInterrupt:
-        s.console.err("Interrupted.")
-        return errors.EXIT_INTERRUPTED
+    except KeyboardInterrupt:  # outside a wait that says more (actions._settle)
+        return report(s, errors.Interrupted("Interrupted."), line, shlex.join(tokens))
 
 
 def run_line(s: Session, line: str) -> int:
