@@ -161,7 +161,8 @@ def _run(g: GlobalOptions, rest: list[str], client: Client) -> int:
         session = Session(client, PlainConsole(interactive=False), g.output_format, g.timeout)
         return run_script(session, sys.stdin.read())
     from .shell.app import run_shell
+    from .shell.ctrl_d import ctrl_d_as_a_key
     from .shell.foreground import own_foreground_group
 
-    with own_foreground_group():
+    with own_foreground_group(), ctrl_d_as_a_key():
         return run_shell(client, g)
