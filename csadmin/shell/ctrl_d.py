@@ -21,27 +21,32 @@ import termios
 @contextlib.contextmanager
 def ctrl_d_as_a_key():
     """Disable the terminal's VEOF character on stdin while inside; restore it on the way out.
-    Nothing happens when stdin is not a terminal."""
-    try:
-        fd = sys.stdin.fileno()
-        before = termios.tcgetattr(fd)
-        disabled = os.fpathconf(fd, "PC_VDISABLE")
-    except (OSError, ValueError, termios.error):
-        yield
-        return
-    changed = [*before[:6], list(before[6])]
-    changed[6][termios.VEOF] = bytes([disabled])
-    try:
-        termios.tcsetattr(fd, termios.TCSANOW, changed)
-    except termios.error:
-        yield
-        return
+    Nothing changes when stdin is not a terminal (or VEOF cannot be disabled on it). A Ctrl-D
+    typed while a command runs is kept too: the shell leaves once the command is done."""
+    fd, eof = _disable_veof()
     try:
         yield
     finally:
-        try:  # only VEOF: prompt_toolkit has already restored the rest as it found it
-            now = termios.tcgetattr(fd)
-            now[6][termios.VEOF] = before[6][termios.VEOF]
-            termios.tcsetattr(fd, termios.TCSANOW, now)
-        except termios.error:
-            pass
+        if eof is not None:
+            try:  # only VEOF: prompt_toolkit has already restored the rest as it found it
+                now = termios.tcgetattr(fd)
+                now[6][termios.VEOF] = eof
+                termios.tcsetattr(fd, termios.TCSANOW, now)
+            except termios.error:
+                pass
+
+
+def _disable_veof() -> tuple[int, bytes | None]:
+    """(stdin's fd, the VEOF character it had) once disabled; (fd, None) if nothing changed."""
+    try:
+        fd = sys.stdin.fileno()
+        attrs = termios.tcgetattr(fd)
+        disabled = os.fpathconf(fd, "PC_VDISABLE")
+        if disabled < 0:
+            return fd, None
+        eof = attrs[6][termios.VEOF]
+        attrs[6][termios.VEOF] = bytes([disabled])
+        termios.tcsetattr(fd, termios.TCSANOW, attrs)
+    except (OSError, ValueError, termios.error):
+        return -1, None
+    return fd, eof
