@@ -89,3 +89,20 @@ def test_the_terminal_gets_its_ctrl_d_back_when_the_shell_leaves():
     child.expect(pexpect.EOF)
     child.close()
     assert child.before.split() == ["b'\\x04'", "b'\\x00'", "b'\\x04'"] and child.exitstatus == 0
+
+
+def test_ctrl_d_typed_during_a_wait_leaves_once_the_command_is_done(make_csd):
+    csd = make_csd(standby_seconds=2).start()
+    t = Terminal(csd)
+    try:
+        t.wait_for(lambda t: t.prompt_line() == "cs>", what="the prompt")
+        t.send("system standby --no-confirm\r")
+        t.wait_text("System is going to STANDBY")
+        t.send("\x04")  # the terminal is in cooked mode while the command waits
+        t.child.expect(pexpect.EOF, timeout=20)
+        t.pump()
+        t.child.close()
+        assert "System is in STANDBY." in t.raw + (t.child.before or "") and t.child.exitstatus == 0
+    finally:
+        if t.child.isalive():
+            t.child.terminate(force=True)
