@@ -49,18 +49,8 @@ def _settle(s: Session, p: Parsed, result: dict, target: str) -> int:
     """Wait for a started transition to complete, showing progress; print the outcome."""
     as_json = s.json(p)
     if result["changed"]:
-        snap = s.client.system_show()
-        left = render.seconds_left(snap) or 0.0
-        if not as_json:
-            s.console.out(f"{result['message'].rstrip('.')} ({snap['state']}, about {left:.1f} s)…")
-
-        def progress(snap: dict) -> None:
-            remaining = render.seconds_left(snap)
-            if remaining is not None and not as_json:
-                s.console.progress(f"{snap['state']}: about {remaining:.1f} s left")
-
         try:
-            snap = s.client.wait_for(state=target, timeout=left + s.timeout, on_progress=progress)
+            snap = _wait(s, result, target, as_json)
         except KeyboardInterrupt:  # csd accepted the change: only our waiting stops
             raise errors.Interrupted(f"Stopped waiting; the system carries on to {target}.",
                                      "Follow it with `events follow`, or see where it is with `system show`.") from None
@@ -73,6 +63,21 @@ def _settle(s: Session, p: Parsed, result: dict, target: str) -> int:
     else:
         s.console.out(message)
     return errors.EXIT_OK
+
+
+def _wait(s: Session, result: dict, target: str, as_json: bool) -> dict:
+    """Say the transition started, then wait for `target` showing the time left; csd's snapshot."""
+    snap = s.client.system_show()
+    left = render.seconds_left(snap) or 0.0
+    if not as_json:
+        s.console.out(f"{result['message'].rstrip('.')} ({snap['state']}, about {left:.1f} s)…")
+
+    def progress(snap: dict) -> None:
+        remaining = render.seconds_left(snap)
+        if remaining is not None and not as_json:
+            s.console.progress(f"{snap['state']}: about {remaining:.1f} s left")
+
+    return s.client.wait_for(state=target, timeout=left + s.timeout, on_progress=progress)
 
 
 def _answer(s: Session, p: Parsed, result: dict, as_text: Callable[[dict], str]) -> int:
