@@ -1,0 +1,260 @@
+"""The metrics listener's serving loop (daemon/metrics_listener.py says why it is built so):
+one thread, non-blocking sockets under a selector, every connection bounded by one deadline from
+its accept to the end of its answer, places capped per address and in all, complete requests
+answered in arrival order no closer than `min_interval` apart.
+
+`Loop(server, respond, …).run()` serves until `stop()` (from any thread), then closes every
+connection and the listening socket. `respond(head)` makes the whole answer to a well-formed
+request head (daemon/metrics_http.py reads and refuses heads).
+"""
+
+from __future__ import annotations
+
+import errno
+import selectors
+import socket
+import time
+from collections import deque
+from typing import Callable
+
+from . import metrics_http
+from .metrics_endpoint import MetricsEndpoint
+
+MAX_CONNECTIONS = 512  # descriptors: a small share of the headroom csd keeps for libzmq (daemon/capacity.py)
+MAX_PER_PEER = 256  # from one address (loopback included)
+_CHUNK = 4096  # bytes read at a time: more than any request head but a hostile one
+_ACCEPT_PAUSE = 0.1  # seconds without accepting after the process ran out of descriptors
+
+
+def bind(endpoint: MetricsEndpoint) -> socket.socket:
+    family, _, _, _, address = socket.getaddrinfo(endpoint.host, endpoint.port, type=socket.SOCK_STREAM,
+                                                  flags=socket.AI_PASSIVE)[0]
+    server = socket.socket(family, socket.SOCK_STREAM)
+    try:
+        server.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        server.bind(address)
+        server.listen(socket.SOMAXCONN)  # a burst of connects waits in the kernel, not refused
+        server.setblocking(False)
+    except OSError:
+        server.close()
+        raise
+    return server
+
+
+class _Conn:
+    """One client connection: reading its request head, waiting its turn, or writing its answer."""
+
+    READING, WAITING, WRITING = "reading", "waiting", "writing"
+
+    def __init__(self, sock: socket.socket, peer: str, deadline: float):
+        self.sock = sock
+        self.peer = peer
+        self.deadline = deadline
+        self.state = _Conn.READING
+        self.received = b""
+        self.head: metrics_http.Head | None = None
+        self.out = b""
+        self.watched = 0  # the selector events it is registered for (0: not registered)
+
+
+class Loop:
+    """The listener's thread: accepts, reads, answers and expires every connection without
+    blocking on any of them."""
+
+    def __init__(self, server: socket.socket, respond: Callable[[metrics_http.Head], bytes], timeout: float,
+                 min_interval: float, max_connections: int = MAX_CONNECTIONS, max_per_peer: int = MAX_PER_PEER):
+        self.server = server
+        self.respond = respond
+        self.timeout = timeout
+        self.min_interval = min_interval
+        self.max_connections = max_connections
+        self.max_per_peer = max_per_peer
+        self.selector = selectors.DefaultSelector()
+        self.conns: dict[int, _Conn] = {}  # by descriptor, oldest first (accept order)
+        self.per_peer: dict[str, int] = {}
+        self.waiting: deque[_Conn] = deque()  # complete requests, in arrival order, for their turn
+        self.next_answer = 0.0  # monotonic time before which no other request is answered (pacing)
+        self.accept_paused_until = 0.0
+        self.stopping = False
+        self.wake_r, self.wake_w = socket.socketpair()
+        self.wake_r.setblocking(False)
+        self.selector.register(server, selectors.EVENT_READ, "accept")
+        self.selector.register(self.wake_r, selectors.EVENT_READ, "wake")
+
+    def stop(self) -> None:
+        self.stopping = True
+        try:
+            self.wake_w.send(b"x")
+        except OSError:
+            pass
+
+    def run(self) -> None:
+        try:
+            while not self.stopping:
+                for key, mask in self.selector.select(self._timeout()):
+                    if key.data == "accept":
+                        self._accept()
+                    elif key.data == "wake":
+                        self._drain_wake()
+                    elif self.conns.get(key.fd) is key.data:  # not closed earlier in this round
+                        self._ready(key.data, mask)
+                self._resume_accepting()
+                self._answer_in_turn()
+                self._expire()
+        finally:
+            for conn in list(self.conns.values()):
+                self._close(conn)
+            self.selector.close()
+            for sock in (self.server, self.wake_r, self.wake_w):
+                sock.close()
+
+    def _timeout(self) -> float:
+        now = time.monotonic()
+        oldest = next(iter(self.conns.values()), None)  # the first to expire: all share one timeout
+        wake = [oldest.deadline] if oldest is not None else []
+        if self.waiting:
+            wake.append(self.next_answer)
+        if self.accept_paused_until:
+            wake.append(self.accept_paused_until)
+        return max(0.0, min(wake) - now) if wake else 1.0
+
+    # -- connections come and go --------------------------------------------------------------------
+
+    def _accept(self) -> None:
+        for _ in range(64):  # a burst at a time, so reading and answering are not starved by connects
+            try:
+                sock, address = self.server.accept()
+            except BlockingIOError:
+                return
+            except OSError as exc:
+                if exc.errno in (errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM):
+                    self._pause_accepting()  # the connects wait in the kernel's queue meanwhile
+                    return
+                continue  # the peer went away between its connect and this accept
+            self._admit(sock, address[0])
+
+    def _admit(self, sock: socket.socket, peer: str) -> None:
+        peer_full = self.per_peer.get(peer, 0) >= self.max_per_peer
+        if peer_full or len(self.conns) >= self.max_connections:
+            # Make room: the oldest connection still sending its request, from this address, or
+            # else from the one holding the most; if every place is being answered, come back later.
+            victim = self._oldest_reading(peer if peer_full else max(self.per_peer, key=self.per_peer.get))
+            if victim is None:
+                sock.close()
+                return
+            self._close(victim)
+        sock.setblocking(False)
+        conn = _Conn(sock, peer, time.monotonic() + self.timeout)
+        self.conns[sock.fileno()] = conn
+        self.per_peer[peer] = self.per_peer.get(peer, 0) + 1
+        self._watch(conn, selectors.EVENT_READ)
+        self._read(conn)  # a scraper's request is often there already: take it before others crowd in
+
+    def _oldest_reading(self, peer: str) -> _Conn | None:
+        return next((c for c in self.conns.values() if c.peer == peer and c.state == _Conn.READING), None)
+
+    def _close(self, conn: _Conn) -> None:
+        fd = conn.sock.fileno()
+        if self.conns.pop(fd, None) is None:
+            return
+        self.per_peer[conn.peer] -= 1
+        if not self.per_peer[conn.peer]:
+            del self.per_peer[conn.peer]
+        self._watch(conn, 0)
+        conn.sock.close()
+
+    def _expire(self) -> None:
+        now = time.monotonic()
+        for conn in list(self.conns.values()):  # oldest first, and all share one timeout
+            if conn.deadline > now:
+                break
+            self._close(conn)
+        while self.waiting and self.waiting[0].sock.fileno() == -1:
+            self.waiting.popleft()  # expired while waiting its turn
+
+    def _pause_accepting(self) -> None:
+        self.selector.unregister(self.server)
+        self.accept_paused_until = time.monotonic() + _ACCEPT_PAUSE
+
+    def _resume_accepting(self) -> None:
+        if self.accept_paused_until and time.monotonic() >= self.accept_paused_until:
+            self.accept_paused_until = 0.0
+            self.selector.register(self.server, selectors.EVENT_READ, "accept")
+
+    def _drain_wake(self) -> None:
+        try:
+            self.wake_r.recv(64)
+        except OSError:
+            pass
+
+    def _watch(self, conn: _Conn, events: int) -> None:
+        """Have the selector watch `conn` for `events` (0: not at all)."""
+        if events == conn.watched:
+            return
+        if not conn.watched:
+            self.selector.register(conn.sock, events, conn)
+        elif not events:
+            self.selector.unregister(conn.sock)
+        else:
+            self.selector.modify(conn.sock, events, conn)
+        conn.watched = events
+
+    # -- requests and answers ------------------------------------------------------------------------
+
+    def _ready(self, conn: _Conn, mask: int) -> None:
+        if conn.state == _Conn.READING and mask & selectors.EVENT_READ:
+            self._read(conn)
+        elif conn.state == _Conn.WRITING and mask & selectors.EVENT_WRITE:
+            self._write(conn)
+
+    def _read(self, conn: _Conn) -> None:
+        try:
+            data = conn.sock.recv(_CHUNK)
+        except BlockingIOError:
+            return
+        except OSError:
+            data = b""
+        if not data:
+            self._close(conn)  # the client went away (or reset) before its request was complete
+            return
+        conn.received += data
+        try:
+            head = metrics_http.read_head(conn.received)
+        except metrics_http.Refusal as exc:
+            self._send(conn, metrics_http.refusal(exc))  # at once: no render, nothing to pace
+            return
+        if head is not None:
+            conn.head, conn.received = head, b""
+            conn.state = _Conn.WAITING
+            self._watch(conn, 0)  # nothing more to read: what else it sends waits in the kernel
+            self.waiting.append(conn)
+
+    def _answer_in_turn(self) -> None:
+        while self.waiting and time.monotonic() >= self.next_answer:
+            conn = self.waiting.popleft()
+            if conn.sock.fileno() == -1:
+                continue  # closed while it waited (its deadline passed)
+            self._send(conn, self.respond(conn.head))
+            self.next_answer = time.monotonic() + self.min_interval
+
+    def _send(self, conn: _Conn, answer: bytes) -> None:
+        conn.state, conn.out = _Conn.WRITING, answer
+        self._write(conn)
+
+    def _write(self, conn: _Conn) -> None:
+        try:
+            sent = conn.sock.send(conn.out)
+        except BlockingIOError:
+            sent = 0
+        except OSError:
+            self._close(conn)
+            return
+        conn.out = conn.out[sent:]
+        if conn.out:
+            self._watch(conn, selectors.EVENT_WRITE)  # the rest when the client reads
+            return
+        try:
+            conn.sock.shutdown(socket.SHUT_WR)  # the answer is whole: tell the client before closing
+        except OSError:
+            pass
+        self._close(conn)
