@@ -59,8 +59,11 @@ def read_head(buffer: bytes) -> Head | None:
         first = buffer.split(b"\n", 1)
         if len(first[0]) > MAX_LINE:
             raise Refusal(414, f"the request line is over {MAX_LINE} bytes")
+        # Junk is refused at once, not after MAX_HEAD bytes of it.
         if len(first) == 1:
-            _check_start(first[0])  # junk is refused at once, not after MAX_HEAD bytes of it
+            _check_start(first[0])
+        else:
+            _request_line(first[0].removesuffix(b"\r"))
         if len(buffer) > MAX_HEAD:
             raise Refusal(431, f"the request head is over {MAX_HEAD} bytes")
         return None
@@ -75,14 +78,7 @@ def read_head(buffer: bytes) -> Head | None:
         raise Refusal(414, f"the request line is over {MAX_LINE} bytes")
     if len(lines) - 1 > MAX_HEADERS:
         raise Refusal(431, f"more than {MAX_HEADERS} header lines")
-    found = _REQUEST_LINE.fullmatch(lines[0])
-    if found is None or not _PRINTABLE.fullmatch(lines[0]):
-        raise Refusal(400, "not an HTTP/1.x request line (METHOD /path HTTP/1.1)")
-    method, target = found.group(1).decode("ascii"), found.group(2).decode("ascii")
-    if method not in ("GET", "HEAD"):
-        raise Refusal(501, f"{method} is not served here: only GET and HEAD")
-    if not target.startswith("/"):
-        raise Refusal(400, "the request target must be a path such as /metrics")
+    method, target = _request_line(lines[0])
     headers = {}
     for line in lines[1:]:
         if len(line) > MAX_LINE:
@@ -92,6 +88,19 @@ def read_head(buffer: bytes) -> Head | None:
             raise Refusal(400, "a header line is not `Name: value` in printable ASCII")
         headers[name.decode("ascii").lower()] = value.strip().decode("ascii")
     return Head(method, target, headers)
+
+
+def _request_line(line: bytes) -> tuple[str, str]:
+    """(method, target) of a whole request line; Refusal if it is not one served here."""
+    found = _REQUEST_LINE.fullmatch(line)
+    if found is None or not _PRINTABLE.fullmatch(line):
+        raise Refusal(400, "not an HTTP/1.x request line (METHOD /path HTTP/1.1)")
+    method, target = found.group(1).decode("ascii"), found.group(2).decode("ascii")
+    if method not in ("GET", "HEAD"):
+        raise Refusal(501, f"{method} is not served here: only GET and HEAD")
+    if not target.startswith("/"):
+        raise Refusal(400, "the request target must be a path such as /metrics")
+    return method, target
 
 
 def _head_end(buffer: bytes) -> int | None:

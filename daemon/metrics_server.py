@@ -20,9 +20,12 @@ from typing import Callable
 from . import metrics_http
 from .metrics_endpoint import MetricsEndpoint
 
-MAX_CONNECTIONS = 512  # descriptors: a small share of the headroom csd keeps for libzmq (daemon/capacity.py)
-MAX_PER_PEER = 256  # from one address (loopback included)
+# Descriptors: csd gives the listener at most an eighth of the headroom it keeps for libzmq
+# (daemon/capacity.py; ~1,500 with the unit's LimitNOFILE=16384), so this is the cap there.
+MAX_CONNECTIONS = 1024
+MAX_PER_PEER = 512  # from one address (loopback included): half, so one never has them all
 _CHUNK = 4096  # bytes read at a time: more than any request head but a hostile one
+_LINGER_BYTES = 65536  # read and dropped after an answer before closing anyway
 _ACCEPT_PAUSE = 0.1  # seconds without accepting after the process ran out of descriptors
 
 
@@ -42,9 +45,12 @@ def bind(endpoint: MetricsEndpoint) -> socket.socket:
 
 
 class _Conn:
-    """One client connection: reading its request head, waiting its turn, or writing its answer."""
+    """One client connection: reading its request head, waiting its turn, writing its answer, or
+    lingering after it (reading what else the client sent, so that closing with unread data does
+    not reset the connection and lose the answer in the client's kernel)."""
 
-    READING, WAITING, WRITING = "reading", "waiting", "writing"
+    READING, WAITING, WRITING, LINGERING = "reading", "waiting", "writing", "lingering"
+    IDLE = (READING, LINGERING)  # what may give way to a new connection: nothing is being answered
 
     def __init__(self, sock: socket.socket, peer: str, deadline: float):
         self.sock = sock
@@ -54,6 +60,7 @@ class _Conn:
         self.received = b""
         self.head: metrics_http.Head | None = None
         self.out = b""
+        self.lingered = 0  # bytes read and dropped after the answer
         self.watched = 0  # the selector events it is registered for (0: not registered)
 
 
@@ -151,7 +158,7 @@ class Loop:
         self._read(conn)  # a scraper's request is often there already: take it before others crowd in
 
     def _oldest_reading(self, peer: str) -> _Conn | None:
-        return next((c for c in self.conns.values() if c.peer == peer and c.state == _Conn.READING), None)
+        return next((c for c in self.conns.values() if c.peer == peer and c.state in _Conn.IDLE), None)
 
     def _close(self, conn: _Conn) -> None:
         fd = conn.sock.fileno()
@@ -206,6 +213,8 @@ class Loop:
             self._read(conn)
         elif conn.state == _Conn.WRITING and mask & selectors.EVENT_WRITE:
             self._write(conn)
+        elif conn.state == _Conn.LINGERING and mask & selectors.EVENT_READ:
+            self._linger(conn)
 
     def _read(self, conn: _Conn) -> None:
         try:
@@ -254,7 +263,23 @@ class Loop:
             self._watch(conn, selectors.EVENT_WRITE)  # the rest when the client reads
             return
         try:
-            conn.sock.shutdown(socket.SHUT_WR)  # the answer is whole: tell the client before closing
+            conn.sock.shutdown(socket.SHUT_WR)  # the answer is whole: tell the client
         except OSError:
-            pass
-        self._close(conn)
+            self._close(conn)
+            return
+        conn.state, conn.lingered = _Conn.LINGERING, 0
+        self._watch(conn, selectors.EVENT_READ)
+        self._linger(conn)
+
+    def _linger(self, conn: _Conn) -> None:
+        """Read and drop what the client still sends, until it closes (a scraper does so once it
+        has the answer), _LINGER_BYTES have come, or the deadline."""
+        try:
+            data = conn.sock.recv(_CHUNK)
+        except BlockingIOError:
+            return
+        except OSError:
+            data = b""
+        conn.lingered += len(data)
+        if not data or conn.lingered > _LINGER_BYTES:
+            self._close(conn)
