@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Callable
 
-from .. import errors
+from .. import errors, scenario_file
 from ..states import ExecMode, title
 from . import render
 from .grammar import Parsed
@@ -147,12 +147,7 @@ def fault_list(s: Session, p: Parsed) -> int:
 
 def fault_scenario(s: Session, p: Parsed) -> int:
     path = p.args[0]
-    try:
-        with open(path, encoding="utf-8") as f:
-            text = f.read()
-    except (OSError, UnicodeDecodeError) as exc:
-        raise errors.UsageError(f"Cannot read the scenario file {render.shown(path)!r}: "
-                                f"{getattr(exc, 'strerror', None) or exc}.") from None
+    text = scenario_file.read(path, shown=repr(render.shown_path(path)))  # the limits csd holds it to, before sending
     source = path.rsplit("/", 1)[-1]
     check = _preflight(s, p, lambda: s.client.fault_scenario(text, source=source, dry_run=True))
     if check is not None:
