@@ -62,10 +62,7 @@ class MetricsListener:
         self.endpoint = endpoint
         self.on_error = on_error
         self.render_seconds = render_seconds
-        self.min_interval = min_interval
-        self.timeout = timeout
-        self.max_connections = max_connections
-        self.max_per_peer = max_per_peer
+        self.limits = metrics_server.Limits(timeout, min_interval, max_connections, max_per_peer)
         self.renders = 0  # how many times the registry was rendered (for tests and the bench)
         self._cache: dict[str, tuple[float, bytes]] = {}  # content type → (rendered at, page)
         self._loop: metrics_server.Loop | None = None
@@ -80,9 +77,7 @@ class MetricsListener:
 
     def start(self) -> None:
         """Bind (raises OSError, e.g. the port is taken) and start serving."""
-        self._loop = metrics_server.Loop(metrics_server.bind(self.endpoint), self.respond, timeout=self.timeout,
-                                         min_interval=self.min_interval, max_connections=self.max_connections,
-                                         max_per_peer=self.max_per_peer)
+        self._loop = metrics_server.Loop(metrics_server.bind(self.endpoint), self.respond, self.limits)
         self._thread = threading.Thread(target=self._loop.run, name="csd-metrics", daemon=True)
         self._thread.start()
 

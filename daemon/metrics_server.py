@@ -3,7 +3,7 @@ one thread, non-blocking sockets under a selector, every connection bounded by o
 its accept to the end of its answer, places capped per address and in all, complete requests
 answered in arrival order no closer than `min_interval` apart.
 
-`Loop(server, respond, …).run()` serves until `stop()` (from any thread), then closes every
+`Loop(server, respond, limits).run()` serves until `stop()` (from any thread), then closes every
 connection and the listening socket. `respond(head)` makes the whole answer to a well-formed
 request head (daemon/metrics_http.py reads and refuses heads).
 """
@@ -15,6 +15,7 @@ import selectors
 import socket
 import time
 from collections import deque
+from dataclasses import dataclass
 from typing import Callable
 
 from . import metrics_http
@@ -24,6 +25,16 @@ from .metrics_endpoint import MetricsEndpoint
 # (daemon/capacity.py; ~1,500 with the unit's LimitNOFILE=16384), so this is the cap there.
 MAX_CONNECTIONS = 1024
 MAX_PER_PEER = 512  # from one address (loopback included): half, so one never has them all
+
+
+@dataclass(frozen=True)
+class Limits:
+    timeout: float  # seconds from a connection's accept to the end of its answer
+    min_interval: float  # seconds between answers to complete requests (pacing)
+    max_connections: int = MAX_CONNECTIONS
+    max_per_peer: int = MAX_PER_PEER
+
+
 _CHUNK = 4096  # bytes read at a time: more than any request head but a hostile one
 _LINGER_BYTES = 65536  # read and dropped after an answer before closing anyway
 _ACCEPT_PAUSE = 0.1  # seconds without accepting after the process ran out of descriptors
@@ -68,14 +79,10 @@ class Loop:
     """The listener's thread: accepts, reads, answers and expires every connection without
     blocking on any of them."""
 
-    def __init__(self, server: socket.socket, respond: Callable[[metrics_http.Head], bytes], timeout: float,
-                 min_interval: float, max_connections: int = MAX_CONNECTIONS, max_per_peer: int = MAX_PER_PEER):
+    def __init__(self, server: socket.socket, respond: Callable[[metrics_http.Head], bytes], limits: Limits):
         self.server = server
         self.respond = respond
-        self.timeout = timeout
-        self.min_interval = min_interval
-        self.max_connections = max_connections
-        self.max_per_peer = max_per_peer
+        self.limits = limits
         self.selector = selectors.DefaultSelector()
         self.conns: dict[int, _Conn] = {}  # by descriptor, oldest first (accept order)
         self.per_peer: dict[str, int] = {}
@@ -141,8 +148,8 @@ class Loop:
             self._admit(sock, address[0])
 
     def _admit(self, sock: socket.socket, peer: str) -> None:
-        peer_full = self.per_peer.get(peer, 0) >= self.max_per_peer
-        if peer_full or len(self.conns) >= self.max_connections:
+        peer_full = self.per_peer.get(peer, 0) >= self.limits.max_per_peer
+        if peer_full or len(self.conns) >= self.limits.max_connections:
             # Make room: the oldest connection still sending its request, from this address, or
             # else from the one holding the most; if every place is being answered, come back later.
             victim = self._oldest_reading(peer if peer_full else max(self.per_peer, key=self.per_peer.get))
@@ -151,7 +158,7 @@ class Loop:
                 return
             self._close(victim)
         sock.setblocking(False)
-        conn = _Conn(sock, peer, time.monotonic() + self.timeout)
+        conn = _Conn(sock, peer, time.monotonic() + self.limits.timeout)
         self.conns[sock.fileno()] = conn
         self.per_peer[peer] = self.per_peer.get(peer, 0) + 1
         self._watch(conn, selectors.EVENT_READ)
@@ -216,13 +223,20 @@ class Loop:
         elif conn.state == _Conn.LINGERING and mask & selectors.EVENT_READ:
             self._linger(conn)
 
-    def _read(self, conn: _Conn) -> None:
+    @staticmethod
+    def _recv(conn: _Conn) -> bytes | None:
+        """What the client sent, b"" once it closed (or reset), None if nothing has come yet."""
         try:
-            data = conn.sock.recv(_CHUNK)
+            return conn.sock.recv(_CHUNK)
         except BlockingIOError:
-            return
+            return None
         except OSError:
-            data = b""
+            return b""
+
+    def _read(self, conn: _Conn) -> None:
+        data = self._recv(conn)
+        if data is None:
+            return
         if not data:
             self._close(conn)  # the client went away (or reset) before its request was complete
             return
@@ -244,7 +258,7 @@ class Loop:
             if conn.sock.fileno() == -1:
                 continue  # closed while it waited (its deadline passed)
             self._send(conn, self.respond(conn.head))
-            self.next_answer = time.monotonic() + self.min_interval
+            self.next_answer = time.monotonic() + self.limits.min_interval
 
     def _send(self, conn: _Conn, answer: bytes) -> None:
         conn.state, conn.out = _Conn.WRITING, answer
@@ -274,12 +288,9 @@ class Loop:
     def _linger(self, conn: _Conn) -> None:
         """Read and drop what the client still sends, until it closes (a scraper does so once it
         has the answer), _LINGER_BYTES have come, or the deadline."""
-        try:
-            data = conn.sock.recv(_CHUNK)
-        except BlockingIOError:
+        data = self._recv(conn)
+        if data is None:
             return
-        except OSError:
-            data = b""
         conn.lingered += len(data)
         if not data or conn.lingered > _LINGER_BYTES:
             self._close(conn)
