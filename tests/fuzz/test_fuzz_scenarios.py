@@ -9,6 +9,7 @@ recurse past the limit. CI generates FUZZ_SCENARIOS texts (default 300); `make f
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import subprocess
@@ -71,6 +72,17 @@ def test_csd_refuses_a_hostile_scenario_file_at_start(corpus, name, tmp_path):
     status, output, peak = run_measured(command)
     assert_refused(name, status, output, peak, says, os.path.basename(path))
     assert not os.path.exists(tmp_path / "csd.sock")  # refused before it bound anything
+
+
+@pytest.mark.parametrize("name", ["dev-zero", "nested-arrays.toml", "latin-1.toml"])
+def test_csd_refuses_a_hostile_faults_scenario_named_in_its_config_file(corpus, name, tmp_path):
+    path, says = corpus[name]
+    config = tmp_path / "csd.toml"
+    config.write_text(f"faults_scenario = {json.dumps(path)}\n")
+    command = [sys.executable, "-m", "csadmin.daemon", "--config", str(config), "--check-config"]
+    status, output, peak = run_measured(command)
+    assert_refused(name, status, output, peak, says, os.path.basename(path))
+    assert "`faults_scenario`" in output
 
 
 @pytest.mark.parametrize("name", list(scenario_corpus.HOSTILE))
