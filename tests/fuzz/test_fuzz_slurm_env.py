@@ -111,7 +111,7 @@ VALUES = st.one_of(st.binary(max_size=80), st.text(max_size=40).map(lambda t: t.
                    st.integers(0, 2000).map(lambda n: b"7" * n), st.sampled_from([b"", b"7", b"cs2_pipelined"]))
 
 
-def test_generated_environments_never_end_in_a_traceback(csd, slurm, monkeypatch):
+def test_generated_environments_never_end_in_a_traceback(csd, slurm):
     from csadmin import main
 
     codes: dict[int, int] = {}
