@@ -2,9 +2,9 @@
 `cs system fault scenario FILE` against a running csd, plus hostile texts sent over the wire
 directly (what a client other than `cs` may send). Every one is refused with a usage error that
 names the file and the limit it is over, with no traceback and no INTERNAL answer, and neither
-process grows past 64 MB (peak RSS: wait4's for the one-shot processes, /proc's VmHWM for the
-running csd). A well-formed scenario of 1,000 faults still loads on both paths. Generated texts
-check the nesting scan against the parser itself: what it lets through never makes tomllib
+process grows past 64 MB (peak RSS: wait4's for the one-shot processes, measured from a small
+parent of their own; /proc's VmHWM for the running csd). A well-formed scenario of 1,000 faults
+still loads on both paths. Generated texts check the nesting scan against the parser itself: what it lets through never makes tomllib
 recurse past the limit. CI generates FUZZ_SCENARIOS texts (default 300); `make fuzz` more."""
 
 from __future__ import annotations
@@ -42,14 +42,25 @@ def csd():
     daemon.cleanup()
 
 
+# Linux counts in a child's peak RSS the memory of the process it was forked from (the high-water
+# mark is copied at fork and kept across exec), and pytest here is 100+ MB: so the command is run
+# from a small Python process of its own (~10 MB), which reports the command's wait4 figure.
+_MEASURE = """
+import os, subprocess, sys
+child = subprocess.Popen(sys.argv[1:])
+_, status, usage = os.wait4(child.pid, 0)
+sys.stdout.flush()
+os.write(1, b"\\npeak-rss-kb %d\\n" % usage.ru_maxrss)
+sys.exit(os.waitstatus_to_exitcode(status))
+"""
+
+
 def run_measured(command: list[str], env: dict | None = None) -> tuple[int, str, int]:
-    """(exit status, what it printed, its peak RSS in KB), from wait4's resource usage."""
-    with subprocess.Popen(command, env=env, cwd=ROOT, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                          stderr=subprocess.STDOUT) as proc:
-        output = proc.stdout.read().decode("utf-8", "replace")  # small: a refusal is a few lines
-        _, status, usage = os.wait4(proc.pid, 0)
-        proc.returncode = os.waitstatus_to_exitcode(status)
-    return proc.returncode, output, usage.ru_maxrss
+    """(exit status, what it printed, its peak RSS in KB)."""
+    done = subprocess.run([sys.executable, "-c", _MEASURE, *command], env=env, cwd=ROOT, stdin=subprocess.DEVNULL,
+                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=60)
+    output, _, peak = done.stdout.decode("utf-8", "replace").rpartition("\npeak-rss-kb ")
+    return done.returncode, output, int(peak)
 
 
 def vm_peak_kb(pid: int) -> int:
