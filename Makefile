@@ -1,39 +1,55 @@
-# `make run`: the product (a private csd and the cs> shell on it). `make test`: the whole suite.
-# `make fuzz`: 10^5 hostile frames at a real csd, and many more generated metrics requests,
-# scenario texts and Slurm environments than CI's (tests/fuzz; CI runs a few hundred of each).
-# Both create or refresh the local virtualenv in .venv first.
+# `make run`: the product (a private csd and the cs> shell on it), installed with only what the
+# product needs. `make test`: the whole suite, with the test tools and the cstorch extra (torch,
+# h5py). `make fuzz`: 10^5 hostile frames at a real csd, 400 damaged state directories, and many
+# more generated metrics requests, scenario texts and Slurm environments than CI's (tests/fuzz; CI
+# sends a few thousand frames, damages 16 and runs a few hundred of each of the rest). Each
+# creates or refreshes the local virtualenv in .venv first. `make completions` regenerates
+# completions/ (bash, zsh) from the command table.
 PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
+PRODUCT_STAMP := $(VENV)/.product
 STAMP := $(VENV)/.installed
 # PyTorch for csadmin.cstorch, pinned so pip takes the CPU wheel this machine kind keeps on disk
 # (pip's find-links) instead of PyPI's newest build with ~3 GB of CUDA packages.
 TORCH ?= torch==2.13.0
 
-.PHONY: run test fuzz install clean
+.PHONY: run test fuzz install completions clean
 
-$(STAMP): pyproject.toml
+$(VENV)/bin/python:
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
+
+# The product alone: csadmin and its runtime dependencies (no pytest, hypothesis, pexpect, torch).
+$(PRODUCT_STAMP): pyproject.toml | $(VENV)/bin/python
+	$(PY) -m pip install --quiet -e .
+	touch $(PRODUCT_STAMP)
+
+# Everything the suite needs: the product, the test tools and the cstorch extra.
+$(STAMP): pyproject.toml $(PRODUCT_STAMP)
 	$(PY) -m pip install --quiet '$(TORCH)'
 	$(PY) -m pip install --quiet -e '.[test,cstorch]'
 	touch $(STAMP)
 
 install: $(STAMP)
 
-run: $(STAMP)
+run: $(PRODUCT_STAMP)
 	$(VENV)/bin/cs --embedded
 
 test: $(STAMP)
 	$(PY) -m pytest
 
 FUZZ_FRAMES ?= 100000
+FUZZ_DAMAGE ?= 400
 FUZZ_HTTP_HEADS ?= 20000
 FUZZ_SCENARIOS ?= 20000
 FUZZ_SLURM_ENVS ?= 3000
 fuzz: $(STAMP)
-	FUZZ_FRAMES=$(FUZZ_FRAMES) FUZZ_HTTP_HEADS=$(FUZZ_HTTP_HEADS) FUZZ_SCENARIOS=$(FUZZ_SCENARIOS) \
-	FUZZ_SLURM_ENVS=$(FUZZ_SLURM_ENVS) $(PY) -m pytest -q -s tests/fuzz
+	FUZZ_FRAMES=$(FUZZ_FRAMES) FUZZ_DAMAGE=$(FUZZ_DAMAGE) FUZZ_HTTP_HEADS=$(FUZZ_HTTP_HEADS) \
+	FUZZ_SCENARIOS=$(FUZZ_SCENARIOS) FUZZ_SLURM_ENVS=$(FUZZ_SLURM_ENVS) $(PY) -m pytest -q -s tests/fuzz
+
+completions: $(PRODUCT_STAMP)
+	$(PY) -m csadmin.cli.shell_completion completions
 
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache .hypothesis

@@ -10,7 +10,10 @@ The store's layout may change (issue #12 item 3 adds indexed columns), so the co
 from the table itself: `seq`, `body`, and any of `type`, `severity`, `trigger_time` /
 `triggerTime`, `details` are filled from the event; an unknown column that must be filled stops
 the prefill with a message saying to teach this file. A `…seq…` number in the device snapshot
-is moved to the new newest event. eventlog.py then checks that csd reports exactly these events.
+is moved to the new newest event. A `rowsum` column (issue 24: every row's checksum) is filled
+with csd's own function (csadmin.daemon.rows: this runs in the csd venv), for the events and for
+the device row whose snapshot it changes. eventlog.py then checks that csd reports exactly these
+events.
 """
 
 from __future__ import annotations
@@ -60,8 +63,11 @@ def prefill(state_dir: str, count: int) -> int:
             "severity": lambda e: e["severity"], "triggertime": lambda e: e["triggerTime"],
             "time": lambda e: e["triggerTime"], "details": lambda e: json.dumps(e["details"]),
         }
-        names, getters = [], []
+        names, getters, summed = [], [], False
         for _, name, _, notnull, default, pk in columns:
+            if name == "rowsum":
+                summed = True
+                continue
             getter = fill.get(_norm(name))
             if getter is None:
                 if notnull and default is None and not pk:
@@ -76,6 +82,8 @@ def prefill(state_dir: str, count: int) -> int:
         now = int(time.time() * 1000)
         rows = ([g(e) for g in getters] for e in (_event(seq, now - count + i) for i, seq in
                                                      enumerate(range(first, first + count))))
+        if summed:
+            rows, names = _with_rowsums(rows, names), [*names, "rowsum"]
         db.execute("PRAGMA synchronous=OFF")  # a bulk load of a stopped daemon's store
         db.execute("BEGIN")
         db.executemany(f"INSERT INTO events ({', '.join(names)}) VALUES ({', '.join('?' * len(names))})", rows)
@@ -86,6 +94,19 @@ def prefill(state_dir: str, count: int) -> int:
         return last
     finally:
         db.close()
+
+
+def _with_rowsums(rows, names: list[str]):
+    """Each row with its checksum over the columns csd's checksum covers, in its order."""
+    from csadmin.daemon.rows import TABLES, rowsum
+
+    covered = TABLES["events"]
+    missing = [c for c in covered if c not in names]
+    if missing:
+        raise PrefillError(f"csd's events checksum covers {missing}, which bench/prefill.py does not fill.")
+    at = [names.index(c) for c in covered]
+    for row in rows:
+        yield [*row, rowsum([row[i] for i in at])]
 
 
 def _move_snapshot_seq(db: sqlite3.Connection, last: int) -> None:
@@ -100,3 +121,8 @@ def _move_snapshot_seq(db: sqlite3.Connection, last: int) -> None:
     if keys:
         snapshot.update({k: last for k in keys})
         db.execute("UPDATE device SET snapshot = ? WHERE id = 1", (json.dumps(snapshot),))
+        if "rowsum" in {row[1] for row in db.execute("PRAGMA table_info(device)")}:
+            from csadmin.daemon.rows import TABLES, rowsum
+
+            values = db.execute(f"SELECT {', '.join(TABLES['device'])} FROM device WHERE id = 1").fetchone()
+            db.execute("UPDATE device SET rowsum = ? WHERE id = 1", (rowsum(values),))

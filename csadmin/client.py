@@ -18,6 +18,8 @@ pyzmq and the stdlib.
 
 from __future__ import annotations
 
+import functools
+
 import zmq
 
 from . import connection, errors
@@ -51,8 +53,16 @@ def _given(**args) -> dict:
 
 
 class Client(Transport):
-    """A connection to csd and its operations; see Transport for the connection's settings."""
+    """A connection to csd and its operations: one method per csd operation, waiting and
+    following events, and runs (`open_run`, `join_run`). A context manager; `close()` ends it.
 
+        with Client() as cs:                                  # $CS_CONNECT / $CS_KEY, or the defaults
+        with Client(connect="/run/csd/csd.json", key="~/.config/cs/client.key_secret") as cs:
+        with Client("tcp://cs2-mgmt:9000", server_key="…", key="worker.key_secret") as cs:
+
+    Errors raise the class of their code from `csadmin.errors` (Busy, PermissionDenied, …)."""
+
+    @functools.wraps(Transport.__init__)  # so help(Client) and signature(Client) show its real arguments
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
         self._runs: list = []  # open runs whose heartbeats stop when this client closes
@@ -86,6 +96,7 @@ class Client(Transport):
         return self.call("system.show", **_given(detailed=detailed or None))
 
     def system_date(self) -> dict:
+        """{time (ms since the epoch), iso (UTC)}: the system's clock."""
         return self.call("system.date")
 
     def system_standby(self, force: bool = False, dry_run: bool = False) -> dict:
@@ -94,6 +105,8 @@ class Client(Transport):
         return self.call("system.standby", **_given(force=force or None, dry_run=dry_run or None))
 
     def system_activate(self, dry_run: bool = False) -> dict:
+        """Start STANDBY → ACTIVE in the configured execution mode (admins); with `dry_run`,
+        only check. Wait for it with `wait_for(state="ACTIVE")`."""
         return self.call("system.activate", **_given(dry_run=dry_run or None))
 
     def fault_inject(self, name: str, for_seconds: float | None = None, after_seconds: float | None = None,
@@ -115,9 +128,12 @@ class Client(Transport):
         return self.call("system.fault.scenario", text=text, **_given(source=source, dry_run=dry_run or None))
 
     def execmode_show(self) -> dict:
+        """{execmode (configured), activeExecmode, takesEffectOnActivate}."""
         return self.call("config.execmode.show")
 
     def execmode_setup(self, mode: str, dry_run: bool = False) -> dict:
+        """Configure the mode the next activation boots into, PIPELINED or WEIGHT_STREAMING
+        (admins, STANDBY only: InvalidState otherwise)."""
         return self.call("config.execmode.setup", mode=mode, **_given(dry_run=dry_run or None))
 
     def open_run(
@@ -156,14 +172,18 @@ class Client(Transport):
         return self.call("runs.list", **_given(max_count=max_count))
 
     def runs_show(self, run_id: str) -> dict:
+        """One run: owner, state, lease, program, performance and input workers (NotFound if unknown)."""
         return self.call("runs.show", run_id=run_id)
 
     def runs_abort(self, run_id: str, reason: str | None = None, dry_run: bool = False) -> dict:
+        """Abort a run and release the fabric (admins); its runtime gets RunAborted with `reason`."""
         return self.call("runs.abort", run_id=run_id, **_given(reason=reason or None, dry_run=dry_run or None))
 
     def events_show(
         self, event_type: str | None = None, from_time: int | None = None, max_count: int | None = None
     ) -> list[dict]:
+        """Kept events, oldest first: those whose type matches the glob `event_type`, at or after
+        `from_time` (ms), the newest `max_count`."""
         return self.call("events.show", **_given(event_type=event_type, from_time=from_time, max_count=max_count))["events"]
 
     def events_after(self, seq: int) -> list[dict]:
@@ -181,6 +201,7 @@ class Client(Transport):
     # -- events and waiting --------------------------------------------------------------------
 
     def events_endpoint(self) -> str:
+        """Where csd publishes its events (from the connection file, else asked of csd)."""
         if self._events_endpoint is None:
             self.hello()
         return self._events_endpoint

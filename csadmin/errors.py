@@ -24,6 +24,20 @@ EXIT_UNREACHABLE = 7  # daemon not reachable, or no answer / no completion withi
 EXIT_INTERNAL = 8
 EXIT_INTERRUPTED = 130  # Ctrl-C
 
+# What each exit code means, for `cs --help` (the README's table says the same at more length).
+EXIT_CODES = (
+    (EXIT_OK, "success (also \"already in that state\")"),
+    (EXIT_CANCELLED, "cancelled: you answered no"),
+    (EXIT_USAGE, "usage: bad command, option or value; --no-confirm needed in a script"),
+    (EXIT_STATE, "refused by the system's state (or an active fault)"),
+    (EXIT_BUSY, "busy: a run holds the fabric"),
+    (EXIT_PERMISSION, "permission denied: role, key or socket access"),
+    (EXIT_NOT_FOUND, "not found"),
+    (EXIT_UNREACHABLE, "unreachable, or not done within --timeout"),
+    (EXIT_INTERNAL, "internal error in csd (see its log)"),
+    (EXIT_INTERRUPTED, "interrupted (Ctrl-C)"),
+)
+
 
 class CsError(Exception):
     """Base of every error csadmin raises. `code` is its UPPER_SNAKE wire code, `exit_code` what
@@ -165,6 +179,20 @@ class Cancelled(CsError):
     """The user answered "no" to a confirmation."""
 
     code, exit_code = "CANCELLED", EXIT_CANCELLED
+
+
+class BadCheckpoint(CsError):
+    """A file `cstorch.load` cannot read as a checkpoint: not HDF5, another program's HDF5,
+    truncated or damaged. The message names the file (and the entry, when one is bad)."""
+
+    code, exit_code = "BAD_CHECKPOINT", EXIT_USAGE
+    hint = "Load a checkpoint written by cstorch.save, or restore this one from a copy."
+
+
+class Interrupted(CsError):
+    """Ctrl-C ended the command (reported as an error only where JSON was asked for)."""
+
+    code, exit_code = "INTERRUPTED", EXIT_INTERRUPTED
 
 
 # -- derived from the classes above ----------------------------------------------------------------

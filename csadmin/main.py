@@ -16,32 +16,28 @@ import contextlib
 import sys
 
 from . import __version__, errors
-from .cli.commands import help_text
+from .cli.commands import GLOBAL_OPTIONS, ExitShell, help_text
+from .cli import render
 from .cli.console import PlainConsole
+from .cli.parse import json_asked
 from .cli.runner import run_script, run_tokens
 from .cli.session import Session
 from .client import Client
 
-USAGE = """usage: cs [--connect FILE] [--key FILE] [--endpoint URL --server-key KEY] [--timeout S]
+USAGE = """usage: cs [--system NAME] [--connect FILE] [--key FILE] [--endpoint URL --server-key KEY] [--timeout S]
           [--output-format text|json] [--embedded] [-c "CMD; CMD" | COMMAND [OPTIONS]]
 
 The CS-2 admin console. With no command and a terminal, opens the interactive cs> shell;
 with stdin not a terminal, runs the commands it reads, stopping at the first failure.
 
 global options:
-  --connect FILE         csd's connection file (default: $CS_CONNECT, else csd.json in csd's runtime dir)
-  --key FILE             your secret key file from `csd keys add` (default: $CS_KEY, else
-                         ~/.config/cs/client.key_secret)
-  --endpoint URL         csd request socket (default: $CS_ENDPOINT or the connection file's)
-  --server-key KEY       csd's public key, for an --endpoint without a connection file ($CS_SERVER_KEY)
-  --timeout S            seconds to wait for an answer, and past a transition's expected end (default 10)
-  --output-format F      text (default) or json
-  -c CMDS                run these commands (separated by ';' or newlines) and exit
-  --embedded             start a private csd in a temp dir and use it (stopped on exit)
-  --version              print the version and exit
+{global_options}
 
 commands:
 """
+
+
+TAKING_VALUES = frozenset(o.name for o in GLOBAL_OPTIONS if o.takes_value)
 
 
 class GlobalOptions:
@@ -53,6 +49,8 @@ class GlobalOptions:
     output_format: str = "text"
     script: str | None = None
     embedded: bool = False
+    system: str | None = None
+    system_key: str | None = None  # the inventory's key for that system (a --key typed beats it)
 
 
 def parse_globals(argv: list[str]) -> tuple[GlobalOptions, list[str]]:
@@ -69,7 +67,7 @@ def parse_globals(argv: list[str]) -> tuple[GlobalOptions, list[str]]:
             g.embedded = True
             i += 1
             continue
-        if name not in ("--endpoint", "--connect", "--key", "--server-key", "--timeout", "--output-format", "-c"):
+        if name not in TAKING_VALUES:
             break  # a command's option, e.g. `cs --output-format json system show` keeps working
         if not eq:
             if i + 1 >= len(argv):
@@ -77,7 +75,7 @@ def parse_globals(argv: list[str]) -> tuple[GlobalOptions, list[str]]:
             value = argv[i + 1]
             i += 1
         i += 1
-        if name in ("--endpoint", "--connect", "--key", "--server-key"):
+        if name in ("--endpoint", "--connect", "--key", "--server-key", "--system"):
             setattr(g, name[2:].replace("-", "_"), value)
         elif name == "--timeout":
             try:
@@ -96,7 +94,10 @@ def parse_globals(argv: list[str]) -> tuple[GlobalOptions, list[str]]:
 
 
 def _print_usage() -> int:
-    print(USAGE + help_text([]))
+    codes = "\n".join(f"  {code:<3}  {meaning}" for code, meaning in errors.EXIT_CODES)
+    options = "\n".join(f"  {(o.name + ' ' + o.metavar if o.takes_value else o.name):<22}  {o.help}"
+                        for o in GLOBAL_OPTIONS)
+    print(USAGE.format(global_options=options) + help_text([]) + "\n\nexit codes:\n" + codes)
     return 0
 
 
@@ -105,20 +106,44 @@ def main(argv: list[str] | None = None) -> int:
     try:
         g, rest = parse_globals(argv)
     except errors.UsageError as exc:
-        print(f"Error: {exc}", file=sys.stderr)
-        return exc.exit_code
+        return _fail(exc, argv)
     try:
         with _daemon(g):
-            client = Client(g.endpoint, timeout=g.timeout, connect=g.connect, key=g.key, server_key=g.server_key)
+            _named_system(g)
+            client = Client(g.endpoint, timeout=g.timeout, connect=g.connect, key=g.key or g.system_key,
+                            server_key=g.server_key)
             try:
                 return _run(g, rest, client)
             finally:
                 client.close()
     except errors.CsError as exc:
-        print(f"Error: {exc.message}" + (f"\n{exc.hint}" if exc.hint else ""), file=sys.stderr)
-        return exc.exit_code
+        return _fail(exc, argv)
     except KeyboardInterrupt:
         return errors.EXIT_INTERRUPTED
+
+
+def _fail(exc: errors.CsError, argv: list[str]) -> int:
+    """Say why `cs` could not start; as a JSON object on stdout if JSON was asked for anywhere."""
+    if json_asked(argv):
+        print(render.as_json({"error": {"code": exc.code, "message": exc.message, "hint": exc.hint}}))
+    else:
+        from .cli.colour import Paint, wanted
+
+        error = Paint(wanted(sys.stderr)).error("Error")
+        print(f"{error}: {exc.message}" + (f"\n{exc.hint}" if exc.hint else ""), file=sys.stderr)
+    return exc.exit_code
+
+
+def _named_system(g: GlobalOptions) -> None:
+    """Point `g` at the inventory system named by --system or $CS_SYSTEM, if any (cli/target.py)."""
+    from .cli.target import named_system, resolve
+
+    name = named_system(g.system, g.connect, g.endpoint, g.server_key)
+    g.system = None
+    if name is not None:
+        t = resolve(name)
+        g.system, g.endpoint, g.server_key, g.connect = t.system, t.endpoint, t.server_key, t.connect
+        g.system_key = t.key
 
 
 @contextlib.contextmanager
@@ -140,12 +165,16 @@ def _daemon(g: GlobalOptions):
 def _run(g: GlobalOptions, rest: list[str], client: Client) -> int:
     stdin_is_tty = sys.stdin.isatty()
     if rest:
-        session = Session(client, PlainConsole(interactive=stdin_is_tty), g.output_format, g.timeout)
-        return run_tokens(session, rest)
+        session = Session(client, PlainConsole(interactive=stdin_is_tty), g.output_format, g.timeout, g.key, g.system)
+        try:
+            return run_tokens(session, rest)
+        except ExitShell:  # `cs exit`: there is no shell to leave, and nothing went wrong
+            return errors.EXIT_OK
     if g.script is not None:
-        return run_script(Session(client, PlainConsole(interactive=False), g.output_format, g.timeout), g.script)
+        return run_script(Session(client, PlainConsole(interactive=False), g.output_format, g.timeout, g.key,
+                                  g.system), g.script)
     if not stdin_is_tty:
-        session = Session(client, PlainConsole(interactive=False), g.output_format, g.timeout)
+        session = Session(client, PlainConsole(interactive=False), g.output_format, g.timeout, g.key, g.system)
         return run_script(session, sys.stdin.read())
     from .shell.app import run_shell
     from .shell.foreground import own_foreground_group

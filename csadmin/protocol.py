@@ -81,6 +81,16 @@ def error(request_id, exc: errors.CsError) -> bytes:
     return encode({"v": VERSION, "id": request_id, "ok": False, "error": body})
 
 
+def arguments_hint(op: str, described: str) -> str:
+    """The hint csd gives when `op`'s arguments fail validation: what the op takes (`described`).
+    A console replaces it with its own usage (csadmin/cli/terms.py recognises it by this prefix)."""
+    return f"{arguments_hint_prefix(op)}{described}."
+
+
+def arguments_hint_prefix(op: str) -> str:
+    return f"{op} takes "
+
+
 def id_key(request_id) -> str:
     """A request id as a key that keeps its type: 7 and "7" are different requests."""
     return json.dumps(request_id)

@@ -48,7 +48,7 @@ def _read_bounded(path: str, name: str) -> bytes:
         raise _unreadable(name, exc) from None
     try:
         if stat.S_ISDIR(os.fstat(fd).st_mode):
-            raise errors.UsageError(f"Cannot read the fault scenario {name}: it is a directory.", HINT)
+            raise errors.UsageError(f"Cannot read the scenario file {name}: it is a directory.", HINT)
         # Blocking reads from here: a pipe with a writer is read to its end (or to the bound).
         fcntl.fcntl(fd, fcntl.F_SETFL, fcntl.fcntl(fd, fcntl.F_GETFL) & ~os.O_NONBLOCK)
         chunks, size = [], 0
@@ -67,4 +67,4 @@ def _read_bounded(path: str, name: str) -> bytes:
 
 def _unreadable(name: str, exc: Exception) -> errors.UsageError:
     reason = getattr(exc, "strerror", None) or str(exc)
-    return errors.UsageError(f"Cannot read the fault scenario {name}: {reason}.", HINT)
+    return errors.UsageError(f"Cannot read the scenario file {name}: {reason}.", HINT)

@@ -23,6 +23,7 @@ from . import connection, errors, protocol
 from .credentials import check_listening, resolve
 
 _HANDSHAKE_FAILURES = zmq.EVENT_HANDSHAKE_FAILED_AUTH | zmq.EVENT_HANDSHAKE_FAILED_NO_DETAIL
+_LATE = object()  # a reply to an earlier request of ours that had timed out
 
 
 class Transport:
@@ -110,9 +111,11 @@ class Transport:
     def _socket(self) -> zmq.Socket:
         if self._sock is None:
             # A named ipc endpoint with nothing behind it says more than a missing key would.
-            check_listening(self._given[0] or os.environ.get("CS_ENDPOINT"))
+            given = self._given[0] or os.environ.get("CS_ENDPOINT")
+            check_listening(given)
             self._credentials()
-            check_listening(self.endpoint)
+            if self.endpoint != given:  # the connection file's: probed once, not twice
+                check_listening(self.endpoint)
             # A stable identity lets the daemon recognise our retries as ours.
             self._sock = self.new_socket(zmq.DEALER, self.endpoint, ROUTING_ID=self._identity)
         return self._sock
@@ -170,18 +173,52 @@ class Transport:
                 remaining = int((deadline - time.monotonic()) * 1000)
                 if remaining <= 0 or not self._wait(sock, remaining):
                     break
-                reply = protocol.decode_reply(sock.recv())
-                self._stop_monitor()
-                if reply.get("id") != request_id:
-                    continue  # a late answer to an earlier call that timed out
-                if reply["ok"]:
-                    return reply["result"]
-                raise errors.from_wire(reply["error"])
-        raise errors.Unreachable(
+                result = self._answer(sock.recv(), request_id)
+                if result is not _LATE:
+                    return result
+        raise self.no_answer(op)
+
+    def _answer(self, frame: bytes, request_id: str):
+        """A reply's result (its error raised), or _LATE: an answer to an earlier call that timed out."""
+        reply = protocol.decode_reply(frame)
+        self._stop_monitor()
+        if reply.get("id") != request_id:
+            return _LATE
+        if reply["ok"]:
+            return reply["result"]
+        raise errors.from_wire(reply["error"])
+
+    def no_answer(self, op: str) -> errors.Unreachable:
+        """The error for `op` left unanswered within this client's timeout."""
+        return errors.Unreachable(
             f"csd at {self.endpoint} did not answer {op} within {self.timeout:g} s.",
             "Check that csd is running and reachable, or raise --timeout. If it is, it may have refused "
             "this client's key (unknown or revoked: see --key / CS_KEY) or the server key is not csd's (--connect).",
         )
+
+    # -- one request among many: a caller polling several clients at once (csadmin/fleet/query.py) --
+
+    def send(self, op: str, **args) -> str:
+        """Send one request without waiting (no retry); returns its id for `reply`."""
+        request_id = os.urandom(12).hex()
+        self._socket().send(protocol.request(request_id, op, args))
+        return request_id
+
+    def pollable(self) -> list[zmq.Socket]:
+        """What to poll (POLLIN) for this client's answer: its request socket, and the handshake
+        monitor while the first handshake is pending (a refused key shows there)."""
+        return [sock for sock in (self._sock, self._monitor) if sock is not None]
+
+    def reply(self, request_id: str) -> dict | None:
+        """The result of `request_id` if its answer has arrived (its error, or a refused
+        handshake, raised), else None. Never blocks."""
+        if self._monitor is not None and self._monitor.poll(0, zmq.POLLIN):
+            self._handshake_failed()
+        while self._sock is not None and self._sock.poll(0, zmq.POLLIN):
+            result = self._answer(self._sock.recv(), request_id)
+            if result is not _LATE:
+                return result
+        return None
 
     def sibling(self, timeout: float | None = None, retries: int | None = None):
         """Another client on the same context and with the same key, for another thread (zmq

@@ -71,10 +71,9 @@ class Booted:
         self.ctx.term()
         self.sockets.remove_files()
         try:
-            self.store.record_progress(force=True)
+            self.store.close()  # records the clean stop (and damage, if that is why) in csd.identity
         except OSError as exc:
             self.log.error("identity_write_failed", path=self.store.identity.path, reason=str(exc))
-        self.store.close()
 
 
 def boot(config: Config, log) -> Booted:
@@ -82,7 +81,8 @@ def boot(config: Config, log) -> Booted:
     (StoreError says what to do; a bind error names the endpoint)."""
     check_libzmq()
     release_large_blocks()
-    store = Store(config.state_dir, keep_events=config.keep_events)
+    # What recovery reads is read (and checked) before the store is written to at all.
+    store = Store(config.state_dir, keep_events=config.keep_events, preload=(EVENTS_IN_MEMORY, KEEP_RUNS))
     audit = AuditTrail(store, log)
     device, replies = _recover(config, store, log)
 
@@ -129,14 +129,14 @@ def boot(config: Config, log) -> Booted:
 def _recover(config: Config, store: Store, log) -> tuple[Device, list]:
     """The device as the store kept it, with what a stop interrupted resolved and committed;
     and the kept replies (for retries across the restart)."""
-    snapshot, events, replies = store.load(EVENTS_IN_MEMORY)
+    (snapshot, events, replies), runs = store.preloaded
     timings = Timings(
         int(config.activate_seconds * 1000), int(config.standby_seconds * 1000),
         lease_ms=max(1, int(config.lease_seconds * 1000)), program_bytes_per_second=config.program_bytes_per_second,
     )
     device = Device(wall_ms, timings, serial=config.serial,
                     events_in_memory=min(EVENTS_IN_MEMORY, config.keep_events))
-    recovery = device.recover(snapshot, events, store.load_runs(KEEP_RUNS))
+    recovery = device.recover(snapshot, events, runs)
     if recovery.rolled_forward is not None:
         log.warning("transition_rolled_forward", state=recovery.rolled_forward.value)
     if recovery.aborted_run is not None:

@@ -24,7 +24,8 @@ LIVE_KEYS = frozenset({"log_level", "log_format"})
 
 
 class ConfigError(ValueError):
-    """The configuration cannot be used; the message names the key and where it came from."""
+    """The configuration cannot be used; the message names the key and where it came from (one
+    line per problem: every mistake in a file is reported at once)."""
 
 
 SERVICE_STATE_DIR = "/var/lib/csd"  # the unit's StateDirectory=csd
@@ -150,21 +151,51 @@ def read_scenario(path: str) -> tuple[str, str]:
 
 
 def read_file(path: str) -> dict:
-    """The settings in one TOML file, type-checked; raises ConfigError naming key and file."""
+    """The settings in one TOML file, type- and value-checked; raises ConfigError listing every
+    problem, each as `FILE:LINE: ...` naming its key (with the nearest known key for a typo)."""
     try:
         with open(path, "rb") as f:
-            data = tomllib.load(f)
+            raw = f.read()
+        text = raw.decode("utf-8")
+        data = tomllib.loads(text)
     except OSError as exc:
         raise ConfigError(f"{path}: cannot read the config file: {exc.strerror}") from None
-    except tomllib.TOMLDecodeError as exc:
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{path}: not valid TOML: not UTF-8 ({exc.reason} at byte {exc.start})") from None
+    except tomllib.TOMLDecodeError as exc:  # its message says where (line and column)
         raise ConfigError(f"{path}: not valid TOML: {exc}") from None
-    settings = {}
+    settings, problems = {}, []
     for key, value in data.items():
-        if key not in TYPES:
-            known = ", ".join(TYPES)
-            raise ConfigError(f"{path}: unknown key `{key}` (known keys: {known})")
-        settings[key] = _check_type(key, value, path)
+        where = f"{path}:{_line_of(text, key)}"
+        try:
+            if key not in TYPES:
+                raise ConfigError(_unknown_key(key, where))
+            settings[key] = _check_type(key, value, where)
+            _check_value(key, settings[key], where)
+        except ConfigError as exc:
+            problems.append(str(exc))
+    if problems:
+        raise ConfigError("\n".join(problems))
     return settings
+
+
+def _unknown_key(key: str, where: str) -> str:
+    import difflib  # error path only
+
+    close = difflib.get_close_matches(key, list(TYPES), n=1)
+    if close:
+        return f"{where}: unknown key `{key}` (did you mean `{close[0]}`?)"
+    return f"{where}: unknown key `{key}` (known keys: {', '.join(TYPES)})"
+
+
+def _line_of(text: str, key: str) -> int | str:
+    """The line where the top-level `key` is set (or its table begins): for messages only."""
+    import re
+
+    quoted = re.escape(key)
+    pattern = re.compile(rf"^[ \t]*(?:{quoted}|\"{quoted}\"|'{quoted}')[ \t]*=|^[ \t]*\[\[?[ \t]*{quoted}[ \t]*[\].]", re.M)
+    match = pattern.search(text)
+    return text.count("\n", 0, match.start()) + 1 if match else "?"
 
 
 def config_path(flag: str | None) -> tuple[str, bool]:
@@ -180,9 +211,17 @@ def config_path(flag: str | None) -> tuple[str, bool]:
 def load(flags: dict, path_flag: str | None = None) -> Config:
     """Defaults < file < `flags` (only the flags actually given, by setting name)."""
     path, explicit = config_path(path_flag)
-    from_file = read_file(path) if explicit or os.path.exists(path) else {}
-    for key, value in from_file.items():
-        _check_value(key, value, path)
+    problems = []
+    try:
+        from_file = read_file(path) if explicit or os.path.exists(path) else {}
+    except ConfigError as exc:
+        problems.append(str(exc))
+        from_file = {}
     for key, value in flags.items():
-        _check_value(key, value, None)
+        try:
+            _check_value(key, value, None)
+        except ConfigError as exc:
+            problems.append(str(exc))
+    if problems:
+        raise ConfigError("\n".join(problems))
     return Config(**{**from_file, **flags})

@@ -52,7 +52,7 @@ from .instruments import NO_METRICS
 from .keys import role_allows
 from .reads import ReadCache
 from .replies import LastReplies, ReplyCache, Reused, fingerprint
-from .store import Store
+from .store import Store, StoreDamaged
 
 FLUSH_SECONDS = 1.0  # how stale the stored counters of hot ops may get
 
@@ -65,6 +65,14 @@ def _not_saved() -> errors.Internal:
     return errors.Internal(
         "The change could not be saved, so it was not made.",
         "Check the state directory (disk space, permissions) and the csd log, then retry.",
+    )
+
+
+def _damaged(exc: StoreDamaged) -> errors.Internal:
+    return errors.Internal(
+        f"csd's state store is damaged ({exc.damage}); csd is stopping rather than serve or change damaged state.",
+        "An admin restores the store from backup, or starts over: csd's log (store_damaged) names the file and the "
+        "steps; docs/operations.md, \"The state store's identity\".",
     )
 
 
@@ -236,7 +244,7 @@ class Dispatcher:
         try:
             return validate(command.ARGS, args), b"", ""
         except ArgError as exc:
-            refusal = errors.InvalidArgument(str(exc), f"{command.NAME} takes {describe(command.ARGS)}.")
+            refusal = errors.InvalidArgument(str(exc), protocol.arguments_hint(command.NAME, describe(command.ARGS)))
             if mutating:
                 self._audit(caller, command.NAME, args, refusal.code, refusal.message)
             return None, protocol.error(request_id, refusal), refusal.code
@@ -281,7 +289,7 @@ class Dispatcher:
         except Exception as exc:  # not saved (or a bug): the model goes back to before the group
             staged = group.close(exc)
             self.log.exception("persist_failed", ops=[s.op for s in staged], ids=[s.request_id for s in staged])
-            failure = _not_saved()
+            failure = _damaged(exc) if isinstance(exc, StoreDamaged) else _not_saved()
             for s in staged:  # not remembered: a retry may succeed
                 self._audit(s.caller, s.op, s.args, failure.code, failure.message)
                 self._ready.append((s.client, protocol.error(s.request_id, failure)))
@@ -333,8 +341,8 @@ class Dispatcher:
             reply, outcome = protocol.error(request_id, exc), exc.code
             if durable:
                 self._audit(caller, command.NAME, args, exc.code, exc.message)
-        except _NotSaved:
-            failure = _not_saved()
+        except (_NotSaved, StoreDamaged) as exc:
+            failure = _damaged(exc) if isinstance(exc, StoreDamaged) else _not_saved()
             self._audit(caller, command.NAME, args, failure.code, failure.message)
             return protocol.error(request_id, failure), failure.code  # not remembered: a retry may succeed
         except Exception:
@@ -359,6 +367,8 @@ class Dispatcher:
             return protocol.ok(request_id, command.execute(self.ctx, parsed, caller)), "ok"
         except errors.CsError as exc:  # e.g. NOT_FOUND
             return protocol.error(request_id, exc), exc.code
+        except StoreDamaged as exc:  # the store set `damaged`: the loop stops csd after this turn
+            return protocol.error(request_id, _damaged(exc)), errors.Internal.code
         except Exception:
             failure = self._bug(command, request_id)
             return protocol.error(request_id, failure), failure.code
@@ -377,6 +387,8 @@ class Dispatcher:
         row = audit.record(caller.name, caller.role, op, args, outcome, str(result.get("message", "")))
         try:
             self._write(change.events, runs, [(client, protocol.id_key(request_id), fp, reply)], [row])
+        except StoreDamaged:
+            raise  # not a change that failed to save: csd stops (daemon/server.py)
         except Exception as exc:
             self.log.exception("persist_failed", op=op, id=request_id)
             raise _NotSaved() from exc

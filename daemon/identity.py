@@ -1,19 +1,20 @@
 """Knowing the state store is the one csd was using: `csd.identity` next to the database.
 
 SQLite cannot tell a reset database from a new one: a database file truncated to 0 bytes opens
-as an empty database, and a write-ahead log that is garbage is silently ignored (and deleted at
-close), so every change since the last checkpoint vanishes while `PRAGMA quick_check` still says
-"ok". Either way csd would come up as a fresh system, ACTIVE in PIPELINED, with every
-acknowledged change gone and no word said. So csd records, outside the database:
+as an empty database, and a write-ahead log that is missing, garbage or cut short is silently
+replayed only as far as it holds (and deleted at close), so every change since the last
+checkpoint vanishes while `PRAGMA quick_check` still says "ok". Either way csd would come up
+with acknowledged changes gone and no word said. So csd records, outside the database:
 
 - `database`: an id made at the first start and written in the database too (table `meta`).
   A database without it, or with another, is not the one this state directory was using.
 - `seq`: the newest event sequence number known to be committed, written at start, about every
-  10 s while things change, and at a clean stop. A database whose newest event is older went
-  back in time (a lost or damaged write-ahead log, an old backup put back).
-
-and checks, before SQLite opens the log, that `csd.sqlite3-wal`, if there is one, starts with a
-valid write-ahead-log header (SQLite writes one before any frame, so garbage there is damage).
+  10 s while things change, and at a clean stop (then exact). A database whose newest event is
+  older went back in time (a lost or damaged write-ahead log, an old backup put back).
+- `running`: true from each start (once the write-ahead log holds a frame) until a clean stop
+  records false. After an unclean stop the log must be there and intact (daemon/wal.py).
+- `damaged`: what csd found damaged while serving (it stopped then); until a start has
+  checked every stored row again, csd refuses to start (daemon/store.py).
 
 Any mismatch stops csd with the files named and the recovery steps; nothing is changed on disk.
 A state directory without `csd.identity` is new (or from a csd before this check): csd writes it.
@@ -23,51 +24,19 @@ from __future__ import annotations
 
 import json
 import os
-import struct
 import time
 
 FILE_NAME = "csd.identity"
-_WAL_MAGIC = (0x377F0682, 0x377F0683)  # the low bit says which byte order the checksums use
-_WAL_VERSION = 3007000
 
 
 class IdentityError(RuntimeError):
     """The database is not the one the state directory was using; the message says what to do."""
 
 
-def wal_header_problem(path: str) -> str | None:
-    """Why the write-ahead log at `path` is not one SQLite wrote, or None (also when absent/empty)."""
-    try:
-        with open(path, "rb") as f:
-            header = f.read(32)
-    except FileNotFoundError:
-        return None
-    if not header:
-        return None
-    if len(header) < 32:
-        return f"it is {len(header)} bytes long, shorter than a write-ahead-log header"
-    magic, version = struct.unpack(">II", header[:8])
-    if magic not in _WAL_MAGIC:
-        return "it does not start with SQLite's write-ahead-log magic number"
-    if version != _WAL_VERSION:
-        return f"its format version is {version}, not {_WAL_VERSION}"
-    if _checksum(header[:24], big_endian=magic & 1 == 1) != struct.unpack(">II", header[24:32]):
-        return "its header checksum does not match"
-    return None
-
-
-def _checksum(data: bytes, big_endian: bool) -> tuple[int, int]:
-    """SQLite's WAL checksum (wal.c, walChecksumBytes) over `data` (a multiple of 8 bytes)."""
-    words = struct.unpack(("<" if not big_endian else ">") + "I" * (len(data) // 4), data)
-    s1 = s2 = 0
-    for i in range(0, len(words), 2):
-        s1 = (s1 + words[i] + s2) & 0xFFFFFFFF
-        s2 = (s2 + words[i + 1] + s1) & 0xFFFFFFFF
-    return s1, s2
-
-
 class Identity:
-    """`<state dir>/csd.identity`: {"database": id, "created": ms, "seq": n, "written": ms}."""
+    """`<state dir>/csd.identity`: {"database": id, "created": ms, "seq": n, "running": bool,
+    "damaged": reason or absent, "written": ms}. A file from a csd before `running` reads as
+    stopped cleanly (nothing to go by)."""
 
     def __init__(self, state_dir: str):
         self.state_dir = state_dir
@@ -91,11 +60,14 @@ class Identity:
                                 "once you have checked csd.sqlite3 is the right database.")
         return data
 
-    def write(self, database: str, created: int, seq: int) -> None:
+    def write(self, database: str, created: int, seq: int, running: bool, damaged: str | None = None) -> None:
         """Replace the record atomically and durably (temp file, fsync, rename, fsync the directory)."""
         from csadmin.keyfile import write_atomically
 
-        body = {"database": database, "created": created, "seq": seq, "written": int(time.time() * 1000)}
+        body = {"database": database, "created": created, "seq": seq, "running": running,
+                "written": int(time.time() * 1000)}
+        if damaged:
+            body["damaged"] = damaged
         write_atomically(self.path, (json.dumps(body, indent=2) + "\n").encode(), 0o640)
         fd = os.open(self.state_dir, os.O_RDONLY)
         try:
@@ -104,12 +76,14 @@ class Identity:
             os.close(fd)
 
 
-def recovery_steps(state_dir: str) -> str:
+def recovery_steps(state_dir: str, serving: bool = False) -> str:
+    """What an operator does about a damaged or replaced store (`serving`: found while serving)."""
     db = os.path.join(state_dir, "csd.sqlite3")
+    stopped = "csd stopped" if serving else "csd did not start"
     return (
-        f"csd did not start, so nothing more was changed. To recover: stop anything else using {state_dir}, "
-        f"put back {db} (with its -wal file, if the backup has one) from your latest backup, and start csd again; "
-        f"if that backup is older than csd's last start, csd will say so: remove {os.path.join(state_dir, FILE_NAME)} "
-        "to accept it. To give up the old state and start over as a fresh system (every run, event and audit "
-        f"record gone), move {db}* and {FILE_NAME} aside."
+        f"{stopped}, so nothing more was changed. To recover: stop anything else using {state_dir}, move "
+        f"{db}-wal and {db}-shm aside, put back {db} (with its -wal file, if the backup has one) from your latest "
+        f"backup, and start csd again; csd then says whether that backup is older than what it acknowledged (after "
+        f"a crash it is): remove {os.path.join(state_dir, FILE_NAME)} to accept it. To give up the old state and "
+        f"start over as a fresh system (every run, event and audit record gone), move {db}* and {FILE_NAME} aside."
     )

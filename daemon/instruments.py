@@ -13,6 +13,7 @@ from csadmin import __version__, errors
 
 from .coalesce import Coalescer
 from .commands import COMMANDS
+from .sockets import bind_or_say
 
 
 class NoMetrics:
@@ -44,7 +45,8 @@ def start(endpoint_text: str, show: dict, log, descriptors: int | None = None):
     """(the metric set, its started listener): published once with `show` (a `system.show`
     result), served at `endpoint_text` (daemon/metrics_endpoint.py); (NO_METRICS, None) when that
     is "". `descriptors`: how many connections the listener may hold at most (its own cap if
-    fewer; half of them from one address). Raises OSError when the address cannot be bound."""
+    fewer; half of them from one address). Raises BindError (daemon/sockets.py) when the address
+    cannot be bound."""
     from .metrics_endpoint import parse
 
     endpoint = parse(endpoint_text)
@@ -64,6 +66,6 @@ def start(endpoint_text: str, show: dict, log, descriptors: int | None = None):
     most = max(2, min(MAX_CONNECTIONS, descriptors if descriptors is not None else MAX_CONNECTIONS))
     listener = MetricsListener(metrics.registry, endpoint, on_error=render_failed, max_connections=most,
                                max_per_peer=most // 2)
-    listener.start()
+    bind_or_say("metrics_endpoint", endpoint.netloc, listener.start)
     log.info("metrics_listening", url=listener.bound.url, connections=most, per_address=most // 2)
     return metrics, listener

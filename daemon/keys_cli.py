@@ -23,11 +23,13 @@ from .keys import ROLES, KeyManagementError, KeyStore
 
 
 def build_parser() -> argparse.ArgumentParser:
+    state_help = f"csd's state directory (default: {default_state_dir()})"
     p = argparse.ArgumentParser(prog="csd keys", description="Manage the CURVE keys csd admits.")
-    p.add_argument("--state-dir", default=default_state_dir(), help="csd's state directory (default: %(default)s)")
-    # --state-dir is also accepted after the action (`csd keys add NAME --state-dir D ...`).
+    p.add_argument("--state-dir", default=default_state_dir(), help=state_help)
+    # --state-dir is also accepted after the action (`csd keys add NAME --state-dir D ...`), and
+    # each action's --help shows it; SUPPRESS keeps the default above when it is not given there.
     common = argparse.ArgumentParser(add_help=False)
-    common.add_argument("--state-dir", default=argparse.SUPPRESS, help=argparse.SUPPRESS)
+    common.add_argument("--state-dir", default=argparse.SUPPRESS, help=state_help)
     sub = p.add_subparsers(dest="action", required=True, metavar="ACTION")
     init = sub.add_parser("init", parents=[common], help="create the server keypair and, if there is none, a first admin key")
     init.add_argument("--admin-name", default="admin", help="name of the first admin key (default: %(default)s)")

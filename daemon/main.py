@@ -2,7 +2,8 @@
 
 Settings: built-in defaults < the config file (`/etc/csd/csd.toml`, `--config`, `$CSD_CONFIG`)
 < the flags given here. `csd --check-config` validates them, prints the result and exits.
-Exit codes: 0 clean stop, 1 cannot start (state store, endpoint), 2 bad flags or config.
+Exit codes: 0 clean stop, 1 cannot start (state store, endpoint) or stopped for a damaged state
+store, 2 bad flags or config.
 """
 
 from __future__ import annotations
@@ -43,7 +44,12 @@ def build_parser() -> argparse.ArgumentParser:
     d = Config()
     p = argparse.ArgumentParser(
         prog="csd", description="The CS-2 device daemon (runs in the foreground).",
-        epilog="Flags override the config file, which overrides the defaults shown.",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog="Flags override the config file, which overrides the defaults shown.\n\n"
+               "keys (clients need one to connect; run as the user csd runs as):\n"
+               "  csd keys init                  server keypair and a first admin key\n"
+               "  csd keys add NAME --role ROLE  a client key (admin, operator or viewer)\n"
+               "  csd keys list | revoke NAME    see `csd keys --help`",
     )
     p.add_argument("--version", action="version", version=f"csd {__version__}")
     p.add_argument("--config", metavar="PATH",
@@ -71,8 +77,12 @@ def main(argv: list[str] | None = None) -> int:
     flags = {k: v for k, v in vars(args).items() if k in SETTING_FLAGS}
     try:
         config = load(flags, args.config)
-    except ConfigError as exc:
-        print(f"csd: {exc}", file=sys.stderr)
+    except ConfigError as exc:  # every problem found, one per line
+        problems = str(exc).splitlines()
+        if len(problems) == 1:
+            print(f"csd: {problems[0]}", file=sys.stderr)
+        else:
+            print("csd: the configuration cannot be used:" + "".join(f"\n  {p}" for p in problems), file=sys.stderr)
         return 2
     if args.check_config:
         if not args.quiet:  # quiet under ExecReload=: the journal stays JSON lines for jq
@@ -86,6 +96,7 @@ def run(config, reload_config) -> int:
     from .logs import configure
     from .notify import Notifier
     from .server import Server
+    from .sockets import BindError
     from .store import StoreError
 
     log = configure(config.log_level, config.log_format)
@@ -94,13 +105,12 @@ def run(config, reload_config) -> int:
     try:
         server.start()
     except Exception as exc:  # e.g. the endpoint is in use: say so plainly, no traceback
-        reason = str(exc) if isinstance(exc, StoreError) else f"{type(exc).__name__}: {exc}"
+        reason = str(exc) if isinstance(exc, (StoreError, BindError)) else f"{type(exc).__name__}: {exc}"
         log.error("cannot_start", reason=reason)
         notifier.status(f"cannot start: {reason}")  # what `systemctl status csd` shows
         return 1
     try:
-        server.serve_forever()
+        return server.serve_forever()  # 1: the store was found damaged while serving
     finally:
         server.close()
         notifier.close()
-    return 0

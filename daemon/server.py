@@ -197,7 +197,9 @@ class Server:
             signal.signal(sig, self.request_stop)
         signal.signal(signal.SIGHUP, self.request_reload)  # a flag only: the loop does the work
 
-    def serve_forever(self) -> None:
+    def serve_forever(self) -> int:
+        """Serve until asked to stop (0), or until the store is found damaged (1: csd will not
+        serve or change damaged state; the turn's replies are sent first, and systemd shows why)."""
         wake_r = self._wake_r
         poller = zmq.Poller()
         poller.register(self.router, zmq.POLLIN)
@@ -205,10 +207,10 @@ class Server:
         poller.register(wake_r, zmq.POLLIN)
         for monitor in self.gate.monitors:
             poller.register(monitor, zmq.POLLIN)
-        router, dispatcher, auth = self.router, self.dispatcher, self.auth
+        router, dispatcher, auth, store = self.router, self.dispatcher, self.auth, self.booted.store
         auth_polled = True
         try:
-            while not self._stopping:
+            while not self._stopping and store.damaged is None:
                 try:
                     if auth_polled and auth.socket.closed:  # stopped: from now on requests are refused
                         poller.unregister(auth.socket)
@@ -239,7 +241,12 @@ class Server:
             os.close(wake_r)
             os.close(self._wake_w)
         self.notifier.stopping()
+        if store.damaged is not None:
+            self.log.error("store_damaged", reason=str(store.damaged), effect="csd stops")
+            self.notifier.status(f"stopped: {store.damaged}")
+            return 1
         self.log.info("stopping", state=self.device.lifecycle.value)
+        return 0
 
     def _serve_batch(self) -> None:
         """Receive what is waiting (up to BATCH messages), then check the key registry once, then

@@ -7,6 +7,7 @@ port (tcp://host:*) is resolved to the one the kernel picked, which is what clie
 
 from __future__ import annotations
 
+import errno
 import os
 from dataclasses import dataclass, field
 
@@ -25,6 +26,40 @@ LINGER_MS = 500  # a stop never hangs on a gone peer
 # client doing thousands of calls a second must never lose a reply to that lag.
 RCVHWM = 100
 SNDHWM = 100
+
+
+class BindError(Exception):
+    """An endpoint csd was told to listen on cannot be bound. The message names the endpoint and
+    the setting (its flag and its csd.toml key) that chose it, and why (e.g. the port is taken)."""
+
+    def __init__(self, setting: str, endpoint: str, exc: BaseException):
+        reason = getattr(exc, "strerror", None) or str(exc)
+        flag = "--" + setting.replace("_", "-")
+        if getattr(exc, "errno", None) == errno.EADDRINUSE:
+            what_next = (f"Stop what holds it (`ss -lxtnp | grep {_port_or_path(endpoint)}` shows it), "
+                         f"or choose another with {flag}.")
+        else:
+            what_next = f"Choose another with {flag}."
+        super().__init__(
+            f"cannot listen on {endpoint}, the {setting} setting ({flag}, or `{setting}` in csd.toml): {reason}. "
+            + what_next
+        )
+        self.setting, self.endpoint = setting, endpoint
+
+
+def _port_or_path(endpoint: str) -> str:
+    """What `ss` output shows of an endpoint: a TCP port (`:9464`) or an ipc socket's path."""
+    if endpoint.startswith("ipc://"):
+        return endpoint[len("ipc://"):]
+    return ":" + endpoint.rsplit(":", 1)[-1].split("/")[0]
+
+
+def bind_or_say(setting: str, endpoint: str, bind) -> None:
+    """Call `bind()`; a failure becomes a BindError naming `setting` and `endpoint`."""
+    try:
+        bind()
+    except (zmq.ZMQError, OSError) as exc:
+        raise BindError(setting, endpoint, exc) from exc
 
 
 @dataclass
@@ -69,18 +104,19 @@ def bind(ctx: zmq.Context, config, server_secret: str, log) -> Sockets:
     pub.setsockopt(zmq.LINGER, LINGER_MS)
     sockets = Sockets(router, pub)
     enforced = True
-    for sock, endpoint in ((router, config.endpoint), (pub, config.events_endpoint)):
+    for sock, setting in ((router, "endpoint"), (pub, "events_endpoint")):
+        endpoint = getattr(config, setting)
         enforced = secure_server_socket(sock, server_secret) and enforced
         if endpoint.startswith("ipc://"):
             os.makedirs(os.path.dirname(os.path.abspath(endpoint[len("ipc://"):])), mode=0o755, exist_ok=True)
-        sock.bind(endpoint)
+        bind_or_say(setting, endpoint, lambda: sock.bind(endpoint))
         sockets.ipc_files += _ipc_file(endpoint)
     if not enforced:
         log.warning("zap_not_enforced_by_libzmq", effect="csd's own checks still refuse unauthenticated requests")
     sockets.endpoint, sockets.events_endpoint = _bound(router), _bound(pub)
     for name, sock in (("tcp_endpoint", router), ("tcp_events_endpoint", pub)):
         if getattr(config, name):
-            sock.bind(getattr(config, name))
+            bind_or_say(name, getattr(config, name), lambda: sock.bind(getattr(config, name)))
             sockets.tcp[name] = _bound(sock)
     return sockets
 

@@ -9,16 +9,19 @@ The store is the event log of record: each event is a row keyed by its seq, with
 follows the events it returns, not the number kept (10⁶ by choice); the model holds only the
 newest few in memory, and a restart reads only those.
 
-The kept events, replies and audit records are trimmed to their limits in bounded steps (at most
-PRUNE_STEP rows per commit, so no commit waits on a large delete): a step at every start and
-whenever about 1% more (at most PRUNE_STEP) have been written, and again at each commit while a
-table is still over its limit; so the limits hold across restarts. The database is
+The kept events, replies and audit records are trimmed to their limits in bounded steps
+(daemon/trim.py), inside the commits. The database is
 checked against `csd.identity` before use (daemon/identity.py): an empty, replaced or rolled-back
-database stops csd instead of passing for a fresh system.
+database stops csd instead of passing for a fresh system; so does a write-ahead log that is
+missing, emptied, cut short or damaged after an unclean stop (daemon/wal.py). Every row carries
+a checksum checked whenever it is read (daemon/rows.py), and every damage is refused with one
+clear message (daemon/damage.py), at start and while serving: `damaged` then holds it, and the
+loop stops csd (daemon/server.py).
 """
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import json
 import os
@@ -27,49 +30,39 @@ import time
 
 from csadmin.statemachine.events import Event
 
-from .identity import Identity, IdentityError, recovery_steps, wal_header_problem
+from . import provenance, rows
+from .damage import StoreDamaged, StoreError, damage_name, guarded, is_damage
+from .identity import Identity, IdentityError
+from .schema import SCHEMA, migrate
+from .progress import Progress
+from .trim import Trimmer
 
-SCHEMA = """
-CREATE TABLE IF NOT EXISTS meta    (key TEXT PRIMARY KEY, value TEXT NOT NULL);
-CREATE TABLE IF NOT EXISTS device  (id INTEGER PRIMARY KEY CHECK (id = 1), snapshot TEXT NOT NULL);
--- type and time are the event's own (also in body), for indexed queries.
-CREATE TABLE IF NOT EXISTS events  (seq INTEGER PRIMARY KEY, body TEXT NOT NULL, type TEXT, time INTEGER);
--- request_id is the id as JSON (7 and "7" differ); fingerprint is what the request asked for.
-CREATE TABLE IF NOT EXISTS replies (n INTEGER PRIMARY KEY AUTOINCREMENT, client BLOB NOT NULL,
-                                    request_id TEXT NOT NULL, reply BLOB NOT NULL, fingerprint TEXT);
--- Run history grows without bound, so runs live in their own table, not in the device snapshot.
-CREATE TABLE IF NOT EXISTS runs    (number INTEGER PRIMARY KEY, run_id TEXT NOT NULL UNIQUE, body TEXT NOT NULL);
-CREATE TABLE IF NOT EXISTS audit   (n INTEGER PRIMARY KEY AUTOINCREMENT, time INTEGER NOT NULL, name TEXT,
-                                    role TEXT, op TEXT, args TEXT NOT NULL, outcome TEXT NOT NULL,
-                                    message TEXT NOT NULL);
-"""
-
-INDEXES = "CREATE INDEX IF NOT EXISTS events_by_type ON events (type, seq);"
-PRUNE_STEP = 2_000  # rows deleted per table at most per commit
 _GLOB_SPECIAL = frozenset("*?[")
 
 AUDIT_COLUMNS = ("time", "name", "role", "op", "args", "outcome", "message")
 IDENTITY_EVERY_SECONDS = 10.0  # how often the committed seq is recorded outside the database
 
-_INSERT_REPLY = "INSERT INTO replies (client, request_id, fingerprint, reply) VALUES (?, ?, ?, ?)"
-_INSERT_AUDIT = f"INSERT INTO audit ({', '.join(AUDIT_COLUMNS)}) VALUES ({', '.join('?' * len(AUDIT_COLUMNS))})"
+_INSERT = {table: rows.insert(table) for table in ("replies", "audit")}
+_PUT = {table: rows.insert(table, "INSERT OR REPLACE") for table in ("device", "events", "runs", "meta")}
+__all__ = ["Store", "StoreError", "StoreDamaged"]
 
 
-class StoreError(RuntimeError):
-    """The state store cannot be used; the message says what to do."""
-
-
-def _when(recorded: dict) -> str:
-    return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(recorded.get("written", 0) / 1000))
+def _numbered(last: int, records) -> list[tuple]:
+    """`records` with the keys after `last`, and their checksums."""
+    return [rows.with_rowsum((last + i, *record)) for i, record in enumerate(records, 1)]
 
 
 class Store:
-    def __init__(self, state_dir: str, keep_events: int, keep_replies: int = 10_000, keep_audit: int = 100_000):
+    def __init__(self, state_dir: str, keep_events: int, keep_replies: int = 10_000, keep_audit: int = 100_000,
+                 preload: tuple[int, int] | None = None):
+        """Open and check the store. `preload` (events, runs): read (and so check) what a start
+        needs before anything is written, into `preloaded` (load()'s result, load_runs()')."""
         os.makedirs(state_dir, mode=0o750, exist_ok=True)
         self.state_dir = state_dir
         self.path = os.path.join(state_dir, "csd.sqlite3")
         self.keep = {"events": keep_events, "replies": keep_replies, "audit": keep_audit}
         self.keep_events, self.keep_replies = keep_events, keep_replies
+        self.damaged: StoreDamaged | None = None  # set when damage is found while serving: csd stops
         # One daemon per state directory: a second would fork the truth.
         self._lock = open(os.path.join(state_dir, "csd.lock"), "w")
         try:
@@ -77,139 +70,136 @@ class Store:
         except BlockingIOError:
             raise StoreError(f"Another csd is already using {state_dir}; stop it first or pick another --state-dir.")
         self.identity = Identity(state_dir)
+        self.progress = Progress(state_dir)
         try:
             recorded = self.identity.read()
         except IdentityError as exc:
             raise StoreError(str(exc)) from None
-        # Before SQLite sees the log: it would silently drop a damaged one, and delete it.
-        problem = wal_header_problem(self.path + "-wal")
-        if problem:
-            raise StoreError(
-                f"The state store's write-ahead log {self.path}-wal is damaged ({problem}); SQLite would ignore it "
-                f"and every change since its last checkpoint would be lost. {recovery_steps(state_dir)}"
-            )
         existed = os.path.exists(self.path) and os.path.getsize(self.path) > 0
         if recorded is not None and not existed:  # refused before SQLite writes a byte
-            self._refuse_empty(recorded, "is missing" if not os.path.exists(self.path) else "is empty")
+            provenance.refuse_empty(self.path, self.identity.path, state_dir, recorded,
+                                    "is missing" if not os.path.exists(self.path) else "is empty")
+        provenance.check_log(self.path, state_dir, recorded)
+        with guarded(state_dir, self.path, "the database file", serving=False):
+            self._open(recorded, preload)
+
+    # -- opening -----------------------------------------------------------------------------------
+
+    def _open(self, recorded: dict | None, preload: tuple[int, int] | None) -> None:
         self.db = sqlite3.connect(self.path, isolation_level=None)
         self.db.execute("PRAGMA journal_mode=WAL")
         self.db.execute("PRAGMA synchronous=FULL")
         check = self.db.execute("PRAGMA quick_check").fetchone()[0]
         if check != "ok":
-            raise StoreError(f"The state store {self.path} is damaged ({check}); restore it from backup.")
+            raise StoreDamaged(self.state_dir, self.path, f"SQLite's quick_check says {check!r}")
         self._check_identity(recorded)  # before anything is written
         self.db.executescript(SCHEMA)
-        self._migrate()
+        migrate(self.db)
+        device = self._read("device", rows.select("device", " WHERE id = 1"), serving=False)
+        self.commits = int(device[0][2]) if device and device[0][2] is not None else 0
+        if recorded is not None:
+            provenance.check_progress(self.path, self.progress.path, self.state_dir, self.commits,
+                                      self.progress.read(self.database))
+        if recorded is not None and recorded.get("damaged"):  # found while serving: is it still there?
+            for table in rows.TABLES:
+                bad = rows.first_bad_row(self.db, table)
+                if bad:
+                    raise StoreDamaged(self.state_dir, self.path, f"{bad} fails its checksum")
+        self.preloaded = (self.load(preload[0]), self.load_runs(preload[1])) if preload else None
+        # A frame in the log before csd.identity says "running" (daemon/wal.py counts on it).
+        self._put("meta", ("started", str(int(time.time() * 1000))))
         if recorded is None:  # a new state directory, or one from a csd before this check
             self._adopt()
         self._identity_seq = recorded["seq"] if recorded else self.committed_seq
-        self._since_prune = dict.fromkeys(self.keep, 0)
-        self._over = dict.fromkeys(self.keep, True)  # still above its limit after the last step
-        self._prune(force=True)  # limits hold across restarts, not only within one run
+        # The newest keys AUTOINCREMENT gave (a row's key is in its checksum, so csd numbers them).
+        self._last = dict.fromkeys(("replies", "audit"), 0)
+        self._last.update(self.db.execute("SELECT name, seq FROM sqlite_sequence WHERE name IN ('replies', 'audit')"))
+        self._trim = Trimmer(self.db, self.keep)
+        self._trim.step(force=True)  # limits hold across restarts, not only within one run
         self._identity_written = time.monotonic()
 
-    # -- opening -----------------------------------------------------------------------------------
-
-    def _migrate(self) -> None:
-        columns = {row[1] for row in self.db.execute("PRAGMA table_info(replies)")}
-        if "fingerprint" not in columns:  # a csd before replies knew what they answered
-            self.db.execute("ALTER TABLE replies ADD COLUMN fingerprint TEXT")
-        # Such rows cannot be matched safely to a retry (their id's type and request are unknown).
-        self.db.execute("DELETE FROM replies WHERE fingerprint IS NULL")
-        columns = {row[1] for row in self.db.execute("PRAGMA table_info(events)")}
-        if "type" not in columns:  # a csd before the indexed event log: once, in one transaction
-            with self.db:
-                self.db.execute("BEGIN IMMEDIATE")
-                self.db.execute("ALTER TABLE events ADD COLUMN type TEXT")
-                self.db.execute("ALTER TABLE events ADD COLUMN time INTEGER")
-                self.db.execute("UPDATE events SET type = json_extract(body, '$.type'), "
-                                "time = json_extract(body, '$.triggerTime')")
-        self.db.executescript(INDEXES)
-
     def _check_identity(self, recorded: dict | None) -> None:
-        has_meta = self.db.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'meta'").fetchone()
-        row = self.db.execute("SELECT value FROM meta WHERE key = 'database'").fetchone() if has_meta else None
-        database = row[0] if row else None
-        has_events = self.db.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'events'").fetchone()
-        self.committed_seq = (
-            self.db.execute("SELECT COALESCE(MAX(seq), 0) FROM events").fetchone()[0] if has_events else 0
-        )
+        database, self.committed_seq = provenance.read_database(self.db, self.state_dir, self.path)
         if recorded is None:
             self.database = database
             return
         self.database, self.created = recorded["database"], int(recorded.get("created", 0))
-        if database is None:
-            self._refuse_empty(recorded, "holds no identity (it is a new or reset database)")
-        if database != recorded["database"]:
-            raise StoreError(
-                f"The state store {self.path} is database {database}, but {self.identity.path} records database "
-                f"{recorded['database']}: it was replaced by another system's or another state directory's. "
-                f"{recovery_steps(self.state_dir)}"
-            )
-        if self.committed_seq < recorded["seq"]:
-            raise StoreError(
-                f"The state store {self.path} ends at event seq {self.committed_seq}, but {self.identity.path} "
-                f"records that seq {recorded['seq']} was committed (as of {_when(recorded)}): the database went back "
-                f"in time (a lost or damaged write-ahead log, or an older copy put back). "
-                f"{recovery_steps(self.state_dir)}"
-            )
-
-    def _refuse_empty(self, recorded: dict, what: str) -> None:
-        raise StoreError(
-            f"The state store {self.path} {what}, but {self.identity.path} records that csd used database "
-            f"{recorded['database']} here, with events up to seq {recorded['seq']} (as of {_when(recorded)}): the "
-            f"database was truncated, replaced or lost, and csd will not pass it off as a fresh system. "
-            f"{recovery_steps(self.state_dir)}"
-        )
+        provenance.check_recorded(self.path, self.identity.path, self.state_dir, recorded, database, self.committed_seq)
 
     def _adopt(self) -> None:
         """Give a database without an identity one, and record it in csd.identity."""
         if self.database is None:
             self.database = os.urandom(16).hex()
-            self.db.execute("INSERT INTO meta (key, value) VALUES ('database', ?)", (self.database,))
+            self._put("meta", ("database", self.database))
         self.created = int(time.time() * 1000)
-        self.identity.write(self.database, self.created, self.committed_seq)
+        self.progress.write(self.database, self.commits)
+        self.identity.write(self.database, self.created, self.committed_seq, running=True)
+
+    def _put(self, table: str, row: tuple) -> None:
+        self.db.execute(_PUT[table], rows.with_rowsum(row))
 
     def record_progress(self, force: bool = False) -> None:
-        """Record the committed seq in `csd.identity` (at start and stop, and from the loop,
-        which calls this often: it writes at most every IDENTITY_EVERY_SECONDS, and only when
-        the seq moved). A failure is not fatal; the next call tries again."""
+        """Record the committed seq in `csd.identity` (at start, and from the loop, which calls
+        this often: it writes at most every IDENTITY_EVERY_SECONDS, and only when the seq moved).
+        A failure is not fatal; the next call tries again."""
         now = time.monotonic()
         if not force and now - self._identity_written < IDENTITY_EVERY_SECONDS:
             return
         self._identity_written = now
         if force or self.committed_seq != self._identity_seq:
-            self.identity.write(self.database, self.created, self.committed_seq)
+            self.identity.write(self.database, self.created, self.committed_seq, running=True)
             self._identity_seq = self.committed_seq
 
-    # -- reading -----------------------------------------------------------------------------------
+    # -- reading: every row is checked against its rowsum before it is used ------------------------
+
+    def _damage(self, what: str, serving: bool) -> StoreDamaged:
+        exc = StoreDamaged(self.state_dir, self.path, what, serving)
+        if serving:
+            self.damaged = exc
+        return exc
+
+    def _read(self, table: str, sql: str, params=(), serving: bool = True) -> list[tuple]:
+        """The rows of a rows.select() query on `table`, each checked; SQLite's damage errors and
+        rows that fail their checksum raise StoreDamaged (and, while serving, set `damaged`)."""
+        try:
+            with self._guard(f"table {table}", serving):
+                found = self.db.execute(sql, params).fetchall()
+        except sqlite3.OperationalError as exc:
+            if getattr(exc, "sqlite_errorcode", None) is not None:
+                raise
+            # Python's sqlite3 could not decode a TEXT value as UTF-8 (it gives no SQLite code):
+            # damaged text. Find the row, reading bytes.
+            with self._guard(f"table {table}", serving):
+                bad = rows.first_bad_row(self.db, table) or f"table {table}"
+            raise self._damage(f"{bad} fails its checksum (text that is not UTF-8)", serving) from None
+        bad = rows.CHECK[table]
+        for row in found:
+            if bad(row):
+                raise self._damage(f"{rows.describe(table, row)} fails its checksum (its stored values changed)",
+                                   serving)
+        return found
+
+    def _newest(self, table: str, count: int, serving: bool = True) -> list[tuple]:
+        """The newest `count` rows of `table` (by its key), checked, oldest first."""
+        found = self._read(table, rows.select(table, f" ORDER BY {rows.TABLES[table][0]} DESC LIMIT ?"), (count,), serving)
+        found.reverse()
+        return found
 
     def load(self, events: int) -> tuple[dict | None, list[Event], list[tuple[bytes, str, str, bytes]]]:
         """Return (device snapshot or None for a fresh system, the newest `events` events, recent
         replies as (client, id key, fingerprint, reply)); what it reads does not grow with the
         number of events kept."""
-        row = self.db.execute("SELECT snapshot FROM device WHERE id = 1").fetchone()
-        snapshot = json.loads(row[0]) if row else None
-        events = [
-            Event.from_dict(json.loads(body))
-            for (body,) in self.db.execute(
-                "SELECT body FROM (SELECT seq, body FROM events ORDER BY seq DESC LIMIT ?) ORDER BY seq",
-                (min(events, self.keep_events),),
-            )
-        ]
-        replies = self.db.execute(
-            "SELECT client, request_id, fingerprint, reply FROM "
-            "(SELECT * FROM replies ORDER BY n DESC LIMIT ?) ORDER BY n",
-            (self.keep_replies,),
-        ).fetchall()
-        return snapshot, events, replies
+        device = self._read("device", rows.select("device", " WHERE id = 1"), serving=False)
+        snapshot = json.loads(device[0][1]) if device else None
+        found = self._newest("events", min(events, self.keep_events), serving=False)
+        replies = self._newest("replies", self.keep_replies, serving=False)
+        return (snapshot, [Event.from_dict(json.loads(row[1])) for row in found],
+                [(client, key, fp, reply) for _, client, key, fp, reply, _ in replies])
 
     def load_runs(self, keep: int) -> list[dict]:
         """The newest `keep` run records, oldest first (older ones stay on disk)."""
-        rows = self.db.execute(
-            "SELECT body FROM (SELECT number, body FROM runs ORDER BY number DESC LIMIT ?) ORDER BY number", (keep,)
-        )
-        return [json.loads(body) for (body,) in rows]
+        found = self._newest("runs", keep, serving=False)
+        return [json.loads(row[2]) for row in found]
 
     def events(
         self,
@@ -238,22 +228,19 @@ class Store:
             params.append(after_seq)
         if max_count is not None and max_count <= 0:
             return []
-        sql = "SELECT body FROM events" + (" WHERE " + " AND ".join(where) if where else "")
+        sql = rows.select("events", " WHERE " + " AND ".join(where) if where else "")
         if max_count is None:
-            rows = self.db.execute(sql + " ORDER BY seq", params).fetchall()
+            found = self._read("events", sql + " ORDER BY seq", params)
         else:
-            rows = self.db.execute(sql + " ORDER BY seq DESC LIMIT ?", (*params, max_count)).fetchall()
-            rows.reverse()
+            found = self._read("events", sql + " ORDER BY seq DESC LIMIT ?", (*params, max_count))
+            found.reverse()
         loads = json.loads
-        return [loads(body) for (body,) in rows]
+        return [loads(row[1]) for row in found]
 
     def audit_entries(self, max_count: int) -> list[dict]:
         """The newest `max_count` audit records, oldest first."""
-        rows = self.db.execute(
-            f"SELECT {', '.join(AUDIT_COLUMNS)} FROM (SELECT * FROM audit ORDER BY n DESC LIMIT ?) ORDER BY n",
-            (max_count,),
-        ).fetchall()
-        return [dict(zip(AUDIT_COLUMNS, row)) for row in rows]
+        found = self._newest("audit", max_count)
+        return [dict(zip(AUDIT_COLUMNS, row[1:-1])) for row in found]
 
     # -- writing -----------------------------------------------------------------------------------
 
@@ -268,77 +255,98 @@ class Store:
         """Write a change atomically and durably (fsync'd by SQLite before this returns): one
         request's, or a group's (daemon/dispatch.py). `replies` are (client, id key,
         fingerprint, reply), `runs` changed run records (Run.to_dict()) and `audit` audit
-        records (tuples in AUDIT_COLUMNS order), all written in the same transaction."""
-        db = self.db
-        db.execute("BEGIN IMMEDIATE")
-        try:
-            db.execute("INSERT OR REPLACE INTO device (id, snapshot) VALUES (1, ?)", (json.dumps(snapshot),))
+        records (tuples in AUDIT_COLUMNS order), all written in the same transaction, each row
+        with its checksum."""
+        summed, last = rows.with_rowsum, self._last
+
+        def write(db) -> None:
+            db.execute(_PUT["device"], summed((1, json.dumps(snapshot), self.commits + 1)))
             if events:
-                db.executemany(
-                    "INSERT OR REPLACE INTO events (seq, body, type, time) VALUES (?, ?, ?, ?)",
-                    [(e.seq, json.dumps(e.to_dict()), e.type, e.triggerTime) for e in events],
-                )
+                row = rows.event_row
+                db.executemany(_PUT["events"], [row(e.seq, json.dumps(e.to_dict()), e.type, e.triggerTime)
+                                                for e in events])
             if runs:
-                db.executemany(
-                    "INSERT OR REPLACE INTO runs (number, run_id, body) VALUES (?, ?, ?)",
-                    [(r["number"], r["runId"], json.dumps(r)) for r in runs],
-                )
+                db.executemany(_PUT["runs"], [summed((r["number"], r["runId"], json.dumps(r))) for r in runs])
             if replies:
-                db.executemany(_INSERT_REPLY, replies)
+                db.executemany(_INSERT["replies"], _numbered(last["replies"], replies))
             if audit:
-                db.executemany(_INSERT_AUDIT, audit)
-            self._count(events=len(events), replies=len(replies), audit=len(audit or ()))
-            self._prune()
-            db.execute("COMMIT")
-        except BaseException:
-            self._rollback()
-            raise
+                db.executemany(_INSERT["audit"], _numbered(last["audit"], audit))
+            self._trim.count(events=len(events), replies=len(replies), audit=len(audit or ()))
+
+        self._transaction(write)
+        last["replies"] += len(replies)
+        last["audit"] += len(audit or ())
+        self.commits += 1
+        try:
+            self.progress.write(self.database, self.commits)
+        except OSError:  # a safety record only: an older one refuses nothing wrongly
+            pass
         if events:
             self.committed_seq = max(self.committed_seq, events[-1].seq)
 
     def audit(self, records: list[tuple]) -> None:
         """Record audited requests that changed nothing (refusals, denials), durably, in one
         transaction."""
+        def write(db) -> None:
+            db.executemany(_INSERT["audit"], _numbered(self._last["audit"], records))
+            self._trim.count(audit=len(records))
+
+        self._transaction(write)
+        self._last["audit"] += len(records)
+
+    def _transaction(self, write) -> None:
+        """`write(db)` and a trimming step in one transaction, committed (fsync'd) or rolled back."""
         db = self.db
-        db.execute("BEGIN IMMEDIATE")
         try:
-            db.executemany(_INSERT_AUDIT, records)
-            self._count(audit=len(records))
-            self._prune()
-            db.execute("COMMIT")
-        except BaseException:
-            self._rollback()
+            db.execute("BEGIN IMMEDIATE")
+            try:
+                write(db)
+                self._trim.step()
+                db.execute("COMMIT")
+            except BaseException:
+                self._rollback()
+                raise
+        except sqlite3.DatabaseError as exc:
+            raise self._written_damage(exc)
+
+    def _written_damage(self, exc: sqlite3.DatabaseError) -> Exception:
+        """What a failed write raises: StoreDamaged (and `damaged` set) if SQLite found the file
+        corrupt; else the error itself (a full disk, an I/O error: not saved, csd carries on)."""
+        if not is_damage(exc):
+            return exc
+        self.damaged = StoreDamaged(self.state_dir, self.path, f"SQLite found it corrupt while writing "
+                                    f"({damage_name(exc)})", serving=True)
+        return self.damaged
+
+    @contextlib.contextmanager
+    def _guard(self, where: str, serving: bool = True):
+        """SQLite's damage errors inside raise StoreDamaged (and, while serving, set `damaged`);
+        other errors pass unchanged."""
+        try:
+            with guarded(self.state_dir, self.path, where, serving):
+                yield
+        except StoreDamaged as exc:
+            if serving:
+                self.damaged = exc
             raise
 
     def _rollback(self) -> None:
         # After an I/O error (a full disk) SQLite may have rolled the transaction back itself.
         if self.db.in_transaction:
-            self.db.execute("ROLLBACK")
-
-    def _count(self, **written: int) -> None:
-        for table, n in written.items():
-            self._since_prune[table] += n
-
-    def _prune(self, force: bool = False) -> None:
-        """Trim a table towards its limit once about 1% more rows than it keeps (at most
-        PRUNE_STEP) have been written, and at every commit while it is still over (and always
-        when `force`), deleting at most PRUNE_STEP of its oldest rows each time: the limits hold
-        within 1% once caught up, and no commit waits on a large delete (a limit lowered by
-        10⁶ is reached over the next commits, not in one)."""
-        keys = {"events": "seq", "replies": "n", "audit": "n"}
-        for table, keep in self.keep.items():
-            if force or self._over[table] or self._since_prune[table] >= max(1, min(keep // 100, PRUNE_STEP)):
-                key = keys[table]
-                # Keys are dense (seq and n only grow), so MAX - keep is where the kept rows begin.
-                # Two subqueries: SQLite reads a lone MIN or MAX off the key, but scans for both at once.
-                low, high = self.db.execute(
-                    f"SELECT (SELECT MIN({key}) FROM {table}), (SELECT MAX({key}) FROM {table})").fetchone()
-                if low is not None:
-                    cut = high - keep
-                    self.db.execute(f"DELETE FROM {table} WHERE {key} <= ?", (min(cut, low + PRUNE_STEP - 1),))
-                    self._over[table] = cut >= low + PRUNE_STEP
-                self._since_prune[table] = 0
+            try:
+                self.db.execute("ROLLBACK")
+            except sqlite3.DatabaseError:  # a damaged file may refuse even that: the write's error says why
+                pass
 
     def close(self) -> None:
-        self.db.close()
-        self._lock.close()
+        """Record the stop in csd.identity (the exact seq; a clean stop, so the next start does not
+        need the write-ahead log; and the damage, if csd stops for it), then close the database
+        (SQLite checkpoints the log into it and removes it). The database is closed even if the
+        record cannot be written (the OSError is raised after)."""
+        try:
+            self.identity.write(self.database, self.created, self.committed_seq, running=False,
+                                damaged=self.damaged.what if self.damaged else None)
+        finally:
+            self.db.close()
+            self.progress.close()
+            self._lock.close()

@@ -17,8 +17,8 @@ import argparse
 import sys
 import time
 
+import connection_options
 from csadmin import errors
-from csadmin.client import Client
 
 USABLE = {"OK", "DEGRADED"}  # the health values in which a run may use the system
 HEALTH_EVENTS = ("EventHealth", "EventSensor", "EventPsu", "EventPump", "EventEmergency")
@@ -26,7 +26,7 @@ HEALTH_EVENTS = ("EventHealth", "EventSensor", "EventPsu", "EventPump", "EventEm
 
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--endpoint", help="csd request socket (default: $CS_ENDPOINT or the local one)")
+    connection_options.add(p)
     p.add_argument("--owner", default="fault-tolerant-loop", help="the runs' owner label")
     p.add_argument("--samples", type=int, default=40_000, help="samples to stream in all")
     p.add_argument("--batch-size", type=int, default=256, help="samples per batch")
@@ -54,7 +54,7 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     done, runs = 0, 0
     try:
-        with Client(args.endpoint) as cs, cs.follow() as stream:
+        with connection_options.client(args) as cs, cs.follow() as stream:
             while done < args.samples:
                 if runs == args.max_runs:
                     say(f"giving up after {runs} runs ({done} of {args.samples} samples)")

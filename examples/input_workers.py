@@ -24,6 +24,7 @@ import subprocess
 import sys
 import time
 
+import connection_options
 from csadmin import errors
 from csadmin.client import Client
 
@@ -32,10 +33,7 @@ SLOWDOWN = 10  # how much longer the slow worker takes to prepare a batch
 
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--endpoint", help="csd request socket (default: $CS_ENDPOINT or the local one)")
-    p.add_argument("--server-key", help="csd's public key, for a TCP endpoint (default: $CS_SERVER_KEY); "
-                   "write --server-key=KEY, as a key may begin with '-'")
-    p.add_argument("--key", help="secret key file (default: $CS_KEY or ~/.config/csadmin/client.key_secret)")
+    connection_options.add(p)
     # Without a subcommand: the opener. `worker` is how the opener starts each worker process.
     p.add_argument("--workers", type=int, default=4, help="worker processes (default 4)")
     p.add_argument("--slow", default="worker-4", help="the worker that feeds slowly ('' for none)")
@@ -58,7 +56,7 @@ def add_feed_options(p: argparse.ArgumentParser) -> None:
 
 
 def client_for(args, endpoint=None, key=None) -> Client:
-    return Client(endpoint or args.endpoint, server_key=args.server_key, key=key or args.key)
+    return connection_options.client(args, endpoint, key)
 
 
 def pairs(given: list[str], what: str) -> dict[str, str]:
@@ -94,7 +92,7 @@ def spawn_worker(args, run, name: str, endpoint: str | None, key: str | None) ->
     delay = 0.01 * (SLOWDOWN if name == args.slow else 1)
     command = [sys.executable, os.path.abspath(__file__)]
     for flag, value in (("--endpoint", endpoint or args.endpoint), ("--server-key", args.server_key),
-                        ("--key", key or args.key)):
+                        ("--key", key or args.key), ("--connect", args.connect)):
         if value:
             command.append(f"{flag}={value}")  # a Z85 key may begin with "-", which argparse takes for a flag
     command += ["worker", run.id, "--name", name, "--seconds", str(args.seconds),

@@ -1,8 +1,12 @@
 """A small training runtime against csd: wait for the system, open a run, program the fabric
 once, stream batches, close, and write performance.json.
 
-    cs --embedded                         # a private csd (or run csd yourself), then elsewhere:
-    CS_ENDPOINT=ipc://... python examples/train_loop.py --performance-dir out
+    cs --embedded        # a private csd; it prints `export CS_CONNECT=… CS_KEY=…`: in another
+                         # terminal, run that export, then
+    python examples/train_loop.py --performance-dir out
+
+or name csd and your key yourself: `--connect FILE --key FILE` (or `--endpoint URL --key FILE`
+for an ipc socket with csd.json beside it); see examples/connection_options.py.
 
 It builds the compiled artifact's descriptor for the system it finds (its serial and active
 execution mode); `--target-system` / `--execmode` let you try an incompatible one. Exit codes
@@ -16,13 +20,13 @@ import json
 import sys
 import time
 
+import connection_options
 from csadmin import errors
-from csadmin.client import Client
 
 
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--endpoint", help="csd request socket (default: $CS_ENDPOINT or the local one)")
+    connection_options.add(p)
     p.add_argument("--owner", default="train-loop", help="the run's owner label (e.g. a job name)")
     p.add_argument("--execmode", help="wait until the system runs in this execution mode")
     p.add_argument("--target-system", help="compile for this serial (default: the system's)")
@@ -40,7 +44,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
-        with Client(args.endpoint) as cs:
+        with connection_options.client(args) as cs:
             print("waiting for the system to be ACTIVE…", flush=True)
             snap = cs.wait_for(state="ACTIVE", execmode=args.execmode, timeout=args.wait_timeout)
             program = {

@@ -198,7 +198,7 @@ class Device(DeviceFaults):
             holder = self._runs.holder.run_id
             raise self._runs.busy_error(
                 "the system cannot go to standby",
-                f"Wait for it to close, or go to standby anyway with `system standby --force` (force=true), "
+                f"Wait for it to close, or go to standby anyway with `system standby --force`, "
                 f"which aborts {holder}; an admin can also abort it first (`cs runs abort {holder}`).",
             )
         if dry_run:

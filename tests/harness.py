@@ -30,7 +30,7 @@ def build_wheel(workdir) -> str:
     src.mkdir()
     for name in ("pyproject.toml", "README.md"):
         shutil.copy(os.path.join(ROOT, name), src)
-    for folder in ("csadmin", "daemon", "statemachine", "systemd", "slurm"):
+    for folder in ("csadmin", "daemon", "statemachine", "systemd", "slurm", "completions"):
         # symlinks=True: csadmin/daemon and csadmin/statemachine stay links, as in a checkout.
         shutil.copytree(os.path.join(ROOT, folder), src / folder, symlinks=True,
                         ignore=shutil.ignore_patterns("__pycache__"))

@@ -3,7 +3,7 @@
     statemachine  <-  daemon  ->  shared leaves (errors, states, protocol, connection, keyfile,
                                   scenario_limits, scenario_file)
                                   ^
-                     client (transport, follow, credentials, runs)  <-  cli  <-  shell  <-  main
+                     client (transport, follow, credentials, runs, inventory)  <-  fleet  <-  cli  <-  shell  <-  main
 
 The pure model imports only the stdlib-only, pure leaves it shares with everyone (errors, states,
 scenario_limits);
@@ -21,7 +21,8 @@ from tests.harness import ROOT
 FOLDERS = {"csadmin": "csadmin", "csadmin.daemon": "daemon", "csadmin.statemachine": "statemachine"}
 LEAVES = {"csadmin", "csadmin.errors", "csadmin.states", "csadmin.protocol", "csadmin.connection", "csadmin.keyfile",
           "csadmin.scenario_limits", "csadmin.scenario_file"}
-CLIENT = {"csadmin.client", "csadmin.transport", "csadmin.follow", "csadmin.credentials", "csadmin.runs"}
+CLIENT = {"csadmin.client", "csadmin.transport", "csadmin.follow", "csadmin.credentials", "csadmin.runs",
+          "csadmin.inventory"}
 
 
 def _modules() -> dict[str, str]:
@@ -97,6 +98,12 @@ def test_the_client_never_imports_the_console():
         assert not {m for m in _imports(module) if m.startswith(("csadmin.shell", "csadmin.main"))}, module
 
 
+def test_the_fleet_stands_on_the_client_and_never_imports_the_console():
+    for module in _of("csadmin.fleet"):
+        outside = {m for m in _imports(module) if not m.startswith("csadmin.fleet")}
+        assert outside <= CLIENT | LEAVES, (module, outside)
+
+
 def test_no_module_imports_itself_back():
     graph = {m: _imports(m) - {m} for m in MODULES}
     state: dict[str, int] = {}
@@ -113,3 +120,25 @@ def test_no_module_imports_itself_back():
     for module in graph:
         if module not in state:
             visit(module, [])
+
+
+def test_only_cstorch_imports_cstorch_and_it_reaches_csd_through_the_client():
+    """csadmin.cstorch (torch, h5py) is an optional extra: nothing else imports it, and it talks
+    to csd as any runtime does (the client side and the leaves, never csd or the model)."""
+    for module in MODULES:
+        inside = {m for m in _imports(module) if m.startswith("csadmin.cstorch")}
+        if not module.startswith("csadmin.cstorch"):
+            assert not inside, (module, inside)
+            continue
+        outside = {m for m in _imports(module) if not m.startswith("csadmin.cstorch")}
+        assert outside <= CLIENT | LEAVES, (module, outside)
+
+
+def test_the_console_and_the_client_never_import_torch():
+    import subprocess
+    import sys
+
+    code = ("import sys, csadmin.client, csadmin.main, csadmin.daemon.main; "
+            "bad = sorted(m for m in ('torch', 'h5py', 'numpy') if m in sys.modules); print(bad)")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=60)
+    assert done.returncode == 0 and done.stdout.strip() == "[]", (done.stdout, done.stderr)

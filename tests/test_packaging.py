@@ -53,6 +53,8 @@ def test_the_wheel_installs_and_serves(tmp_path):
     scripts = ("cs-healthcheck", "cs-features", "cs-reboot", "cs-prolog", "cs-epilog")
     samples = ("cs-slurm.env", "slurm.conf", "gres.conf", "helpers.conf", "slurmd-cs2.conf")
     assert {slurm + f for f in scripts + samples} <= set(names)
+    share = f"csadmin-{csadmin.__version__}.data/data/share/"
+    assert {share + "bash-completion/completions/cs", share + "zsh/site-functions/_cs"} <= set(names)
     assert "cs = csadmin.main:main" in entry_points and "csd = csadmin.daemon.main:main" in entry_points
 
     venv = tmp_path / "venv"
@@ -71,6 +73,8 @@ def test_the_wheel_installs_and_serves(tmp_path):
 
     out = str(tmp_path)  # cwd outside the source tree
     assert (venv / "share" / "csadmin" / "systemd" / "csd.service").exists()
+    completion = venv / "share" / "bash-completion" / "completions" / "cs"
+    assert completion.read_text() == open(os.path.join(ROOT, "completions", "bash", "cs")).read()
     for script in scripts:  # Slurm runs them as they are installed: they must stay executable
         assert os.access(venv / "share" / "csadmin" / "slurm" / script, os.X_OK), script
     where = run(py, "-c", "import csadmin.daemon.server, csadmin.statemachine.device as d; print(d.__file__)", cwd=out)

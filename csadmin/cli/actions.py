@@ -16,23 +16,39 @@ from .grammar import Parsed
 from .session import Session
 
 
-def _will_ask(s: Session, p: Parsed) -> bool:
-    """Whether this command will ask for confirmation (refused in a script without --no-confirm)."""
-    if p.options.get("no_confirm"):
-        return False
-    if not s.console.interactive:
+# -- checks of a command line before anything is sent (the table's `check`, parse.check) ----------
+
+
+def check_fault_clear(p: Parsed, interactive: bool) -> None:
+    if bool(p.options.get("all")) == bool(p.args):
+        raise errors.UsageError("Name the fault to clear, or give --all (not both).",
+                                "Usage: system fault clear NAME | system fault clear --all")
+
+
+def check_execmode_setup(p: Parsed, interactive: bool) -> None:
+    if p.options["mode"] is None and not interactive:
         raise errors.UsageError(
-            f"`{p.command.name}` changes the system and needs --no-confirm when not run interactively.",
-            "Add --no-confirm to run it from a script.",
+            "`config execmode setup` needs --mode when not run interactively.",
+            "Use `config execmode setup --mode WEIGHT_STREAMING --no-confirm` (or PIPELINED).",
         )
-    return True
+
+
+def check_fault_scenario(p: Parsed, interactive: bool) -> None:
+    _scenario_text(p.args[0])  # a file that cannot be read stops a script before its first line
+
+
+def _scenario_text(path: str) -> str:
+    """The scenario file's text, held to the limits csd holds it to (csadmin/scenario_file.py),
+    before anything is sent."""
+    return scenario_file.read(path, shown=repr(render.shown_path(path)))
 
 
 def _preflight(s: Session, p: Parsed, dry_run: Callable[[], dict]) -> dict | None:
     """Before asking: check the request on csd without doing it (`dry_run`: role, arguments,
     state), so a change that cannot happen is refused, and one with nothing to do is reported,
-    before anyone is asked. None: no question will be asked, go ahead."""
-    if not _will_ask(s, p):
+    before anyone is asked. None: no question will be asked (--no-confirm), go ahead. (Without
+    --no-confirm and no one to ask, parse.check refused the line before it got here.)"""
+    if p.options.get("no_confirm"):
         return None
     return dry_run()
 
@@ -62,7 +78,7 @@ def _settle(s: Session, p: Parsed, result: dict, target: str) -> int:
         snap = s.client.system_show()
         message = result["message"]
     if as_json:
-        s.console.out(render.as_json({"message": message, "changed": result["changed"], "system": snap}))
+        s.console.out(s.as_json({"message": message, "changed": result["changed"], "system": snap}))
     else:
         s.console.out(message)
     return errors.EXIT_OK
@@ -70,12 +86,13 @@ def _settle(s: Session, p: Parsed, result: dict, target: str) -> int:
 
 def _answer(s: Session, p: Parsed, result: dict, as_text: Callable[[dict], str]) -> int:
     """Print what csd answered: as JSON (stable keys, docs/cli.md) or as text for people."""
-    s.console.out(render.as_json(result) if s.json(p) else as_text(result))
+    s.console.out(s.as_json(result) if s.json(p) else as_text(result))
     return errors.EXIT_OK
 
 
 def system_show(s: Session, p: Parsed) -> int:
-    return _answer(s, p, s.client.system_show(detailed=p.options["detailed"]), render.system_show)
+    return _answer(s, p, s.client.system_show(detailed=p.options["detailed"]),
+                   lambda r: render.system_show(r, s.console.paint))
 
 
 def system_standby(s: Session, p: Parsed) -> int:
@@ -105,18 +122,8 @@ def system_activate(s: Session, p: Parsed) -> int:
     return _settle(s, p, s.client.system_activate(), "ACTIVE")
 
 
-def _seconds(p: Parsed, option: str) -> float | None:
-    value = p.options.get(option)
-    if value is None:
-        return None
-    try:
-        return float(value)
-    except ValueError:
-        raise errors.UsageError(f"--{option} needs a number of seconds, not {render.shown(value)!r}.") from None
-
-
 def fault_inject(s: Session, p: Parsed) -> int:
-    name, for_s, after_s = p.args[0], _seconds(p, "for"), _seconds(p, "after")
+    name, for_s, after_s = p.args[0], p.options["for"], p.options["after"]
 
     def inject(dry_run: bool = False) -> dict:
         return s.client.fault_inject(name, for_seconds=for_s, after_seconds=after_s, dry_run=dry_run)
@@ -124,30 +131,27 @@ def fault_inject(s: Session, p: Parsed) -> int:
     check = _preflight(s, p, lambda: inject(dry_run=True))
     if check is not None and check["changed"]:
         _confirm(s, f"{check['message']} Runtimes will see it (its events say `injected`). Do you want to proceed?")
-    return _answer(s, p, inject(), render.fault_changed)
+    return _answer(s, p, inject(), lambda r: render.fault_changed(r, s.console.paint))
 
 
 def fault_clear(s: Session, p: Parsed) -> int:
     everything = bool(p.options.get("all"))
-    if everything == bool(p.args):
-        raise errors.UsageError("Name the fault to clear, or give --all (not both).",
-                                "Usage: system fault clear NAME | system fault clear --all")
     name = None if everything else p.args[0]
     check = _preflight(s, p, lambda: s.client.fault_clear(name, all=everything, dry_run=True))
     if check is not None:
         if not check["changed"]:
-            return _answer(s, p, check, render.fault_changed)
+            return _answer(s, p, check, lambda r: render.fault_changed(r, s.console.paint))
         _confirm(s, f"{check['message']} Do you want to proceed?")
-    return _answer(s, p, s.client.fault_clear(name, all=everything), render.fault_changed)
+    return _answer(s, p, s.client.fault_clear(name, all=everything), lambda r: render.fault_changed(r, s.console.paint))
 
 
 def fault_list(s: Session, p: Parsed) -> int:
-    return _answer(s, p, s.client.fault_list(), render.fault_list)
+    return _answer(s, p, s.client.fault_list(), lambda r: render.fault_list(r, s.console.paint))
 
 
 def fault_scenario(s: Session, p: Parsed) -> int:
     path = p.args[0]
-    text = scenario_file.read(path, shown=repr(render.shown_path(path)))  # the limits csd holds it to, before sending
+    text = _scenario_text(path)
     source = path.rsplit("/", 1)[-1]
     check = _preflight(s, p, lambda: s.client.fault_scenario(text, source=source, dry_run=True))
     if check is not None:
@@ -164,11 +168,6 @@ def execmode_show(s: Session, p: Parsed) -> int:
 def execmode_setup(s: Session, p: Parsed) -> int:
     mode = p.options["mode"]
     if mode is None:
-        if not s.console.interactive:
-            raise errors.UsageError(
-                "`config execmode setup` needs --mode when not run interactively.",
-                "Use `config execmode setup --mode WEIGHT_STREAMING --no-confirm` (or PIPELINED).",
-            )
         # Checked before offering the choice (the rule and its message live in csd, once).
         configured = s.client.execmode_show()["execmode"]
         s.client.execmode_setup(configured, dry_run=True)
@@ -181,7 +180,7 @@ def execmode_setup(s: Session, p: Parsed) -> int:
                         f"(taking effect on `system activate`). Do you want to proceed?")
     result = s.client.execmode_setup(mode)
     if s.json(p):
-        s.console.out(render.as_json(result))
+        s.console.out(s.as_json(result))
         return errors.EXIT_OK
     s.console.out(f"Selected execution mode configuration: ✔ {title(result['execmode'])}")
     if result["changed"]:
@@ -194,7 +193,7 @@ def execmode_setup(s: Session, p: Parsed) -> int:
 def events_show(s: Session, p: Parsed) -> int:
     o = p.options
     events = s.client.events_show(event_type=o["event_type"], from_time=o["from_time"], max_count=o["max_count"])
-    return _answer(s, p, {"events": events}, lambda r: render.events(r["events"]))
+    return _answer(s, p, {"events": events}, lambda r: render.events(r["events"], s.console.paint))
 
 
 def runs_list(s: Session, p: Parsed) -> int:
@@ -253,7 +252,7 @@ def events_follow(s: Session, p: Parsed) -> int:
             while True:
                 for e in stream.next():
                     if pattern is None or fnmatch.fnmatchcase(e["type"], pattern):
-                        s.console.out(render.compact_json(e) if as_json else render.event_line(e))
+                        s.console.out(render.compact_json(e) if as_json else render.event_line(e, s.console.paint))
         except KeyboardInterrupt:
             s.console.err("Stopped following events.")  # on its own line, after the terminal's ^C
     return errors.EXIT_OK

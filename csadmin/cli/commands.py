@@ -10,8 +10,8 @@ no string looked up: COMMANDS → actions.system_standby → Client.system_stand
 from __future__ import annotations
 
 from .. import errors
-from ..states import EXECMODE_SPELLINGS
-from . import actions
+from ..states import EXECMODE_SPELLINGS, ExecMode
+from . import actions, fleet_actions, fleet_rolling
 from .grammar import Command, Option, Parsed
 from .render import shown
 from .session import Session
@@ -19,12 +19,34 @@ from .session import Session
 NO_CONFIRM = Option("--no-confirm", "do not ask for confirmation (required in scripts)")
 OUTPUT_FORMAT = Option("--output-format", "text (default) or json", True, "FORMAT", ("text", "json"), choices=True)
 
+# `cs`'s own options, before any command (csadmin/main.py parses them; `cs --help` explains them).
+GLOBAL_OPTIONS = (
+    Option("--system", "a system of the inventory (default: $CS_SYSTEM); `cs systems` lists them", True, "NAME"),
+    Option("--connect", "csd's connection file (default: $CS_CONNECT, else csd.json in csd's runtime dir)", True, "FILE"),
+    Option("--key", "your secret key file from `csd keys add` (default: $CS_KEY, else ~/.config/cs/client.key_secret)",
+           True, "FILE"),
+    Option("--endpoint", "csd request socket (default: $CS_ENDPOINT or the connection file's)", True, "URL"),
+    Option("--server-key", "csd's public key, for an --endpoint without a connection file ($CS_SERVER_KEY)", True,
+           "KEY"),
+    Option("--timeout", "seconds to wait for an answer, and past a transition's expected end (default 10)", True, "S"),
+    OUTPUT_FORMAT,
+    Option("-c", "run these commands (separated by ';' or newlines) and exit", True, "CMDS"),
+    Option("--embedded", "start a private csd in a temp dir and use it (stopped on exit)"),
+    Option("--version", "print the version and exit"),
+    Option("--help", "print this help and exit"),
+)
+
 # Where the shell finds completions for a positional argument (a live source, see Option).
-ARGUMENT_SOURCES = {"ID": "run_ids", "NAME": "fault_names", "[NAME]": "fault_names"}
+ARGUMENT_SOURCES = {"ID": "run_ids", "NAME": "fault_names", "[NAME]": "fault_names", "SYSTEM": "system_names"}
 
 EVENT_TYPE = Option(
     "--event-type", "glob on the event type, e.g. 'EventActivate*'", True, "GLOB", complete_from="event_types"
 )
+
+# The fleet commands' choice of systems (the inventory: csadmin/inventory.py, README "Several systems").
+FLEET_TAG = Option("--tag", "only systems with this tag (a,b: with each of them)", True, "TAG")
+FLEET_SYSTEMS = Option("--systems", "these systems, in this order (comma-separated names)", True, "A,B,…",
+                       complete_from="system_names")
 
 SLURM_JOB_ID = Option("--job-id", "Slurm's job id (default $SLURM_JOB_ID)", True, "ID")
 SLURM_NODE = Option("--node", "this node's Slurm name (default $SLURMD_NODENAME)", True, "NAME")
@@ -43,7 +65,10 @@ class ExitShell(Exception):
 
 
 def show_help(s: Session, p: Parsed) -> int:
-    s.console.out(help_text(p.args))
+    if s.json(p):
+        s.console.out(s.as_json({"commands": help_data(p.args, in_shell=s.console.in_shell)}))
+    else:
+        s.console.out(help_text(p.args, in_shell=s.console.in_shell))
     return errors.EXIT_OK
 
 
@@ -51,15 +76,33 @@ def leave(s: Session, p: Parsed) -> int:
     raise ExitShell()
 
 
-def help_text(words: list[str]) -> str:
-    """The list of commands, or the usage, options and aliases of those `words` name."""
+def _helped(words: list[str], in_shell: bool) -> list[Command]:
+    """The commands `words` name (a command, a group such as `system fault`, or all of them).
+    Outside the shell, the shell's own commands (exit) are left out."""
+    offered = [c for c in COMMANDS if in_shell or not c.shell_only]
+    wanted = " ".join(words)
+    matches = [c for c in offered if not words or c.name == wanted or c.name.startswith(wanted + " ")]
+    if not matches:
+        raise errors.UsageError(f"No command `{shown(wanted)}`.", "Type `help` for the list of commands.")
+    return matches
+
+
+def help_data(words: list[str], in_shell: bool = False) -> list[dict]:
+    """`help` as JSON: each command's name, usage, summary, details, options and aliases."""
+    return [{"command": c.name, "usage": c.usage, "help": c.help, "details": c.details,
+             "options": [{"name": o.name, "value": o.metavar if o.takes_value else None, "help": o.help}
+                         for o in options_of(c)],
+             "aliases": [" ".join(a) for a in c.aliases]}
+            for c in _helped(words, in_shell)]
+
+
+def help_text(words: list[str], in_shell: bool = False) -> str:
+    """The list of commands, or the usage, options and aliases of those `words` name (a command
+    or a group: `system fault`)."""
+    offered = _helped(words, in_shell)
     if words:
-        wanted = " ".join(words)
-        matches = [c for c in COMMANDS if c.name == wanted or c.name.startswith(wanted + " ")]
-        if not matches:
-            raise errors.UsageError(f"No command `{shown(wanted)}`.", "Type `help` for the list of commands.")
         blocks = []
-        for c in matches:
+        for c in offered:
             lines = [f"{c.usage} — {c.help}"]
             if c.details:
                 lines.append(f"  {c.details}")
@@ -67,38 +110,40 @@ def help_text(words: list[str]) -> str:
             lines += [f"  alias: {' '.join(a)}" for a in c.aliases]
             blocks.append("\n".join(lines))
         return "\n\n".join(blocks)
-    width = max(len(c.usage) for c in COMMANDS)
-    return "\n".join(f"  {c.usage.ljust(width)}  {c.help}" for c in COMMANDS) + "\n\nhelp COMMAND shows a command's options."
+    width = max(len(c.usage) for c in offered)
+    return ("\n".join(f"  {c.usage.ljust(width)}  {c.help}" for c in offered)
+            + "\n\nhelp COMMAND (or COMMAND --help) shows a command's options.")
 
 
 COMMANDS: tuple[Command, ...] = (
     Command(
         ("system", "show"), "Show the system's state, health and execution mode.", actions.system_show,
         options=(Option("--detailed", "also show the daemon's version, start time and durations"),),
-        aliases=(("system", "status"),), reads=True,
+        aliases=(("system", "status"),), reads=True, op="system.show",
     ),
     Command(
         ("system", "standby"), "Put the system in standby (ACTIVE → STANDBY).", actions.system_standby,
         options=(NO_CONFIRM, Option("--force", "abort the run holding the fabric instead of refusing")),
-        changes_state=True,
+        changes_state=True, op="system.standby",
         details="Waits for PENDING_STANDBY to complete. Admins only. Refused (busy, exit 4) while a run "
                 "holds the fabric, unless --force, which aborts that run.",
     ),
     Command(
         ("system", "activate"), "Activate the system in the configured execution mode (STANDBY → ACTIVE).",
-        actions.system_activate, options=(NO_CONFIRM,), changes_state=True,
+        actions.system_activate, options=(NO_CONFIRM,), changes_state=True, op="system.activate",
         details="The system reboots into the configured execution mode; waits for PENDING_ACTIVE to complete.",
     ),
-    Command(("system", "date"), "Show the system's date and time.", actions.system_date, reads=True),
+    Command(("system", "date"), "Show the system's date and time.", actions.system_date, reads=True, op="system.date"),
     # Simulated faults (docs/cli.md, "Faults"): every event they cause says `injected`.
     Command(
         ("system", "fault", "inject"), "Inject a simulated fault (admins only).", actions.fault_inject,
         options=(
-            Option("--for", "it clears this many seconds after it is injected", True, "S"),
-            Option("--after", "inject it this many seconds from now", True, "S"),
+            Option("--for", "it clears this many seconds after it is injected", True, "S", number=True,
+                   arg="for_seconds"),
+            Option("--after", "inject it this many seconds from now", True, "S", number=True, arg="after_seconds"),
             NO_CONFIRM,
         ),
-        changes_state=True, arguments=("NAME",),
+        changes_state=True, arguments=("NAME",), op="system.fault.inject", op_args=("name",),
         details="NAME is one of `system fault list`'s catalogue. A warning makes systemHealth DEGRADED; a critical "
                 "fault aborts the run holding the fabric and refuses new runs; emergency-shutdown drops to STANDBY; "
                 "a transition fault makes the next activate/standby/execmode change fail or time out.",
@@ -106,25 +151,29 @@ COMMANDS: tuple[Command, ...] = (
     Command(
         ("system", "fault", "clear"), "Clear a fault, or every fault with --all (admins only).", actions.fault_clear,
         options=(Option("--all", "every fault, and the loaded scenario's steps still to come"), NO_CONFIRM),
-        changes_state=True, arguments=("[NAME]",),
+        changes_state=True, arguments=("[NAME]",), op="system.fault.clear", op_args=("name",),
+        check=actions.check_fault_clear,
         details="Clearing the last active fault emits EventHealthOk. After emergency-shutdown, activate the system.",
     ),
     Command(("system", "fault", "list"), "Show the faults present, the scenario, and the faults that can be injected.",
-            actions.fault_list, reads=True),
+            actions.fault_list, reads=True, op="system.fault.list"),
     Command(
         ("system", "fault", "scenario"), "Load a fault scenario file (TOML) into csd (admins only).",
         actions.fault_scenario, options=(NO_CONFIRM,), changes_state=True, arguments=("FILE",),
+        op="system.fault.scenario", op_args=("text",), check=actions.check_fault_scenario,
         details="It replaces the scenario loaded before. docs/operations.md, \"Fault scenarios\", describes the file.",
     ),
-    Command(("config", "execmode", "show"), "Show the configured execution mode.", actions.execmode_show, reads=True),
+    Command(("config", "execmode", "show"), "Show the configured execution mode.", actions.execmode_show, reads=True,
+            op="config.execmode.show"),
     Command(
         ("config", "execmode", "setup"), "Choose the execution mode the next activation boots into (STANDBY only).",
         actions.execmode_setup,
         options=(
-            Option("--mode", "PIPELINED or WEIGHT_STREAMING (any case; weight-streaming)", True, "MODE", EXECMODE_SPELLINGS),
+            Option("--mode", "PIPELINED or WEIGHT_STREAMING (any case; weight-streaming)", True, "MODE", EXECMODE_SPELLINGS,
+                   parse=ExecMode.parse),
             NO_CONFIRM,
         ),
-        changes_state=True,
+        changes_state=True, op="config.execmode.setup", check=actions.check_execmode_setup,
         details="Without --mode, offers the two modes as a selection. Takes effect on `system activate`.",
     ),
     Command(
@@ -134,29 +183,70 @@ COMMANDS: tuple[Command, ...] = (
             Option("--from-time", "only events at or after this time (ms since the epoch)", True, "MS", integer=True),
             Option("--max-count", "only the newest N matching events", True, "N", integer=True),
         ),
-        reads=True,
+        reads=True, op="events.show",
     ),
     Command(
         ("events", "follow"), "Print events as they happen, until Ctrl-C.", actions.events_follow,
-        options=(EVENT_TYPE,), reads=True,
+        options=(EVENT_TYPE,), reads=True, op="events.show",
         details="With --output-format json, one JSON object per line.",
     ),
-    Command(("whoami",), "Show who csd takes you for: key name, role and session.", actions.whoami, reads=True),
+    Command(("whoami",), "Show who csd takes you for: key name, role and session.", actions.whoami, reads=True,
+            op="meta.whoami"),
     Command(
         ("runs", "list"), "List the kept runs, newest first, and the run holding the fabric.", actions.runs_list,
-        options=(Option("--max-count", "only the newest N runs", True, "N", integer=True),), reads=True,
+        options=(Option("--max-count", "only the newest N runs", True, "N", integer=True),), reads=True, op="runs.list",
     ),
-    Command(("runs", "show"), "Show one run and its performance record.", actions.runs_show, reads=True, arguments=("ID",)),
+    Command(("runs", "show"), "Show one run and its performance record.", actions.runs_show, reads=True, arguments=("ID",),
+            op="runs.show", op_args=("run_id",)),
     Command(
         ("runs", "abort"), "Abort a run, releasing the fabric (admins only).", actions.runs_abort,
         options=(NO_CONFIRM, Option("--reason", "why, shown to the run's runtime", True, "TEXT")),
-        changes_state=True, arguments=("ID",),
+        changes_state=True, arguments=("ID",), op="runs.abort", op_args=("run_id",),
         details="The run's runtime gets RUN_ABORTED with the reason on its next call.",
     ),
     Command(
         ("audit", "show"), "Show the audit log: every change requested and every denial, oldest first.", actions.audit_show,
         options=(Option("--max-count", "only the newest N records (default 100)", True, "N", integer=True),),
-        reads=True, details="Admins only.",
+        reads=True, op="audit.show", details="Admins only.",
+    ),
+    # Several systems (README, "Several systems"): the inventory, and commands across it.
+    Command(("systems",), "List the systems of the inventory (* marks the one in use).", fleet_actions.systems,
+            reads=True, details="The inventory is $CS_INVENTORY, else ~/.config/cs/systems.toml, else "
+                                "/etc/cs/systems.toml. `cs --system NAME COMMAND` (or $CS_SYSTEM) addresses one."),
+    Command(("use",), "Switch the shell to another system of the inventory.", fleet_actions.use,
+            arguments=("SYSTEM",), output=False,
+            details="The prompt and the toolbar name the system in use. One-shot: `cs --system NAME COMMAND`."),
+    Command(
+        ("fleet", "show"), "Show every system at once: state, health, modes, run holder, Slurm job, round trip.",
+        fleet_actions.fleet_show,
+        options=(FLEET_TAG, FLEET_SYSTEMS, Option("--deadline", "seconds each system may take to answer (default 3)",
+                                                  True, "S")),
+        reads=True,
+        details="All systems are asked at once: one that is down or slow costs its deadline once. Exit 0 when "
+                "every system answered, 7 when one did not.",
+    ),
+    Command(
+        ("fleet", "events", "follow"), "Print every system's events as they happen, tagged, until Ctrl-C.",
+        fleet_actions.fleet_events_follow, options=(FLEET_TAG, FLEET_SYSTEMS, EVENT_TYPE), reads=True,
+        details="Gaps are filled per system from its csd's log; a system that stops answering is reported, and "
+                "followed on from where it stopped when it answers again. JSON: one object per line with `system`.",
+    ),
+    Command(
+        ("fleet", "execmode", "setup"), "Switch systems' execution mode: standby, setup, activate, K at a time.",
+        fleet_rolling.execmode_setup,
+        options=(
+            Option("--mode", "PIPELINED or WEIGHT_STREAMING (any case; weight-streaming)", True, "MODE",
+                   EXECMODE_SPELLINGS),
+            FLEET_SYSTEMS, FLEET_TAG,
+            Option("--max-parallel", "at most K systems at once (default 1)", True, "K", integer=True),
+            Option("--keep-going", "carry on after a system failed (default: start no more)"),
+            Option("--force", "abort the run holding a fabric instead of skipping its system"),
+            NO_CONFIRM,
+        ),
+        changes_state=True,
+        details="Admins only. A system whose fabric is held (a run, a Slurm job) is skipped unless --force. Ctrl-C "
+                "starts no more systems and lets the started ones finish. Ends with each system's outcome: "
+                "done, skipped or failed, and why. Exit 0 only when every system is done.",
     ),
     # Slurm's scripts on a node with a CS-2 attached run these (docs/slurm.md, slurm/): no prompts,
     # a bounded runtime, exit codes Slurm understands; csadmin/slurm/hooks.py carries them out.
@@ -192,8 +282,8 @@ COMMANDS: tuple[Command, ...] = (
     Command(("slurm", "epilog"), "Epilog: abort the run the job left holding the fabric.", actions.slurm,
             options=(SLURM_JOB_ID,), output=False, details="Its reason: 'slurm job J ended'."),
     Command(("help",), "Show the commands, or one command's options: help [COMMAND].", show_help,
-            output=False, takes_command=True),
-    Command(("exit",), "Leave the shell.", leave, aliases=(("quit",),), output=False),
+            takes_command=True),
+    Command(("exit",), "Leave the shell.", leave, aliases=(("quit",),), output=False, shell_only=True),
 )
 
 

@@ -8,8 +8,16 @@ from __future__ import annotations
 
 import sys
 
+from .colour import Paint, wanted
+
+
+# The keys of a selection menu (execution mode), shown under it.
+CHOICE_KEYS = " ↑/↓ or a number: move   Enter: select   Ctrl-C: cancel "
+
 
 class PlainConsole:
+    in_shell = False  # the interactive cs> shell's console says True (shell/console.py)
+
     def __init__(self, interactive: bool, stdout=None, stderr=None, progress_stream=None):
         #: whether a person is there to answer questions
         self.interactive = interactive
@@ -24,6 +32,15 @@ class PlainConsole:
     @property
     def stderr(self):
         return self._stderr or sys.stderr
+
+    @property
+    def paint(self) -> Paint:
+        """Colours for what `out` writes (none unless stdout is a terminal and NO_COLOR is unset)."""
+        return Paint(wanted(self.stdout))
+
+    @property
+    def err_paint(self) -> Paint:
+        return Paint(wanted(self.stderr))
 
     @property
     def progress_stream(self):
@@ -44,7 +61,7 @@ class PlainConsole:
     def choose(self, message: str, options: list[tuple[str, str]], default: str | None = None) -> str:
         from prompt_toolkit.shortcuts import choice  # only a person at a terminal pays for this import
 
-        return choice(message=message, options=options, default=default)
+        return choice(message=message, options=options, default=default, bottom_toolbar=CHOICE_KEYS)
 
     def progress(self, text: str) -> None:
         """A transient status line, redrawn in place on a terminal; silent otherwise."""

@@ -21,10 +21,17 @@ class Option(NamedTuple):
     choices: bool = False
     integer: bool = False
     complete_from: str = ""  # a live source of completions the shell asks the daemon for ("event_types")
+    number: bool = False  # a number of seconds (float)
+    arg: str = ""  # the csd op's argument it sets, when not its `dest` (--for: for_seconds)
+    parse: Callable[[str], object] | None = None  # raises ValueError for a value csd would refuse
 
     @property
     def dest(self) -> str:
         return self.name.lstrip("-").replace("-", "_")
+
+    @property
+    def op_arg(self) -> str:
+        return self.arg or self.dest
 
 
 class Command(NamedTuple):
@@ -39,6 +46,14 @@ class Command(NamedTuple):
     details: str = ""
     arguments: tuple[str, ...] = ()  # positional arguments, all required, e.g. ("ID",)
     takes_command: bool = False  # its arguments name a command (help)
+    shell_only: bool = False  # offered only in the interactive shell (exit)
+    # The csd op it asks for and the op's argument each of `arguments` fills, so csd's refusals
+    # can be said in the console's own names (terms.py): system.standby → `system standby`.
+    op: str = ""
+    op_args: tuple[str, ...] = ()
+    # Checks of the parsed line beyond its grammar (actions.py), run before anything is sent and
+    # over a whole script before its first line runs; `interactive`: whether someone can answer.
+    check: Callable[[Parsed, bool], None] | None = None
 
     @property
     def name(self) -> str:

@@ -6,6 +6,7 @@ import json
 import time
 
 from ..states import settles_to
+from .colour import PLAIN, Paint
 
 
 ECHO_CHARS = 40  # how much of what was typed an error repeats
@@ -48,11 +49,11 @@ def _rows(rows: list[tuple[str, str]]) -> str:
     return "\n".join(f"{k.ljust(width)} : {v}" for k, v in rows)
 
 
-def system_show(snap: dict) -> str:
+def system_show(snap: dict, paint: Paint = PLAIN) -> str:
     rows = [
         ("System", f"{snap['serial']} ({snap['systemType']})"),
         ("State", snap["state"]),
-        ("systemHealth", snap["systemHealth"]),
+        ("systemHealth", paint.health(snap["systemHealth"])),
         *(("Fault", fault_line(f)) for f in snap.get("activeFaults") or ()),
         ("Execution Mode", snap["activeExecmode"]),
     ]
@@ -94,16 +95,16 @@ def fault_line(fault: dict) -> str:
     return f"{fault['name']} ({status}, {fault['health']}, injected{source}) {fault['summary']}{when}"
 
 
-def fault_changed(result: dict) -> str:
+def fault_changed(result: dict, paint: Paint = PLAIN) -> str:
     """What an inject or clear did, and the health it left."""
-    lines = [result["message"], f"systemHealth {result['systemHealth']}"]
+    lines = [result["message"], f"systemHealth {paint.health(result['systemHealth'])}"]
     lines += [f"  {fault_line(f)}" for f in result["activeFaults"]]
     return "\n".join(lines)
 
 
-def fault_list(result: dict) -> str:
+def fault_list(result: dict, paint: Paint = PLAIN) -> str:
     """`system fault list`: the faults present, the loaded scenario, and the catalogue."""
-    lines = [f"systemHealth {result['systemHealth']}"]
+    lines = [f"systemHealth {paint.health(result['systemHealth'])}"]
     present = result["faults"]
     lines += [f"  {fault_line(f)}" for f in present] if present else ["  No fault is present."]
     scenario = result.get("scenario")
@@ -127,27 +128,34 @@ def execmode_show(result: dict) -> str:
     return "\n".join(lines)
 
 
+# Event details that are instants in ms since the epoch: shown as local time (JSON keeps the number).
+EPOCH_MS_DETAILS = frozenset({"expectedCompletion"})
+
+
 def _detail(key: str, value) -> str:
     if key == "by" and isinstance(value, dict):  # who asked: the key name, not a Python dict
         return f"by={value.get('name') or '-'}"
+    if key in EPOCH_MS_DETAILS and isinstance(value, int) and not isinstance(value, bool):
+        return f"{key}={fmt_ms(value)}"
     if isinstance(value, (dict, list)):
         return f"{key}={compact_json(value)}"
     return f"{key}={value}"
 
 
-def event_line(event: dict) -> str:
+def event_line(event: dict, paint: Paint = PLAIN) -> str:
     shown_details = event.get("details", {})
     # An injected fault's events say so up front: no operator may take them for real ones.
     injected = " (injected)" if shown_details.get("injected") is True else ""
     details = " ".join(_detail(k, v) for k, v in shown_details.items() if v not in (None, False) and k != "injected")
-    return (f"{fmt_ms(event['triggerTime'])}  {event['severity']:<8} {event['type']}{injected}"
+    severity = paint.severity(event["severity"], f"{event['severity']:<8}")
+    return (f"{fmt_ms(event['triggerTime'])}  {severity} {event['type']}{injected}"
             + (f"  {details}" if details else ""))
 
 
-def events(events: list[dict]) -> str:
+def events(events: list[dict], paint: Paint = PLAIN) -> str:
     if not events:
         return "No events match."
-    return "\n".join(event_line(e) for e in events)
+    return "\n".join(event_line(e, paint) for e in events)
 
 
 def run_holder(holder: dict) -> str:

@@ -2,6 +2,23 @@
 
     import csadmin.cstorch as cstorch
 
+    cstorch.configure(model_dir="out", checkpoint_steps=100)     # csd from $CS_CONNECT / $CS_KEY
+    compiled_model = cstorch.compile(model, backend="wse_ws")    # checks the system now
+
+    @cstorch.compile_step                # the first call captures, compiles, programs; then replays
+    def training_step(inputs, targets): ...
+
+    @cstorch.step_closure                # reads tensors' values, after the step
+    def post_training_step(loss): print(loss.item())
+
 Needs the optional extra `csadmin[cstorch]` (torch, h5py); `cs`, `csd` and `csadmin.client` never
 import it. docs/cstorch.md lists every name of the API with its status here.
 """
+
+from . import amp, metrics, optim, utils
+from .checkpoint import load, save
+from .compiled import compile
+from .config import configure
+from .step import compile_step, step_closure
+
+__all__ = ["configure", "compile", "compile_step", "step_closure", "save", "load", "optim", "amp", "metrics", "utils"]

@@ -39,33 +39,39 @@ def _changes_state(line: str) -> bool:
 
 def run_shell(client: Client, g, watch: bool = True) -> int:
     console = ShellConsole()
-    session = Session(client, console, g.output_format, g.timeout)
+    session = Session(client, console, g.output_format, g.timeout, g.key, getattr(g, "system", None))
     try:  # the endpoint the connection file names, not the default the client starts from
         endpoint = client.target()
     except errors.CsError:
         endpoint = client.endpoint  # the watcher says more once it can reach csd
     live = LiveState(endpoint)
+    live.system = session.system
     event_types: list[str] = []
 
     def provide_event_types():
         if not event_types:
-            event_types.extend(client.hello().get("eventTypes", []))
+            event_types.extend(session.client.hello().get("eventTypes", []))
         return event_types
 
     def provide_run_ids():
-        return [run["runId"] for run in client.runs_list(max_count=50)["runs"]]
+        return [run["runId"] for run in session.client.runs_list(max_count=50)["runs"]]
 
     fault_names: list[str] = []
 
     def provide_fault_names():  # the catalogue comes from csd: the console never imports the model
         if not fault_names:
-            fault_names.extend(f["name"] for f in client.fault_list()["catalogue"])
+            fault_names.extend(f["name"] for f in session.client.fault_list()["catalogue"])
         return fault_names
 
+    def provide_system_names():
+        from ..inventory import load
+
+        return [system.name for system in load().systems]
+
     prompt = PromptSession(
-        message="cs> ",
+        message=lambda: f"cs[{session.system}]> " if session.system else "cs> ",
         completer=CommandCompleter({"event_types": provide_event_types, "run_ids": provide_run_ids,
-                                     "fault_names": provide_fault_names}),
+                                     "fault_names": provide_fault_names, "system_names": provide_system_names}),
         complete_while_typing=False,
         history=shell_history(),
         bottom_toolbar=lambda: toolbar_text(live),
@@ -75,11 +81,25 @@ def run_shell(client: Client, g, watch: bool = True) -> int:
     watcher = None
     if watch:
         watcher = Watcher(
-            lambda: client.sibling(timeout=min(g.timeout, 2.0), retries=0), live,
+            lambda: session.client.sibling(timeout=min(g.timeout, 2.0), retries=0), live,
             lambda e: print(announce_line(e), flush=True), client.session, invalidate=lambda: prompt.app.invalidate(),
         )
         watcher.start()
     console.out(BANNER)
+    switched: list[Client] = []  # clients `use` made (the first is main's, closed there)
+
+    def switch_system(name: str, new: Client) -> None:
+        for old in switched:
+            old.close()
+        switched[:] = [new]
+        session.client, session.system = new, name
+        live.switch(name, new.endpoint)
+        fault_names.clear()
+        event_types.clear()
+        if watcher is not None:
+            watcher.retarget()
+
+    session.switch_system = switch_system
 
     def read_line() -> str | None:
         # stdout is patched only while the prompt is up: the watcher's lines then go above
@@ -102,7 +122,7 @@ def run_shell(client: Client, g, watch: bool = True) -> int:
             if watcher is not None:
                 if _changes_state(line):
                     try:
-                        watcher.quiet_seq = client.system_show()["seq"]
+                        watcher.quiet_seq = session.client.system_show()["seq"]
                     except errors.CsError:
                         pass
                 watcher.busy = False
@@ -128,3 +148,5 @@ def run_shell(client: Client, g, watch: bool = True) -> int:
             # Before the client (and its context) closes: the watcher's calls time out within
             # this, and it closes its own sockets.
             watcher.join(timeout=min(g.timeout, 2.0) + 1.0)
+        for other in switched:
+            other.close()

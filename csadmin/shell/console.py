@@ -12,6 +12,8 @@ from ..cli.console import PlainConsole
 
 
 class ShellConsole(PlainConsole):
+    in_shell = True
+
     def __init__(self):
         super().__init__(interactive=True, progress_stream=sys.__stdout__)
         self._questions: PromptSession = PromptSession()

@@ -13,6 +13,12 @@ class LiveState:
         self.snapshot: dict | None = None
         self.received_at = time.monotonic()
         self.lock = threading.Lock()
+        self.system: str | None = None  # the inventory's name for it, when one was named
+
+    def switch(self, system: str, endpoint: str) -> None:
+        """Another system from now on (`use`): nothing known of it yet."""
+        with self.lock:
+            self.system, self.endpoint, self.snapshot, self.connected = system, endpoint, None, True
 
     def update(self, snapshot: dict) -> None:
         with self.lock:

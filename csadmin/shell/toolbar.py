@@ -8,11 +8,12 @@ from .live import LiveState
 
 
 def toolbar_text(live: LiveState, now_ms: int | None = None) -> str:
+    named = f" {live.system} │" if live.system else ""  # the inventory's name of the system in use
     if not live.connected:
-        return f" csd unreachable at {live.endpoint} — reconnecting… "
+        return f"{named} csd unreachable at {live.endpoint} — reconnecting… "
     snap = live.snapshot
     if snap is None:
-        return " connecting… "
+        return f"{named} connecting… "
     state = snap["state"]
     if snap.get("pendingUntil"):
         # Count down on our clock from the daemon's answer, so the toolbar moves between events.
@@ -28,4 +29,4 @@ def toolbar_text(live: LiveState, now_ms: int | None = None) -> str:
         fabric += f", {workers} worker{'s' if workers != 1 else ''}"
     active = sum(1 for f in snap.get("activeFaults") or () if f.get("status") == "active")
     faults = f" ({active} fault{'s' if active != 1 else ''})" if active else ""
-    return f" {snap['serial']} │ {state} │ systemHealth {snap['systemHealth']}{faults} │ {mode} │ fabric {fabric} "
+    return f"{named} {snap['serial']} │ {state} │ systemHealth {snap['systemHealth']}{faults} │ {mode} │ fabric {fabric} "

@@ -42,20 +42,28 @@ class Watcher(threading.Thread):
         #: events up to this seq happened during the shell's own commands
         self.quiet_seq = 0
         self._stopped = threading.Event()
+        self._retarget = threading.Event()
 
     def stop(self) -> None:
         self._stopped.set()
+
+    def retarget(self) -> None:
+        """The shell switched systems (`use`): follow the new one (new_client() gives it)."""
+        self._retarget.set()
 
     def run(self) -> None:
         while not self._stopped.is_set():
             client = None
             try:
+                self._retarget.clear()
                 client = self.new_client()
                 self.live.endpoint = client.endpoint
                 self._follow(client)
             except (errors.CsError, zmq.ZMQError):
                 if self._stopped.is_set():
                     break  # the shell is leaving (its context may be closing): not a lost csd
+                if self._retarget.is_set():
+                    continue  # the old system's failure says nothing of the new one
                 self.live.lost()
                 self.invalidate()
                 self._stopped.wait(RETRY_SECONDS)
@@ -68,7 +76,7 @@ class Watcher(threading.Thread):
 
     def _follow(self, client: Client) -> None:
         with client.follow(after_seq=self._refresh(client)) as stream:
-            while not self._stopped.is_set():
+            while not self._stopped.is_set() and not self._retarget.is_set():
                 for event in stream.next(TICK_SECONDS):
                     self._maybe_announce(event)
                 self._refresh(client)  # every tick: the toolbar counts down, a lost csd shows

@@ -9,16 +9,19 @@ from csadmin.shell.completer import CommandCompleter, candidates
 @pytest.mark.parametrize(
     "line, expected",
     [
-        ("", ["audit", "config", "events", "exit", "help", "quit", "runs", "slurm", "system", "whoami"]),
+        ("", ["audit", "config", "events", "exit", "fleet", "help", "quit", "runs", "slurm", "system", "systems",
+              "use", "whoami"]),
         ("runs ", ["abort", "list", "show"]),
-        ("sys", ["system"]),
+        ("sys", ["system", "systems"]),
+        ("fleet ", ["events", "execmode", "show"]),
+        ("fleet execmode setup --mode ", ["PIPELINED", "WEIGHT_STREAMING", "pipelined", "weight-streaming"]),
         ("system ", ["activate", "date", "fault", "show", "standby", "status"]),
         ("system fault ", ["clear", "inject", "list", "scenario"]),
         ("system st", ["standby", "status"]),
         ("config ", ["execmode"]),
         ("config execmode ", ["setup", "show"]),
         ("events ", ["follow", "show"]),
-        ("help sys", ["system"]),
+        ("help sys", ["system", "systems"]),
         ("help system ", ["activate", "date", "fault", "show", "standby", "status"]),
         ("slurm ", ["epilog", "features", "health-check", "prolog", "reboot", "set-feature"]),
         ("nonsense ", []),
@@ -70,5 +73,5 @@ def test_a_failing_provider_gives_no_completions_instead_of_an_error():
 
 
 def test_completer_replaces_the_current_word_and_adds_a_space():
-    completions = list(CommandCompleter().get_completions(Document("sys"), None))
-    assert [(c.text, c.start_position) for c in completions] == [("system ", -3)]
+    completions = list(CommandCompleter().get_completions(Document("who"), None))
+    assert [(c.text, c.start_position) for c in completions] == [("whoami ", -3)]

@@ -37,7 +37,9 @@ def test_a_failing_script_names_its_line(csd):
     assert r.returncode == errors.EXIT_STATE
     assert "Error at line 4 (`config execmode setup --mode pipelined --no-confirm`):" in r.stderr
     r = csd.cs("--output-format", "json", input=script)
-    error = json.loads(r.stdout[r.stdout.index('{\n  "error"'):])["error"]
+    documents = [json.loads(line) for line in r.stdout.splitlines()]  # JSON Lines: one per command
+    assert "systemHealth" in documents[0]
+    error = documents[-1]["error"]
     assert error["line"] == 4 and error["code"] == "INVALID_STATE"
 
 

@@ -76,7 +76,8 @@ def test_bad_files_are_refused_naming_key_and_file(tmp_path, text, message):
     path = write(tmp_path, text)
     with pytest.raises(ConfigError) as info:
         load({}, path)
-    assert str(info.value).startswith(f"{path}: ")
+    line = "" if "not valid TOML" in message else ":1"  # a TOML syntax error says its line in its text
+    assert str(info.value).startswith(f"{path}{line}: ")
     assert message in str(info.value)
 
 
@@ -124,7 +125,7 @@ def test_check_config_exits_2_naming_the_unknown_key(tmp_path):
     done = csd("--check-config", env={"CSD_CONFIG": path})
     assert done.returncode == 2
     assert done.stdout == ""
-    assert f"csd: {path}: unknown key `activate_secs`" in done.stderr
+    assert f"csd: {path}:1: unknown key `activate_secs` (did you mean `activate_seconds`?)" in done.stderr
     assert "Traceback" not in done.stderr
 
 
@@ -164,3 +165,22 @@ def test_default_state_dir_is_systemds_then_the_services_then_private(monkeypatc
     assert config.default_state_dir() == str(service)
     monkeypatch.setattr(os, "geteuid", lambda: 0)
     assert config.default_state_dir() == str(service)
+
+
+def test_check_config_reports_every_mistake_at_once_with_lines_and_suggestions(tmp_path):
+    """It stopped at the first mistake and suggested nothing (`log_levle`)."""
+    path = write(tmp_path, 'serial = "CS2-0007"\nlog_levle = "debug"\n\n# a comment\nactivate_seconds = -1\n'
+                           'keep_events = "many"\nmetrics_endpoint = "http://localhost:9464"\nlog_format = "xml"\n')
+    done = csd("--config", path, "--check-config", "--standby-seconds", "-2")
+    assert done.returncode == 2 and done.stdout == ""
+    lines = done.stderr.splitlines()
+    assert lines[0] == "csd: the configuration cannot be used:"
+    assert lines[1:] == [
+        f"  {path}:2: unknown key `log_levle` (did you mean `log_level`?)",
+        f"  {path}:5: `activate_seconds` must be 0 or more (got -1.0)",
+        f"  {path}:6: `keep_events` must be an integer, not str 'many'",
+        lines[4],  # the metrics endpoint's own explanation, checked below
+        f"  {path}:8: `log_format` must be one of auto, json, console (got 'xml')",
+        "  --standby-seconds must be 0 or more (got -2.0)",
+    ]
+    assert lines[4].startswith(f"  {path}:7: `metrics_endpoint` ") and "is a URL" in lines[4]

@@ -230,13 +230,13 @@ def test_a_restart_reads_only_the_newest_events(tmp_path):
 def test_trimming_runs_in_bounded_steps(tmp_path):
     """A limit lowered far below what is kept is reached over several commits, each deleting at
     most PRUNE_STEP rows, never in one long delete."""
-    from csadmin.daemon import store as store_module
+    from csadmin.daemon.trim import PRUNE_STEP
     store = Store(str(tmp_path), keep_events=100_000)
     store.commit(SNAPSHOT, _mixed(10_000))
     store.close()
     store = Store(str(tmp_path), keep_events=1_000)
     try:
-        step = store_module.PRUNE_STEP
+        step = PRUNE_STEP
         assert _count(store, "events") == 10_000 - step  # the start trimmed one step only
         seq, counts = 10_000, []
         while _count(store, "events") > 1_000 + 1:
@@ -267,3 +267,102 @@ def test_a_store_from_before_the_indexed_log_is_migrated(tmp_path):
         assert store.events(from_time=1009) == [e.to_dict() for e in _mixed(20) if e.triggerTime >= 1009]
     finally:
         store.close()
+
+
+# The tables as the csd before row checksums (and numbered commits) made them.
+SCHEMA_BEFORE_CHECKSUMS = """
+CREATE TABLE meta    (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE device  (id INTEGER PRIMARY KEY CHECK (id = 1), snapshot TEXT NOT NULL);
+CREATE TABLE events  (seq INTEGER PRIMARY KEY, body TEXT NOT NULL, type TEXT, time INTEGER);
+CREATE TABLE replies (n INTEGER PRIMARY KEY AUTOINCREMENT, client BLOB NOT NULL, request_id TEXT NOT NULL,
+                      reply BLOB NOT NULL, fingerprint TEXT);
+CREATE TABLE runs    (number INTEGER PRIMARY KEY, run_id TEXT NOT NULL UNIQUE, body TEXT NOT NULL);
+CREATE TABLE audit   (n INTEGER PRIMARY KEY AUTOINCREMENT, time INTEGER NOT NULL, name TEXT, role TEXT, op TEXT,
+                      args TEXT NOT NULL, outcome TEXT NOT NULL, message TEXT NOT NULL);
+"""
+
+
+def test_a_store_from_before_row_checksums_opens_and_is_checked_from_then_on(tmp_path):
+    """Upgrade: the rows get their checksums at the first start (taken as they are, after
+    quick_check), the state is served as it was, and a value changed afterwards is refused."""
+    import sqlite3
+
+    db = sqlite3.connect(tmp_path / "csd.sqlite3")
+    db.executescript(SCHEMA_BEFORE_CHECKSUMS)
+    db.execute("INSERT INTO meta VALUES ('database', 'feedc0de')")
+    db.execute("INSERT INTO device VALUES (1, ?)", (json.dumps(SNAPSHOT),))
+    db.executemany("INSERT INTO events VALUES (?, ?, ?, ?)",
+                   [(e.seq, json.dumps(e.to_dict()), e.type, e.triggerTime) for e in _mixed(20)])
+    db.execute("INSERT INTO runs VALUES (1, 'run-000001', ?)", (json.dumps({"runId": "run-000001", "number": 1,
+                                                                          "totalSamples": 1234}),))
+    db.execute("INSERT INTO replies (client, request_id, reply, fingerprint) VALUES (x'01', '\"7\"', x'7b7d', 'fp')")
+    db.execute("INSERT INTO audit (time, name, role, op, args, outcome, message) "
+               "VALUES (1, 'admin', 'admin', 'system.standby', '{}', 'ok', 'm')")
+    db.commit()
+    db.close()
+    (tmp_path / FILE_NAME).write_text(json.dumps({"database": "feedc0de", "created": 1, "seq": 20, "written": 1}))
+
+    store = Store(str(tmp_path), keep_events=100)
+    try:
+        snapshot, events, replies = store.load(100)
+        assert snapshot == SNAPSHOT and [e.to_dict() for e in events] == [e.to_dict() for e in _mixed(20)]
+        assert replies == [(b"\x01", '"7"', "fp", b"{}")]
+        assert store.load_runs(10)[0]["totalSamples"] == 1234
+        assert store.audit_entries(10)[0]["op"] == "system.standby"
+        for table in ("meta", "device", "events", "replies", "runs", "audit"):
+            assert store.db.execute(f"SELECT COUNT(*) FROM {table} WHERE rowsum IS NULL").fetchone()[0] == 0, table
+    finally:
+        store.close()
+
+    db = sqlite3.connect(tmp_path / "csd.sqlite3")
+    db.execute("UPDATE runs SET body = replace(body, '1234', '1235')")  # what a flipped bit does
+    db.commit()
+    db.close()
+    store = Store(str(tmp_path), keep_events=100)
+    try:
+        with pytest.raises(StoreError) as info:
+            store.load_runs(10)  # what csd reads at start (daemon/boot.py)
+    finally:
+        store.close()
+    assert "is damaged: table runs, row number=1 fails its checksum" in str(info.value)
+
+
+def test_sqlite_finding_the_file_corrupt_is_refused_with_the_clear_message(tmp_path):
+    """Garbage over the database's pages: SQLite's own "malformed" or "not a database" never
+    reaches the operator; the message names the file and the recovery steps."""
+    import sqlite3
+
+    _used(tmp_path, commits=50)
+    path = tmp_path / "csd.sqlite3"
+    data = bytearray(path.read_bytes())
+    for offset in range(4096, len(data), 4096):  # every page's header but the first's
+        data[offset:offset + 64] = b"\xa5" * 64
+    path.write_bytes(bytes(data))
+    with pytest.raises(StoreError) as info:
+        Store(str(tmp_path), keep_events=100)
+    message = str(info.value)
+    assert message.startswith(f"The state store {path} is damaged") and "start over" in message
+    assert not isinstance(info.value.__cause__, sqlite3.Error) and "malformed" not in message
+
+
+def test_text_damaged_into_invalid_utf8_is_named_not_a_decoding_error(tmp_path):
+    """Python's sqlite3 cannot decode it ("Could not decode to UTF-8 column 'body'"): the store
+    finds the row by its bytes and refuses it like any other damage."""
+    import sqlite3
+
+    store = Store(str(tmp_path), keep_events=100)
+    store.commit(SNAPSHOT, _mixed(20))
+    store.close()
+    db = sqlite3.connect(tmp_path / "csd.sqlite3")
+    db.execute("UPDATE events SET body = CAST(X'7b22ff227d' AS TEXT) WHERE seq = 7")
+    db.commit()
+    db.close()
+    store = Store(str(tmp_path), keep_events=100)
+    try:
+        with pytest.raises(StoreError) as info:
+            store.events()
+    finally:
+        store.close()
+    message = str(info.value)
+    assert "is damaged: table events, row seq=7 fails its checksum (text that is not UTF-8)" in message
+    assert "decode" not in message and "start over" in message

@@ -1,10 +1,14 @@
-"""A real single-node Slurm cluster for the tests: munged, slurmctld and slurmd from the Debian
-packages, every path in one temp dir, free TCP ports on loopback, stopped by PID at the end.
+"""A real Slurm cluster for the tests: munged, slurmctld and slurmd from the Debian packages,
+every path in one temp dir, free TCP ports on loopback, stopped by PID at the end. One node, or
+several on this one host (Debian's slurmd is built with multiple-slurmd support: each node its
+own `Port`, `slurmd -N NAME`, and per-node spool, pid and log files through `%n`), each node
+with its own csd.
 
 Its configuration is the shipped sample (slurm/): the slurm.conf lines, gres.conf, helpers.conf
 and the cs-* scripts, copied into the temp dir with /etc/slurm/ replaced by it, plus the
 settings a cluster needs anyway (ports, spool, state, logs, munge socket) and cs-slurm.env
-pointing the scripts at the test's csd, as docs/slurm.md tells an admin to do.
+pointing the scripts at the test's csd, as docs/slurm.md tells an admin to do; with several
+nodes, each node's csd is in its own `cs-slurm.NODE.env` (docs/slurm.md, "Several nodes").
 """
 
 from __future__ import annotations
@@ -25,11 +29,23 @@ from tests.harness import ROOT, wait_until
 SAMPLES = os.path.join(ROOT, "slurm")
 SCRIPTS = ("cs-healthcheck", "cs-features", "cs-reboot", "cs-prolog", "cs-epilog")
 NODE = "cs2node"
-DAEMONS = ("slurmd", "slurmctld", "munged")
 
 
 def missing_programs() -> list[str]:
     return [p for p in ("munged", "slurmctld", "slurmd", "scontrol", "sbatch", "squeue") if shutil.which(p) is None]
+
+
+def needs_slurm() -> list:
+    """The marks of a test module that runs a real cluster: Slurm installed, and root."""
+    import pytest
+
+    missing = missing_programs()
+    return [
+        pytest.mark.skipif(bool(missing), reason=(
+            f"Slurm is not installed (missing: {', '.join(missing)}); .ci/run installs it with "
+            "`apt-get install --no-install-recommends slurmctld slurmd slurm-client munge`")),
+        pytest.mark.skipif(os.geteuid() != 0, reason="slurmd and the scripts it runs need root (CI runs as root)"),
+    ]
 
 
 def free_ports(n: int) -> list[int]:
@@ -44,16 +60,21 @@ def free_ports(n: int) -> list[int]:
 
 
 class Cluster:
-    def __init__(self, csd_connection: str, slurm_key: str, health_interval: int):
+    def __init__(self, csd_connection: str | None, slurm_key: str | None, health_interval: int,
+                 nodes: dict[str, tuple[str, str]] | None = None):
+        """One node (NODE) with csd at `csd_connection`, or `nodes`: name -> (csd's connection
+        file, the scripts' key) for each node."""
+        self.nodes = nodes or {NODE: (csd_connection, slurm_key)}
         self.dir = tempfile.mkdtemp(prefix="slurm-t-")
         self.etc = self._mkdir("etc")
-        for name in ("state", "spool", "log", "run", "out"):
+        spools = ["spool"] if len(self.nodes) == 1 else [f"spool.{name}" for name in self.nodes]
+        for name in ("state", "log", "run", "out", *spools):
             self._mkdir(name)
         self.munge = self._mkdir("munge", 0o700)
         self.conf = os.path.join(self.etc, "slurm.conf")
         self.hook_log = os.path.join(self.dir, "log", "cs-slurm.log")
         self.health_interval = health_interval
-        self._write_config(csd_connection, slurm_key)
+        self._write_config()
 
     def _mkdir(self, name: str, mode: int = 0o755) -> str:
         path = os.path.join(self.dir, name)
@@ -75,16 +96,22 @@ class Cluster:
             f.write(text)
         os.chmod(path, mode)
 
-    def _write_config(self, csd_connection: str, slurm_key: str) -> None:
-        ctld_port, slurmd_port = free_ports(2)
+    def _write_config(self) -> None:
+        ctld_port, slurmd_port, *node_ports = free_ports(2 + len(self.nodes))
         d = self.dir
         sample = self._sample("slurm.conf")
         sample = re.sub(r"^HealthCheckInterval=\d+", f"HealthCheckInterval={self.health_interval}", sample, flags=re.M)
         sample = re.sub(r"^ResumeTimeout=\d+", "ResumeTimeout=120", sample, flags=re.M)
         # The sample's node line, made this host's: loopback, and more CPUs than jobs need, so
-        # that only the wafer (gres cs) serialises wafer jobs.
-        sample = re.sub(r"^NodeName=cs2-node1 ", f"NodeName={NODE} NodeHostname=localhost NodeAddr=127.0.0.1 CPUs=4 ",
-                        sample, flags=re.M)
+        # that only the wafer (gres cs) serialises wafer jobs. Several nodes: one line each, on
+        # a port of its own.
+        node_line = re.search(r"^NodeName=cs2-node1 (.*)$", sample, flags=re.M).group(1)
+        many = len(self.nodes) > 1
+        lines = "\n".join(f"NodeName={name} NodeHostname=localhost NodeAddr=127.0.0.1 CPUs=4 "
+                          + (f"Port={port} " if many else "") + node_line
+                          for name, port in zip(self.nodes, node_ports))
+        sample = re.sub(r"^NodeName=cs2-node1 .*$", lambda _: lines, sample, flags=re.M)
+        per_node = ".%n" if many else ""
         self._write("slurm.conf", f"""# A test cluster (tests/slurm/cluster.py) around the shipped sample lines.
 ClusterName=cstest
 SlurmctldHost=localhost(127.0.0.1)
@@ -96,11 +123,11 @@ AuthType=auth/munge
 CredType=cred/munge
 AuthInfo=socket={self.munge}/munge.sock
 StateSaveLocation={d}/state
-SlurmdSpoolDir={d}/spool
+SlurmdSpoolDir={d}/spool{per_node}
 SlurmctldPidFile={d}/run/slurmctld.pid
-SlurmdPidFile={d}/run/slurmd.pid
+SlurmdPidFile={d}/run/slurmd{per_node}.pid
 SlurmctldLogFile={d}/log/slurmctld.log
-SlurmdLogFile={d}/log/slurmd.log
+SlurmdLogFile={d}/log/slurmd{per_node}.log
 SlurmctldDebug=debug
 SlurmdDebug=debug
 ProctrackType=proctrack/linuxproc
@@ -117,17 +144,21 @@ MailProg=/bin/true
 SchedulerParameters=bf_interval=1
 # Kill a cancelled or failed job step within seconds, not the default 30.
 KillWait=5
-PartitionName=cs Nodes={NODE} Default=YES MaxTime=INFINITE State=UP
+PartitionName=cs Nodes={",".join(self.nodes)} Default=YES MaxTime=INFINITE State=UP
 {sample}""")
         self._write("gres.conf", self._sample("gres.conf"))
         self._write("helpers.conf", self._sample("helpers.conf"))
         for script in SCRIPTS:
             self._write(script, self._sample(script), 0o755)
         bindir = os.path.dirname(sys.executable)  # the venv's: its `cs` is this source tree's
-        self._write("cs-slurm.env", (
-            f"CS_CONNECT={csd_connection}\nCS_KEY={slurm_key}\n"  # SLURM_CONF: the scripts find it beside them
-            f"PATH={bindir}:$PATH\nPYTHONPATH={ROOT}\nCS_SLURM_LOG={self.hook_log}\n"
-        ))
+        common = f"PATH={bindir}:$PATH\nPYTHONPATH={ROOT}\nCS_SLURM_LOG={self.hook_log}\n"
+        if not many:  # SLURM_CONF: the scripts find it beside them
+            ((connection, key),) = self.nodes.values()
+            self._write("cs-slurm.env", f"CS_CONNECT={connection}\nCS_KEY={key}\n{common}")
+            return
+        self._write("cs-slurm.env", common)
+        for name, (connection, key) in self.nodes.items():
+            self._write(f"cs-slurm.{name}.env", f"CS_CONNECT={connection}\nCS_KEY={key}\n")
 
     # -- processes -----------------------------------------------------------------------------
 
@@ -153,9 +184,19 @@ PartitionName=cs Nodes={NODE} Default=YES MaxTime=INFINITE State=UP
                   f"--seed-file={self.munge}/seed")
         wait_until(lambda: os.path.exists(os.path.join(self.munge, "munge.sock")), 30, what="munged's socket")
         self._run("slurmctld", "-f", self.conf)
-        self._run("slurmd", "-f", self.conf, "-N", NODE)
-        self.wait_node(lambda n: n.state == "IDLE" and not n.flags, what="the node to be IDLE")
+        for name in self.nodes:
+            # Several slurmd on one host: each names its node to the scripts that slurmd does
+            # not tell (the features helper, the reboot program inherit slurmd's environment).
+            env = self.env(CS_SLURM_NODE=name) if len(self.nodes) > 1 else None
+            self._run("slurmd", "-f", self.conf, "-N", name, env=env)
+        for name in self.nodes:
+            self.wait_node(lambda n: n.state == "IDLE" and not n.flags, what="the node to be IDLE", name=name)
         return self
+
+    def _pid_files(self) -> list[str]:
+        """slurmd's (one per node when there are several), slurmctld's, munged's: stop order."""
+        slurmd = ["slurmd"] if len(self.nodes) == 1 else [f"slurmd.{name}" for name in self.nodes]
+        return [*slurmd, "slurmctld", "munged"]
 
     def pid(self, daemon: str) -> int | None:
         try:
@@ -175,7 +216,7 @@ PartitionName=cs Nodes={NODE} Default=YES MaxTime=INFINITE State=UP
                                interval=0.2, what="the queue to empty")
                 except AssertionError:
                     pass  # stopping slurmd below ends what is left
-        for daemon in DAEMONS:
+        for daemon in self._pid_files():
             pid = self.pid(daemon)
             if pid is None:
                 continue
@@ -195,7 +236,8 @@ PartitionName=cs Nodes={NODE} Default=YES MaxTime=INFINITE State=UP
 
     def logs(self) -> str:
         parts = []
-        for name in ("cs-slurm.log", "slurmctld.log", "slurmd.log"):
+        slurmd = ["slurmd.log"] if len(self.nodes) == 1 else [f"slurmd.{name}.log" for name in self.nodes]
+        for name in ("cs-slurm.log", "slurmctld.log", *slurmd):
             try:
                 with open(self.path("log", name), errors="replace") as f:
                     lines = f.readlines()[-60:]
@@ -222,18 +264,28 @@ PartitionName=cs Nodes={NODE} Default=YES MaxTime=INFINITE State=UP
         return wait_until(lambda: (j := self.job(job_id)) and predicate(j) and j, timeout, interval=0.2,
                           what=f"job {job_id}: {what}\n{self.logs()}")
 
-    def node(self) -> Node:
-        return parse_node(self._run("scontrol", "show", "node", "-o", NODE).stdout.strip())
+    def node(self, name: str = NODE) -> Node:
+        return parse_node(self._run("scontrol", "show", "node", "-o", name).stdout.strip())
 
-    def wait_node(self, predicate, timeout: float = 90, what: str = "") -> Node:
-        return wait_until(lambda: (n := self.node()) and predicate(n) and n, timeout, interval=0.2,
-                          what=f"node {NODE}: {what}\n{self.logs()}")
+    def wait_node(self, predicate, timeout: float = 90, what: str = "", name: str = NODE) -> Node:
+        return wait_until(lambda: (n := self.node(name)) and predicate(n) and n, timeout, interval=0.2,
+                          what=f"node {name}: {what}\n{self.logs()}")
 
     def scontrol(self, *args: str) -> None:
         self._run("scontrol", *args)
 
     def scancel(self, job_id: str) -> None:
         self._run("scancel", job_id)
+
+    def runtime_saw(self, job_id: str, timeout: float = 90) -> dict:
+        """What job `job_id`'s runtime (tests/slurm/runtime.py) wrote once it opened its run."""
+        import json
+
+        path = self.path("out", f"{job_id}.json")
+        wait_until(lambda: os.path.exists(path), timeout, interval=0.1,
+                   what=f"job {job_id}'s runtime to open its run\n{self.logs()}")
+        with open(path) as f:
+            return json.load(f)
 
     def hook_lines(self, hook: str) -> list[str]:
         try:

@@ -18,16 +18,11 @@ import time
 import pytest
 
 from tests.harness import ROOT, Daemon, wait_until
-from tests.slurm.cluster import Cluster, missing_programs
+from tests.slurm.cluster import Cluster, needs_slurm
 
 HEALTH_INTERVAL = 5  # seconds; Slurm's HealthCheckInterval, as low as the scripts should be run
 
-pytestmark = [
-    pytest.mark.skipif(bool(missing_programs()), reason=(
-        f"Slurm is not installed (missing: {', '.join(missing_programs())}); .ci/run installs it with "
-        "`apt-get install --no-install-recommends slurmctld slurmd slurm-client munge`")),
-    pytest.mark.skipif(os.geteuid() != 0, reason="slurmd and the scripts it runs need root (CI runs as root)"),
-]
+pytestmark = needs_slurm()
 
 
 class Site:
@@ -61,11 +56,7 @@ class Site:
         return self.cluster.path("out")
 
     def runtime_saw(self, job_id: str, timeout: float = 90) -> dict:
-        path = os.path.join(self.out, f"{job_id}.json")
-        wait_until(lambda: os.path.exists(path), timeout, interval=0.1,
-                   what=f"job {job_id}'s runtime to open its run\n{self.cluster.logs()}")
-        with open(path) as f:
-            return json.load(f)
+        return self.cluster.runtime_saw(job_id, timeout)
 
     def system(self) -> dict:
         with self.csd.client() as c:

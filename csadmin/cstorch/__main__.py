@@ -1,0 +1,63 @@
+"""`python -m csadmin.cstorch SCRIPT [ARGS...]`: run an unmodified cstorch script against csd.
+
+The script's `import cerebras_pytorch.experimental as cstorch` (or `import cerebras_pytorch`,
+and their submodules: `...experimental.metrics`, `.optim`, ...) gets csadmin.cstorch: every
+module of the package is registered under both names in this process's sys.modules before the
+script runs as `__main__`, and `cerebras_pytorch` is a module holding csadmin.cstorch's names
+plus `experimental` (`import a.b as c` looks `b` up as an attribute of `a`). Nothing named
+cerebras_* is installed; other processes see nothing.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import pkgutil
+import runpy
+import sys
+import types
+
+ALIASES = ("cerebras_pytorch.experimental", "cerebras_pytorch")
+USAGE = "usage: python -m csadmin.cstorch SCRIPT [ARGS...]"
+
+
+def alias_modules() -> list[str]:
+    """Import every csadmin.cstorch module and register it under each alias; return the names."""
+    import csadmin.cstorch as package
+
+    names = ["csadmin.cstorch"]
+    for info in pkgutil.walk_packages(package.__path__, "csadmin.cstorch."):
+        if not info.name.endswith(".__main__"):
+            importlib.import_module(info.name)
+            names.append(info.name)
+    top = types.ModuleType("cerebras_pytorch", "csadmin.cstorch under the name the real API has")
+    top.__dict__.update({k: v for k, v in vars(package).items() if not k.startswith("__")})
+    top.__path__ = []  # a package: its submodules are the aliases below
+    top.experimental = package
+    sys.modules.setdefault("cerebras_pytorch", top)
+    made = []
+    for alias in ALIASES:
+        for name in names:
+            aliased = alias + name[len("csadmin.cstorch"):]
+            sys.modules.setdefault(aliased, sys.modules[name])
+            made.append(aliased)
+    return made
+
+
+def main(argv: list[str]) -> int:
+    if not argv or argv[0] in ("-h", "--help"):
+        print(USAGE + "\n\n" + __doc__.split("\n\n")[1], file=sys.stderr if not argv else sys.stdout)
+        return 2 if not argv else 0
+    script = argv[0]
+    if not os.path.isfile(script):
+        print(f"python -m csadmin.cstorch: no such script: {script}\n{USAGE}", file=sys.stderr)
+        return 2
+    alias_modules()
+    sys.argv = list(argv)
+    sys.path.insert(0, os.path.dirname(os.path.abspath(script)))
+    runpy.run_path(script, run_name="__main__")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

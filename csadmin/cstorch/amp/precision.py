@@ -1,0 +1,44 @@
+"""Mixed precision as the system does it (001, "Floating Point Precision"): weights are stored as
+float32, and everything but the weight update computes in a half type, float16 unless
+`use_bfloat16(True)`. `autocast()` is torch's CPU autocast to that type, which inserts the casts
+(001: "you do not need to insert them manually"): a step runs its forward and loss under it.
+`check_float32_weights(model)` (cstorch.compile calls it) refuses a model whose weights are not
+float32.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from csadmin.errors import InvalidArgument
+
+_half = torch.float16
+
+
+def use_bfloat16(use: bool) -> None:
+    """Compute in bfloat16 instead of float16 (call before the first step)."""
+    global _half
+    if not isinstance(use, bool):
+        raise InvalidArgument(f"use_bfloat16 takes True or False, not {use!r}.")
+    _half = torch.bfloat16 if use else torch.float16
+
+
+def half_dtype() -> torch.dtype:
+    """The half type the step computes in."""
+    return _half
+
+
+def autocast() -> torch.autocast:
+    """The context a step's forward and loss run in: CPU autocast to `half_dtype()`."""
+    return torch.autocast("cpu", dtype=_half)
+
+
+def check_float32_weights(module: torch.nn.Module) -> None:
+    """Refuse a model whose floating-point parameters are not float32."""
+    other = [(name, p.dtype) for name, p in module.named_parameters() if p.is_floating_point() and p.dtype != torch.float32]
+    if other:
+        name, dtype = other[0]
+        raise InvalidArgument(
+            f"Only mixed precision is supported: weights are stored as float32, but {name} is {dtype} "
+            f"({len(other)} such parameters).",
+            hint="Keep the model in float32 (model.float()); the half-precision casts are inserted for you.")

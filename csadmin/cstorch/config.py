@@ -1,0 +1,190 @@
+"""`cstorch.configure`: the run's settings, once per process (004, "Configuring a run").
+
+Every parameter of the document's table, with its default, plus where csd is (`mgmt_address`: a
+connection file or an endpoint; default `$CS_CONNECT`) and this client's secret key file (`key`;
+default `$CS_KEY`). A value the simulated system cannot honour (more than one CS-2 for one csd,
+several streaming workers in one process) is refused, never ignored.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from dataclasses import dataclass, field, fields
+
+import csadmin.cstorch.current as current
+from csadmin.errors import InvalidArgument, InvalidState
+
+# 004's note under the table: why configure runs once per process.
+ONCE_RULE = (
+    "multiple CS runs in a single process are not supported: configure can only be called once and "
+    "applies globally"
+)
+ONCE_NEXT = "Any runs with different configurations must be run in separate processes."
+
+
+@dataclass(frozen=True)
+class Config:
+    model_dir: str = "./"
+    compile_dir: str = "/opt/cerebras/cached_compile"
+    compile_only: bool = False
+    validate_only: bool = False
+    checkpoint_steps: int = 0
+    num_csx: int = 1
+    max_wgt_servers: int = 24
+    mount_dirs: tuple = ()
+    python_paths: tuple = ()
+    transfer_processes: int = 5
+    num_workers_per_csx: int = 1
+    job_labels: tuple = ()
+    max_act_per_csx: int = 1
+    mgmt_address: str | None = None
+    key: str | None = None
+    labels: dict = field(default_factory=dict)  # job_labels parsed
+
+
+PARAMETERS = tuple(f.name for f in fields(Config) if f.name != "labels")
+
+_config: Config | None = None
+
+
+def current_config() -> Config | None:
+    return _config
+
+
+def require_config() -> Config:
+    if _config is None:
+        raise InvalidState(
+            "cstorch.configure has not been called in this process.",
+            "Call cstorch.configure(...) first, before the model is instantiated (004, 'Configuring a run').",
+        )
+    return _config
+
+
+def reset() -> None:
+    """Forget the configuration (tests; `python -m csadmin.cstorch` runs one script per process)."""
+    global _config
+    _config = None
+
+
+def _bad(name: str, value, want: str, hint: str = "") -> InvalidArgument:
+    text = repr(value)
+    text = text if len(text) <= 60 else text[:59] + "…"
+    return InvalidArgument(f"configure: {name} must be {want}, not {text}.", hint or f"Pass a valid {name}.")
+
+
+def _int(name: str, value, least: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < least:
+        raise _bad(name, value, f"an integer ≥ {least}")
+    return value
+
+
+def _bool(name: str, value) -> bool:
+    if not isinstance(value, bool):
+        raise _bad(name, value, "True or False")
+    return value
+
+
+def _path(name: str, value) -> str:
+    if not isinstance(value, (str, os.PathLike)) or not str(value).strip() or "\0" in str(value):
+        raise _bad(name, value, "a directory path")
+    return os.fspath(value)
+
+
+def _paths(name: str, value, must_exist: bool) -> tuple:
+    if value is None:
+        return ()
+    if isinstance(value, (str, bytes)) or not isinstance(value, (list, tuple)):
+        raise _bad(name, value, "a list of directory paths")
+    out = tuple(_path(name, v) for v in value)
+    for p in out if must_exist else ():
+        if not os.path.isdir(p):
+            raise InvalidArgument(f"configure: {name} entry {p!r} is not a directory on this node.",
+                                  f"Create it or remove it from {name}.")
+    return out
+
+
+def _writable_dir(name: str, path: str) -> str:
+    try:
+        os.makedirs(path, exist_ok=True)
+    except OSError as exc:
+        raise InvalidArgument(f"configure: {name} {path!r} cannot be created: {exc.strerror}.",
+                              f"Pass a directory you can write to as {name}=...") from None
+    if not os.access(path, os.W_OK | os.X_OK):
+        raise InvalidArgument(f"configure: {name} {path!r} is not writable.",
+                              f"Pass a directory you can write to as {name}=...")
+    return path
+
+
+def _labels(value) -> tuple[tuple, dict]:
+    if value is None:
+        return (), {}
+    if isinstance(value, str) or not isinstance(value, (list, tuple)):
+        raise _bad("job_labels", value, "a list of 'key=value' strings")
+    parsed = {}
+    for item in value:
+        key, sep, val = item.partition("=") if isinstance(item, str) else ("", "", "")
+        if not sep or not key.strip() or not val.strip() or any(not c.isprintable() for c in item):
+            raise _bad("job_labels", item, "'key=value' (an equal-sign-separated pair)")
+        parsed[key.strip()] = val.strip()
+    return tuple(value), parsed
+
+
+def configure(**kwargs) -> Config:
+    """Configure this process's run (once). Raises InvalidArgument for an unknown parameter or a
+    bad value, InvalidState when called a second time."""
+    global _config
+    unknown = sorted(set(kwargs) - set(PARAMETERS))
+    if unknown:
+        raise InvalidArgument(f"configure: unknown parameter(s) {', '.join(unknown)}.",
+                              f"Valid parameters: {', '.join(PARAMETERS)}.")
+    if _config is not None:
+        raise InvalidState(f"cstorch.configure was already called in this process: {ONCE_RULE}.", ONCE_NEXT)
+    d = Config()
+    get = kwargs.get
+    num_csx = _int("num_csx", get("num_csx", d.num_csx), 1)
+    if num_csx != 1:
+        raise InvalidArgument(
+            f"configure: num_csx={num_csx} cannot be honoured: csd manages one CS-2 system.",
+            "Use num_csx=1 (the default).")
+    workers = _int("num_workers_per_csx", get("num_workers_per_csx", d.num_workers_per_csx), 1)
+    if workers != 1:
+        raise InvalidArgument(
+            f"configure: num_workers_per_csx={workers} cannot be honoured: this runtime streams from "
+            f"its own process.", "Use num_workers_per_csx=1 (the default); csadmin.client.join_run "
+            "feeds a run from input worker processes.")
+    compile_only = _bool("compile_only", get("compile_only", d.compile_only))
+    validate_only = _bool("validate_only", get("validate_only", d.validate_only))
+    if compile_only and validate_only:
+        raise InvalidArgument("configure: compile_only and validate_only exclude each other.",
+                              "validate_only traces without compiling; compile_only compiles without "
+                              "running. Pass one of them.")
+    python_paths = _paths("python_paths", get("python_paths"), must_exist=True)
+    job_labels, labels = _labels(get("job_labels"))
+    address = get("mgmt_address", os.environ.get("CS_CONNECT") or None)
+    key = get("key", os.environ.get("CS_KEY") or None)
+    config = Config(
+        model_dir=_writable_dir("model_dir", _path("model_dir", get("model_dir", d.model_dir))),
+        compile_dir=_path("compile_dir", get("compile_dir", d.compile_dir)),
+        compile_only=compile_only,
+        validate_only=validate_only,
+        checkpoint_steps=_int("checkpoint_steps", get("checkpoint_steps", d.checkpoint_steps), 0),
+        num_csx=num_csx,
+        max_wgt_servers=_int("max_wgt_servers", get("max_wgt_servers", d.max_wgt_servers), 1),
+        mount_dirs=_paths("mount_dirs", get("mount_dirs"), must_exist=True),
+        python_paths=python_paths,
+        transfer_processes=_int("transfer_processes", get("transfer_processes", d.transfer_processes), 1),
+        num_workers_per_csx=workers,
+        job_labels=job_labels,
+        max_act_per_csx=_int("max_act_per_csx", get("max_act_per_csx", d.max_act_per_csx), 1),
+        mgmt_address=None if address is None else _path("mgmt_address", address),
+        key=None if key is None else _path("key", key),
+        labels=labels,
+    )
+    if not config.validate_only:  # validate_only writes no compile artifacts
+        _writable_dir("compile_dir", config.compile_dir)
+    # The workers are this process: it honours python_paths by importing from them too.
+    sys.path.extend(p for p in python_paths if p not in sys.path)
+    _config = config
+    current.state().checkpoint_steps = config.checkpoint_steps
+    return config

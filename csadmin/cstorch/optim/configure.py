@@ -1,0 +1,116 @@
+"""cstorch.optim.configure_optimizer / configure_lr_scheduler: an optimizer, or a learning-rate
+schedule, from a configuration dictionary (004).
+
+    optimizer = cstorch.optim.configure_optimizer(optimizer_type="SGD", params=model.parameters(),
+                                                  lr=0.001, momentum=0.5)
+    scheduler = cstorch.optim.configure_lr_scheduler(optimizer, learning_rate=[
+        {"scheduler": "LinearLR", "initial_learning_rate": 0.0, "end_learning_rate": 0.1, "total_iters": 100},
+        {"scheduler": "CosineDecayLR", "initial_learning_rate": 0.1, "end_learning_rate": 0.0, "total_iters": 900},
+    ])
+
+Names are matched case-insensitively (a schedule also without its "LR" suffix); an unknown one,
+an argument the class does not take or a malformed configuration is an InvalidArgument that
+says what is valid.
+"""
+
+from __future__ import annotations
+
+import inspect
+
+from csadmin.errors import InvalidArgument
+
+from .adam import Adam, AdamW
+from .lr_scheduler import (ChainedLR, ConstantLR, CosineDecayLR, ExponentialLR, LinearLR, LRScheduler, MultiStepLR,
+                           PolynomialLR, SequentialLR, StepLR)
+from .optimizer import Optimizer
+from .sgd import SGD
+
+OPTIMIZERS: dict[str, type[Optimizer]] = {cls.__name__: cls for cls in (SGD, Adam, AdamW)}
+
+
+def configure_optimizer(optimizer_type: str, params, **kwargs) -> Optimizer:
+    """`optimizer_type`'s class built over `params` with `kwargs`."""
+    cls = lookup("optimizer", optimizer_type, OPTIMIZERS)
+    return cls(params, **arguments(cls, kwargs))
+
+
+def lookup(what: str, name, table: dict):
+    """`table[name]`, the name matched case-insensitively, else an error listing the valid names."""
+    by_lower = {key.lower(): value for key, value in table.items()}
+    if isinstance(name, str) and name.lower() in by_lower:
+        return by_lower[name.lower()]
+    raise InvalidArgument(f"Unknown {what} {name!r}. Valid {what}s: {', '.join(sorted(table))}.")
+
+
+def arguments(cls, kwargs: dict, skip: int = 1) -> dict:
+    """`kwargs` if `cls(...)` takes every one of them (its first `skip` parameters are supplied by
+    the caller), else an error naming the ones it does not take and the ones it does."""
+    names = list(inspect.signature(cls).parameters)[skip:]
+    unknown = sorted(set(kwargs) - set(names))
+    if unknown:
+        raise InvalidArgument(f"{cls.__name__} does not take {', '.join(map(repr, unknown))}; it takes "
+                              f"{', '.join(names)}.")
+    return kwargs
+
+
+SCHEDULERS: dict[str, type[LRScheduler]] = {
+    cls.__name__: cls for cls in (ConstantLR, PolynomialLR, LinearLR, ExponentialLR, StepLR, MultiStepLR,
+                                  CosineDecayLR, SequentialLR, ChainedLR)
+}
+# The configuration may also name a schedule without its "LR" suffix ("Linear", "CosineDecay").
+_SCHEDULER_NAMES = {**SCHEDULERS, **{name.removesuffix("LR"): cls for name, cls in SCHEDULERS.items()}}
+_FORMS = ("learning_rate is a number (a constant rate), a dict with the key 'scheduler' naming one "
+          "(its other keys are the scheduler's arguments), or a list of such dicts (a SequentialLR, "
+          "each with total_iters; or a ChainedLR if one has main_scheduler: ChainedLR)")
+
+
+def configure_lr_scheduler(optimizer, learning_rate) -> LRScheduler:
+    """The scheduler `learning_rate` describes, in one of the document's three forms."""
+    if isinstance(learning_rate, (int, float)) and not isinstance(learning_rate, bool):
+        return ConstantLR(optimizer, learning_rate=learning_rate)
+    if isinstance(learning_rate, dict):
+        return _one(optimizer, learning_rate, "learning_rate")
+    if isinstance(learning_rate, (list, tuple)) and learning_rate:
+        return _several(optimizer, list(learning_rate))
+    raise InvalidArgument(f"Cannot configure a learning rate from {learning_rate!r}: {_FORMS}.")
+
+
+def _one(optimizer, config, where: str) -> LRScheduler:
+    if not isinstance(config, dict):
+        raise InvalidArgument(f"{where} is a {type(config).__name__}, not a dict: {_FORMS}.")
+    kwargs = {key: value for key, value in config.items() if key not in ("scheduler", "main_scheduler")}
+    if "scheduler" not in config:
+        raise InvalidArgument(f"{where} has no key 'scheduler' naming the schedule. Valid schedulers: "
+                              f"{', '.join(sorted(SCHEDULERS))}.")
+    cls = lookup("scheduler", config["scheduler"], _SCHEDULER_NAMES)
+    if cls in (SequentialLR, ChainedLR):
+        raise InvalidArgument(f"{where} names {cls.__name__}: give its parts as a list of dicts instead: {_FORMS}.")
+    try:
+        return cls(optimizer, **arguments(cls, kwargs))
+    except InvalidArgument as e:
+        raise InvalidArgument(f"{where}: {e.message}", e.hint) from None
+    except TypeError as e:  # a required argument left out
+        raise InvalidArgument(f"{where}: {cls.__name__} needs {_missing(cls, kwargs)} ({e}).") from None
+
+
+def _several(optimizer, configs: list) -> LRScheduler:
+    mains = {c.get("main_scheduler") for c in configs if isinstance(c, dict) and "main_scheduler" in c}
+    if not mains <= {"ChainedLR", "SequentialLR"}:
+        raise InvalidArgument(f"main_scheduler {sorted(map(str, mains))} is not ChainedLR or SequentialLR.")
+    parts = [_one(optimizer, config, f"learning_rate[{i}]") for i, config in enumerate(configs)]
+    if "ChainedLR" in mains:
+        return ChainedLR(optimizer, parts)
+    milestones, total = [], 0
+    for i, config in enumerate(configs[:-1]):
+        if config.get("total_iters") is None:
+            raise InvalidArgument(f"learning_rate[{i}] has no total_iters: each scheduler of a SequentialLR says "
+                                  "how many steps it runs.")
+        total += config["total_iters"]
+        milestones.append(total)
+    return SequentialLR(optimizer, parts, milestones)
+
+
+def _missing(cls, kwargs: dict) -> str:
+    required = [name for name, p in list(inspect.signature(cls).parameters.items())[1:]
+                if p.default is inspect.Parameter.empty and name not in kwargs]
+    return ", ".join(required) or "other arguments"

@@ -1,0 +1,65 @@
+"""SequentialLR and ChainedLR: schedules made of schedules, still one closed form of the step."""
+
+from __future__ import annotations
+
+import torch
+
+from csadmin.errors import InvalidArgument
+
+from ..checks import whole
+from .base import LR_DTYPE, LRScheduler
+
+
+def _parts(owner: str, optimizer, schedulers) -> list[LRScheduler]:
+    if not isinstance(schedulers, (list, tuple)) or not schedulers:
+        raise InvalidArgument(f"{owner}: schedulers must be a non-empty list of LRSchedulers.")
+    for i, part in enumerate(schedulers):
+        if not isinstance(part, LRScheduler):
+            raise InvalidArgument(f"{owner}: schedulers[{i}] is a {type(part).__name__}, not an LRScheduler.")
+        if part.optimizer is not optimizer:
+            raise InvalidArgument(f"{owner}: schedulers[{i}] schedules another optimizer.")
+    return list(schedulers)
+
+
+class SequentialLR(LRScheduler):
+    """schedulers[i] from milestones[i-1] on, each counting its steps from its own start (as
+    torch's SequentialLR): lr(s) = schedulers[i](s - milestones[i-1])."""
+
+    def __init__(self, optimizer, schedulers, milestones, last_epoch=-1):
+        self._schedulers = _parts("SequentialLR", optimizer, schedulers)
+        if not isinstance(milestones, (list, tuple)) or len(milestones) != len(self._schedulers) - 1:
+            raise InvalidArgument(f"SequentialLR: {len(self._schedulers)} schedulers need "
+                                  f"{len(self._schedulers) - 1} milestones; got {milestones!r}.")
+        self.milestones = [whole("SequentialLR", "milestones[]", m, 1) for m in milestones]
+        if self.milestones != sorted(set(self.milestones)):
+            raise InvalidArgument(f"SequentialLR: milestones must increase; got {self.milestones}.")
+        super().__init__(optimizer, None, last_epoch)
+
+    def _get_closed_form_lr(self):
+        s = self.last_epoch
+        lr = self._schedulers[0]._closed_form_at(s)
+        for milestone, part in zip(self.milestones, self._schedulers[1:]):
+            lr = torch.where(s >= milestone, part._closed_form_at(s - milestone), lr)
+        return lr
+
+
+class ChainedLR(LRScheduler):
+    """The first schedule scaled by every later one's factor: lr(s) = schedulers[0](s) *
+    Π schedulers[i](s) / schedulers[i](0) (torch's ChainedScheduler, for closed forms)."""
+
+    def __init__(self, optimizer, schedulers, last_epoch=-1):
+        self._schedulers = _parts("ChainedLR", optimizer, schedulers)
+        zero = torch.zeros((), dtype=LR_DTYPE)
+        self._starts = [float(part._closed_form_at(zero)) for part in self._schedulers]
+        for i, start in enumerate(self._starts[1:], 1):
+            if start == 0:
+                raise InvalidArgument(f"ChainedLR: schedulers[{i}] starts at learning rate 0; a chained "
+                                      "schedule scales by each later scheduler's lr(step)/lr(0).")
+        super().__init__(optimizer, None, last_epoch)
+
+    def _get_closed_form_lr(self):
+        s = self.last_epoch
+        lr = self._schedulers[0]._closed_form_at(s)
+        for part, start in zip(self._schedulers[1:], self._starts[1:]):
+            lr = lr * (part._closed_form_at(s) / start)
+        return lr

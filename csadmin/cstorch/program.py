@@ -1,0 +1,183 @@
+"""A compiled step: the captured graph as Python code, what it reads and returns, and its artifacts.
+
+`Program.run(inputs)` executes the graph once on new inputs (no autograd: the backward pass is in
+the graph), rebinds the gradients the step left on parameters, and returns the step's result and
+the recorded step closures' tensors. The graph is FX's generated Python (one call per aten op),
+executed with each `torch.ops.aten.<op>.<overload>(...)` bound straight to the overload's C++
+entry (what OpOverload.__call__ forwards to): a Python frame and four attribute lookups less per
+op, ~5% of a 5 ms step. Nothing is code-generated below Python.
+
+The compiled artifact's descriptor (what `run.program` gets):
+  * fingerprint: sha256 of the program text, its signature and its state's shapes and dtypes
+    (the same step compiled again lands in the same compile_dir/cs_<checksum>, like a cache);
+  * size_bytes: the persistent state (weights, optimizer state) plus the program text;
+  * est_samples_per_sec: batch size / the program's execution time, measured by running the
+    compiled program ESTIMATE_RUNS times on copies of the state at compile (in this simulation
+    the device is this CPU); the fastest run counts.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import time
+from dataclasses import dataclass, field
+
+import torch
+from torch import fx
+
+from .signature import Signature
+
+ESTIMATE_RUNS = 3
+
+
+@dataclass
+class Program:
+    name: str  # the compile_step function's name
+    step_fn: object  # the StepFunction that owns it
+    module: fx.GraphModule
+    signature: Signature
+    state: list  # persistent tensors, by identity
+    result_spec: object  # how to rebuild the step's return value
+    result_leaves: list  # per leaf: ("out", index) or ("const", value)
+    grad_params: list  # parameters whose .grad the step rebinds, in output order
+    closures: list = field(default_factory=list)  # (fn, spec, leaves) recorded inside the step
+    mode: str = "train"
+    execmode: str = ""
+    op_count: int = 0
+    checksum: str = ""
+    size_bytes: int = 0
+    est_samples_per_sec: float = 0.0
+    compile_time: float = 0.0
+    directory: str | None = None
+    forward: object = None  # the graph's code with its ops bound directly (_direct)
+
+    @classmethod
+    def build(cls, graph: fx.Graph, **fields) -> "Program":
+        _simplify(graph)
+        module = fx.GraphModule(torch.nn.Module(), graph, class_name="CompiledStep")
+        program = cls(module=module, **fields)
+        state_bytes = sum(t.numel() * t.element_size() for t in program.state)
+        program.size_bytes = state_bytes + len(module.code.encode())
+        digest = hashlib.sha256()
+        for part in (module.code, repr(program.signature.leaves), program.mode, program.execmode,
+                     repr([(tuple(t.shape), str(t.dtype)) for t in program.state])):
+            digest.update(part.encode())
+            digest.update(b"\0")
+        program.checksum = digest.hexdigest()
+        program.forward = _direct(module, program.checksum)
+        return program
+
+    @property
+    def batch_size(self) -> int:
+        return self.signature.batch_size
+
+    def execute(self, inputs: list, state: list | None = None) -> tuple:
+        with torch.no_grad():
+            return self.forward(None, inputs, self.state if state is None else state)
+
+    def estimate(self, inputs: list, scratch_state: list) -> float:
+        """Samples per second of this program on this CPU, from its fastest of ESTIMATE_RUNS
+        executions on `scratch_state` (copies: the real state is not touched)."""
+        rng = torch.get_rng_state()
+        best = float("inf")
+        try:
+            for _ in range(ESTIMATE_RUNS):
+                start = time.perf_counter()
+                self.execute(inputs, scratch_state)
+                best = min(best, time.perf_counter() - start)
+        finally:
+            torch.set_rng_state(rng)
+        self.est_samples_per_sec = round(self.batch_size / max(best, 1e-6), 3)
+        return self.est_samples_per_sec
+
+    def run(self, inputs: list) -> tuple[object, list]:
+        """Execute one step; return (the step's result, [(closure, args, kwargs)])."""
+        outs = self.execute(inputs)
+        n_result = sum(1 for kind, _ in self.result_leaves if kind == "out")
+        for p, grad in zip(self.grad_params, outs[n_result:n_result + len(self.grad_params)]):
+            p.grad = grad
+        result = self.result_spec.unflatten([outs[v] if kind == "out" else v for kind, v in self.result_leaves])
+        calls = []
+        for fn, spec, leaves in self.closures:
+            args, kwargs = spec.unflatten([outs[v] if kind == "out" else v for kind, v in leaves])
+            calls.append((fn, args, kwargs))
+        return result, calls
+
+    def descriptor(self, target_system: str) -> dict:
+        """What `run.program` takes (csd checks it against the system and the run)."""
+        return {
+            "fingerprint": f"sha256:{self.checksum}",
+            "target_system": target_system,
+            "execmode": self.execmode,
+            "mode": self.mode,
+            "compile_time": round(self.compile_time, 6),
+            "est_samples_per_sec": self.est_samples_per_sec,
+            "size_bytes": self.size_bytes,
+        }
+
+    def write_artifacts(self, compile_dir: str, log: list[str], target_system: str | None) -> str:
+        """compile_dir/cs_<checksum>: program.py, graph.txt, program.json, compile.log."""
+        directory = os.path.join(compile_dir, f"cs_{self.checksum[:16]}")
+        os.makedirs(directory, exist_ok=True)
+        info = {
+            "step": self.name, "mode": self.mode, "execmode": self.execmode, "ops": self.op_count,
+            "batch_size": self.batch_size, "state_tensors": len(self.state),
+            "signature": [list(map(str, leaf)) for leaf in self.signature.leaves],
+            "descriptor": self.descriptor(target_system or "(not checked)"),
+        }
+        files = {
+            "program.py": self.module.code,
+            "graph.txt": str(self.module.graph),
+            "program.json": json.dumps(info, indent=2) + "\n",
+            "compile.log": "".join(line + "\n" for line in log),
+        }
+        for name, text in files.items():
+            write_file(os.path.join(directory, name), text)
+        self.directory = directory
+        return directory
+
+
+def _simplify(graph: fx.Graph) -> None:
+    """Drop what only autograd needed: `detach` (an alias without history; the program runs
+    without autograd, so the alias itself serves) and ops whose results nothing uses. FX keeps
+    every op that mutates (its schema says so) or draws random numbers."""
+    for node in list(graph.nodes):
+        if node.op == "call_function" and node.target is torch.ops.aten.detach.default:
+            node.replace_all_uses_with(node.args[0])
+            graph.erase_node(node)
+    graph.eliminate_dead_code()
+
+
+_OP_CALL = re.compile(r"\btorch\.ops\.(\w+)\.(\w+)\.(\w+)\(")
+
+
+def _direct(module: fx.GraphModule, checksum: str):
+    """FX's `forward(self, inputs, state)` source, compiled again with every op call bound to a
+    global holding the overload's C++ entry (see the module docstring)."""
+    namespace = dict(module.forward.__func__.__globals__)  # FX's own globals (inf, nan, device, ...)
+    names: dict[tuple, str] = {}
+
+    def bind(match: re.Match) -> str:
+        key = match.groups()
+        if key not in names:
+            names[key] = f"_op{len(names)}"
+            overload = getattr(getattr(getattr(torch.ops, key[0]), key[1]), key[2])
+            namespace[names[key]] = overload._op
+        return names[key] + "("
+
+    source = _OP_CALL.sub(bind, module.code)
+    exec(compile(source, f"<cstorch program {checksum[:16]}>", "exec"), namespace)
+    return namespace["forward"]
+
+
+def write_file(path: str, text: str) -> None:
+    """Write `text` to `path` atomically and durably (tmp, fsync, rename)."""
+    tmp = f"{path}.tmp-{os.getpid()}"
+    with open(tmp, "w", encoding="utf-8") as f:
+        f.write(text)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)

@@ -1,0 +1,175 @@
+"""`@cstorch.compile_step` and `@cstorch.step_closure`: the step as the system runs it.
+
+The first call of a compile_step function is the compile: it captures the whole step (forward,
+loss, backward, optimizer and scheduler steps) as one static program (capture.py), measures and
+writes it (program.py), opens the run on csd and programs the fabric once (session.py), then
+executes step 1. Every later call executes the program on the new batch: the function's Python
+body does not run again, so a non-tensor variable it changes keeps its first value (004).
+
+A step closure called inside the step is part of the program: it runs after every step, with
+the values its tensors have at the end of the step. Called outside, it runs at once (the step
+before it has finished executing, so every tensor is materialized).
+"""
+
+from __future__ import annotations
+
+import functools
+import time
+
+import torch
+from torch.utils._pytree import tree_flatten
+
+from csadmin.errors import InvalidState, ReprogramForbidden
+
+import csadmin.cstorch.current as current
+import csadmin.cstorch.runtime as runtime
+from .capture import Capture
+from .compiled import check_modes
+from .config import current_config, require_config
+from .optim import core_guard
+from .program import ESTIMATE_RUNS, Program
+from .signature import Signature
+
+def _leaves(value, outputs: list) -> tuple[object, list]:
+    """Flatten `value`; its tensors join `outputs`. Returns (spec, [("out", i) | ("const", v)])."""
+    flat, spec = tree_flatten(value)
+    leaves = []
+    for x in flat:
+        if isinstance(x, torch.Tensor):
+            leaves.append(("out", len(outputs)))
+            outputs.append(x)
+        else:
+            leaves.append(("const", x))
+    return spec, leaves
+
+
+class StepFunction:
+    """A function decorated with compile_step."""
+
+    def __init__(self, fn):
+        self.fn = fn
+        self.name = getattr(fn, "__name__", "step")
+        functools.update_wrapper(self, fn)
+
+    def __get__(self, instance, owner=None):
+        """A compile_step method: the instance is the step's first (non-tensor) argument."""
+        return self if instance is None else functools.partial(self, instance)
+
+    def __call__(self, *args, **kwargs):
+        config = require_config()
+        rt = runtime.get()
+        if rt.backend is None:
+            raise InvalidState(f"{self.name} was called before cstorch.compile.",
+                               "Call cstorch.compile(model, backend='wse_ws') before the first step.")
+        if rt.program is None:
+            return self._compile(config, rt, args, kwargs)
+        if rt.program.step_fn is not self:
+            raise ReprogramForbidden(
+                f"The compile_step function {self.name!r} would be a second program in this run, which "
+                f"runs {rt.program.name!r}: the fabric is programmed once per run and cannot be reprogrammed.",
+                "Put everything the system runs in one compile_step function; run another in a separate process.")
+        inputs = rt.program.signature.tensors(args, kwargs, self.name)
+        if config.compile_only or config.validate_only:
+            return rt.first_result
+        return self._execute(rt, inputs)
+
+    def _execute(self, rt, inputs):
+        if rt.finished:
+            raise InvalidState(f"This process's run has ended (after step {current.state().step}): one run per process.",
+                               "Start a new process for another run.")
+        check_modes(rt.models, rt.program.mode)
+        session = rt.session
+        session.check()
+        try:
+            with current.stepping():
+                result, closures = rt.program.run(inputs)
+        except KeyboardInterrupt:
+            runtime.finish("runtime interrupted (Ctrl-C)")
+            raise
+        state = current.state()
+        state.step += 1
+        for fn, a, kw in closures:
+            fn(*a, **kw)
+        session.step_done(rt.program.batch_size)
+        if state.last_step is not None and state.step >= state.last_step:
+            runtime.finish()
+        return result
+
+    def _compile(self, config, rt, args, kwargs):
+        core_guard.install()  # a core torch.optim optimizer may not step inside the step
+        start = time.perf_counter()
+        signature, inputs = Signature.of(args, kwargs)
+        modes = {m.training for m in rt.models}
+        if len(modes) > 1:
+            raise InvalidState("The compiled models disagree on train/eval mode.",
+                               "Call .train() or .eval() on every compiled model the same way.")
+        mode = "train" if modes.pop() else "eval"
+        params = list({id(p): p for m in rt.models for p in m.parameters()}.values())
+        grads_before = [p.grad for p in params]
+        cap = Capture(inputs, self.name)
+        rt.capture, rt.captured_closures = cap, []
+        try:
+            with current.stepping(), cap:
+                result = self.fn(*args, **kwargs)
+            outputs: list = []
+            result_spec, result_leaves = _leaves(result, outputs)
+            grad_params = [p for p, g in zip(params, grads_before) if p.grad is not g]
+            outputs += [p.grad for p in grad_params]
+            closures = []
+            for fn, a, kw in rt.captured_closures:
+                spec, leaves = _leaves((a, kw), outputs)
+                closures.append((fn, spec, leaves))
+            cap.output(outputs)
+            captured = time.perf_counter()
+        finally:
+            rt.capture = None
+            scratch = cap.restore()
+            for p, g in zip(params, grads_before):
+                p.grad = g
+        program = Program.build(
+            cap.graph, name=self.name, step_fn=self, signature=signature, state=cap.state,
+            result_spec=result_spec, result_leaves=result_leaves, grad_params=grad_params, closures=closures,
+            mode=mode, execmode=current.execmode(), op_count=cap.op_count)
+        log = [f"step {self.name!r}: captured {cap.op_count} aten ops, {len(cap.state)} persistent tensors, "
+               f"batch size {program.batch_size}, mode {mode}, in {captured - start:.3f} s"]
+        if not config.validate_only:
+            program.estimate(inputs, scratch)
+            log.append(f"estimated {program.est_samples_per_sec:g} samples/s "
+                       f"(fastest of {ESTIMATE_RUNS} executions on copies of the state)")
+        del scratch
+        program.compile_time = time.perf_counter() - start
+        log.append(f"compile_time {program.compile_time:.3f} s; size {program.size_bytes} bytes")
+        session = rt.session
+        serial = None if session is None else session.serial
+        if not config.validate_only:
+            program.write_artifacts(config.compile_dir, log, serial)
+        if config.compile_only or config.validate_only:
+            rt.program = program
+            rt.first_result = result
+            return result
+        runtime.close_at_exit()  # first: Ctrl-C while programming must close the run too
+        session.open(mode, program.descriptor(serial))
+        rt.program = program
+        return self._execute(rt, inputs)
+
+
+def compile_step(fn) -> StepFunction:
+    """Decorate the function that is one whole step (see the module docstring)."""
+    return StepFunction(fn)
+
+
+def step_closure(fn):
+    """Decorate a function that reads tensors' values: it runs after the step, with them materialized."""
+
+    @functools.wraps(fn)
+    def closure(*args, **kwargs):
+        rt = runtime.get()
+        if rt.capture is not None:
+            rt.captured_closures.append((fn, args, kwargs))
+            return None
+        config = current_config()
+        if rt.program is not None and (config.compile_only or config.validate_only):
+            return None  # nothing runs on the system, so nothing materializes
+        return fn(*args, **kwargs)
+
+    return closure

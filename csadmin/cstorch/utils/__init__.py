@@ -1,0 +1,5 @@
+"""cstorch.utils: the DataLoader that feeds a run (cstorch.utils.data)."""
+
+from . import data
+
+__all__ = ["data"]

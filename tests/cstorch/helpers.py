@@ -1,0 +1,72 @@
+"""Shared pieces of the cstorch tests: the system in weight streaming, a small model and data,
+and configure() pointed at a test csd."""
+
+from __future__ import annotations
+
+import os
+
+import torch
+
+import csadmin.cstorch as cstorch
+from tests.harness import Daemon
+
+
+def weight_streaming(daemon: Daemon) -> None:
+    """Put the daemon's system in weight streaming and ACTIVE."""
+    with daemon.client() as c:
+        if c.system_show()["activeExecmode"] != "WEIGHT_STREAMING":
+            c.system_standby()
+            c.wait_for(state="STANDBY", timeout=20)
+            c.execmode_setup("WEIGHT_STREAMING")
+        if c.system_show()["state"] != "ACTIVE":
+            c.system_activate()
+        c.wait_for(state="ACTIVE", execmode="WEIGHT_STREAMING", timeout=20)
+
+
+def configure(daemon: Daemon, tmp_path, **kwargs):
+    return cstorch.configure(
+        model_dir=str(tmp_path / "model"), compile_dir=str(tmp_path / "compile"),
+        mgmt_address=daemon.connection_file, key=daemon.admin_key, **kwargs)
+
+
+def model(seed: int = 0) -> torch.nn.Module:
+    torch.manual_seed(seed)
+    return torch.nn.Sequential(torch.nn.Linear(8, 32), torch.nn.ReLU(), torch.nn.Linear(32, 2))
+
+
+def batches(n: int, batch_size: int = 32, seed: int = 1):
+    """`n` batches of a separable problem: the label is whether the first feature is positive."""
+    g = torch.Generator().manual_seed(seed)
+    x = torch.randn(n * batch_size, 8, generator=g)
+    y = (x[:, 0] > 0).long()
+    return [(x[i * batch_size:(i + 1) * batch_size], y[i * batch_size:(i + 1) * batch_size]) for i in range(n)]
+
+
+class Trainer:
+    """cstorch.compile + SGD + a compile_step over `net`, as the document's training example."""
+
+    def __init__(self, net: torch.nn.Module, lr: float = 0.1):
+        self.net = net
+        self.compiled = cstorch.compile(net, backend="wse_ws")
+        self.optimizer = cstorch.optim.SGD(net.parameters(), lr=lr, momentum=0.9)
+        self.loss_fn = torch.nn.CrossEntropyLoss()
+
+        self.step = cstorch.compile_step(self.body)
+
+    def body(self, inputs, targets):
+        """One training step, as the compile_step function's body."""
+        self.optimizer.zero_grad()
+        loss = self.loss_fn(self.compiled(inputs), targets)
+        loss.backward()
+        self.optimizer.step()
+        return loss
+
+
+def run_record(daemon: Daemon) -> dict:
+    """The newest run csd knows."""
+    with daemon.client() as c:
+        return c.runs_list()["runs"][0]
+
+
+def files(path) -> list[str]:
+    return sorted(os.listdir(path))

@@ -1,0 +1,136 @@
+"""cstorch.configure: every parameter of 004's table, validated, once per process; compile()
+checks the system (reachable, ACTIVE, the backend's execution mode) before any step."""
+
+import os
+import sys
+import time
+
+import pytest
+import torch
+
+import csadmin.cstorch as cstorch
+from csadmin import errors
+from csadmin.cstorch import config, current, session
+from tests.cstorch.helpers import configure, model
+
+
+def test_defaults_are_the_documents_and_csd_comes_from_the_environment(tmp_path, monkeypatch):
+    monkeypatch.setenv("CS_CONNECT", "/somewhere/csd.json")
+    monkeypatch.setenv("CS_KEY", "/somewhere/me.key_secret")
+    monkeypatch.chdir(tmp_path)
+    c = cstorch.configure(compile_dir=str(tmp_path / "compile"))
+    assert (c.model_dir, c.compile_only, c.validate_only, c.checkpoint_steps, c.num_csx, c.max_wgt_servers,
+            c.mount_dirs, c.python_paths, c.transfer_processes, c.num_workers_per_csx, c.job_labels,
+            c.max_act_per_csx) == ("./", False, False, 0, 1, 24, (), (), 5, 1, (), 1)
+    assert config.Config().compile_dir == "/opt/cerebras/cached_compile"
+    assert (c.mgmt_address, c.key) == ("/somewhere/csd.json", "/somewhere/me.key_secret")
+
+
+def test_every_parameter_is_accepted_and_checkpoint_steps_reach_the_run_state(tmp_path, monkeypatch):
+    monkeypatch.setattr(sys, "path", list(sys.path))
+    (tmp_path / "data").mkdir()
+    c = cstorch.configure(
+        model_dir=str(tmp_path / "m"), compile_dir=str(tmp_path / "c"), compile_only=True, validate_only=False,
+        checkpoint_steps=100, num_csx=1, max_wgt_servers=4, mount_dirs=[str(tmp_path / "data")],
+        python_paths=[str(tmp_path)], transfer_processes=2, num_workers_per_csx=1,
+        job_labels=["team=ml", "purpose=test"], max_act_per_csx=2, mgmt_address="tcp://127.0.0.1:1", key="k")
+    assert c.labels == {"team": "ml", "purpose": "test"}
+    assert str(tmp_path) in sys.path  # this process is the worker: it imports from python_paths
+    assert current.state().checkpoint_steps == 100
+    assert os.path.isdir(tmp_path / "m") and os.path.isdir(tmp_path / "c")
+
+
+def test_a_second_call_is_refused_with_the_documents_reason(tmp_path):
+    cstorch.configure(model_dir=str(tmp_path), compile_dir=str(tmp_path / "c"))
+    with pytest.raises(errors.InvalidState) as exc:
+        cstorch.configure(model_dir=str(tmp_path), compile_dir=str(tmp_path / "c"))
+    assert exc.value.message == (
+        "cstorch.configure was already called in this process: multiple CS runs in a single process are not "
+        "supported: configure can only be called once and applies globally.")
+    assert exc.value.hint == "Any runs with different configurations must be run in separate processes."
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    ({"num_csx": 2}, "configure: num_csx=2 cannot be honoured: csd manages one CS-2 system."),
+    ({"num_csx": 0}, "configure: num_csx must be an integer ≥ 1, not 0."),
+    ({"num_workers_per_csx": 4}, "configure: num_workers_per_csx=4 cannot be honoured: this runtime streams "
+                                 "from its own process."),
+    ({"checkpoint_steps": -1}, "configure: checkpoint_steps must be an integer ≥ 0, not -1."),
+    ({"checkpoint_steps": True}, "configure: checkpoint_steps must be an integer ≥ 0, not True."),
+    ({"max_wgt_servers": "24"}, "configure: max_wgt_servers must be an integer ≥ 1, not '24'."),
+    ({"compile_only": "yes"}, "configure: compile_only must be True or False, not 'yes'."),
+    ({"compile_only": True, "validate_only": True}, "configure: compile_only and validate_only exclude each other."),
+    ({"job_labels": ["team"]}, "configure: job_labels must be 'key=value' (an equal-sign-separated pair), not 'team'."),
+    ({"job_labels": "team=ml"}, "configure: job_labels must be a list of 'key=value' strings, not 'team=ml'."),
+    ({"mount_dirs": ["/no/such/dir"]}, "configure: mount_dirs entry '/no/such/dir' is not a directory on this node."),
+    ({"model_dir": "/proc/no-model-dir"}, "configure: model_dir '/proc/no-model-dir' cannot be created: No such file or directory."),
+    ({"bogus": 1, "other": 2}, "configure: unknown parameter(s) bogus, other."),
+])
+def test_bad_values_are_refused_with_what_to_do(tmp_path, kwargs, message):
+    kwargs.setdefault("compile_dir", str(tmp_path / "c"))
+    with pytest.raises(errors.InvalidArgument) as exc:
+        cstorch.configure(**kwargs)
+    assert exc.value.message == message
+    assert exc.value.hint
+    assert config.current_config() is None  # nothing was configured: a corrected call may follow
+
+
+def test_compile_before_configure_is_refused():
+    with pytest.raises(errors.InvalidState) as exc:
+        cstorch.compile(torch.nn.Linear(2, 2), backend="wse_ws")
+    assert exc.value.message == "cstorch.configure has not been called in this process."
+
+
+def test_compile_refuses_an_unknown_backend_and_a_non_module(ws_csd, tmp_path):
+    configure(ws_csd, tmp_path)
+    with pytest.raises(errors.InvalidArgument) as exc:
+        cstorch.compile(model(), backend="gpu")
+    assert exc.value.message == "compile: unknown backend 'gpu'."
+    assert exc.value.hint == "Use one of 'wse_ws', 'wse_pl' (WEIGHT_STREAMING, PIPELINED)."
+    with pytest.raises(errors.InvalidArgument, match="model must be a torch.nn.Module, not function"):
+        cstorch.compile(lambda x: x, backend="wse_ws")
+
+
+def test_compile_accepts_the_backend_in_any_case_and_sets_the_execution_mode(ws_csd, tmp_path):
+    configure(ws_csd, tmp_path)
+    assert current.execmode() is None
+    cstorch.compile(model(), backend="WSE_WS")
+    assert current.execmode() == "WEIGHT_STREAMING"
+
+
+def test_compile_refuses_a_backend_for_another_execution_mode(ws_csd, tmp_path):
+    configure(ws_csd, tmp_path)
+    with pytest.raises(errors.IncompatibleProgram) as exc:
+        cstorch.compile(model(), backend="wse_pl")
+    assert exc.value.message == "backend='wse_pl' compiles for PIPELINED, but the system runs in WEIGHT_STREAMING."
+    assert exc.value.hint.startswith("Use backend='wse_ws', or ask an admin to switch the execution mode")
+
+
+def test_compile_refuses_a_system_in_standby(make_csd, tmp_path):
+    daemon = make_csd().start()
+    with daemon.client() as c:
+        c.system_standby()
+        c.wait_for(state="STANDBY", timeout=20)
+    configure(daemon, tmp_path)
+    with pytest.raises(errors.InvalidState) as exc:
+        cstorch.compile(model(), backend="wse_pl")
+    assert "is STANDBY (health STANDBY), not ACTIVE" in exc.value.message
+    assert "cs system activate" in exc.value.hint
+
+
+def test_compile_says_csd_is_unreachable_within_the_client_timeout(make_csd, tmp_path):
+    daemon = make_csd().start()
+    daemon.kill9()  # its connection file and keys stay: csd is just not there
+    configure(daemon, tmp_path)
+    start = time.monotonic()
+    with pytest.raises(errors.Unreachable) as exc:
+        cstorch.compile(model(), backend="wse_ws")
+    assert time.monotonic() - start < session.CLIENT_TIMEOUT + 2.0
+    assert exc.value.hint
+
+
+def test_compile_refuses_weights_that_are_not_float32(ws_csd, tmp_path):
+    configure(ws_csd, tmp_path)
+    with pytest.raises(errors.InvalidArgument, match="Only mixed precision is supported: weights are stored as "
+                                                     "float32, but 0.weight is torch.float16"):
+        cstorch.compile(model().half(), backend="wse_ws")

@@ -1,0 +1,111 @@
+"""cstorch.utils.data.DataLoader: the document's step arithmetic over real torch DataLoaders, its
+mutually exclusive groups, the run's last step, and 000's fixed batch size."""
+
+import pytest
+import torch
+from torch.utils.data import DataLoader as TorchLoader
+from torch.utils.data import IterableDataset, TensorDataset
+
+from csadmin.cstorch.utils.data import DataLoader
+from csadmin.errors import InvalidArgument, ReprogramForbidden
+from tests.cstorch.run_state import fresh_run  # noqa: F401
+
+
+def input_fn(samples=40, batch_size=8, drop_last=True, shuffle=False):
+    data = TensorDataset(torch.arange(samples, dtype=torch.float32).unsqueeze(1), torch.arange(samples) % 3)
+    return TorchLoader(data, batch_size=batch_size, drop_last=drop_last, shuffle=shuffle)
+
+
+class Stream(IterableDataset):
+    def __init__(self, batches):
+        self.batches = batches
+
+    def __iter__(self):
+        return iter(torch.full((4, 2), float(i)) for i in range(self.batches))
+
+
+def _firsts(loader):
+    return [int(batch[0][0, 0]) for batch in loader]
+
+
+def test_num_steps_restarts_the_input_and_max_steps_caps_it(fresh_run):
+    loader = DataLoader(input_fn, num_steps=12, batch_size=8)  # 5 batches a pass
+    assert len(loader) == 12 and _firsts(loader) == [0, 8, 16, 24, 32] * 2 + [0, 8]
+    assert fresh_run.last_step == 12
+    assert len(DataLoader(input_fn, num_steps=12, max_steps=7)) == 7
+    assert len(DataLoader(input_fn, num_steps=3, max_steps=7)) == 3
+
+
+def test_num_epochs_with_steps_per_epoch_or_the_inputs_length(fresh_run):
+    loader = DataLoader(input_fn, num_epochs=2, steps_per_epoch=3)
+    assert len(loader) == 6 and _firsts(loader) == [0, 8, 16] * 2
+    assert _firsts(DataLoader(input_fn, num_epochs=2)) == [0, 8, 16, 24, 32] * 2
+    capped = DataLoader(input_fn, num_epochs=3, max_steps=7)
+    assert len(capped) == 7 and _firsts(capped) == [0, 8, 16, 24, 32, 0, 8]
+    fresh_run.step = 100  # a second loop in the same run ends 7 steps later
+    list(capped)
+    assert fresh_run.last_step == 107
+
+
+def test_neither_group_is_one_pass_and_a_stream_of_unknown_length_runs_out(fresh_run):
+    assert _firsts(DataLoader(input_fn)) == [0, 8, 16, 24, 32]
+    stream = DataLoader(lambda: TorchLoader(Stream(5), batch_size=None))
+    assert [int(b[0, 0]) for b in stream] == [0, 1, 2, 3, 4] and fresh_run.last_step is None
+    with pytest.raises(TypeError, match="length is unknown"):
+        len(stream)
+    assert len(DataLoader(lambda: TorchLoader(Stream(5), batch_size=None), max_steps=3)) == 3
+    streamed = DataLoader(lambda: TorchLoader(Stream(5), batch_size=None), num_steps=7)
+    assert [int(b[0, 0]) for b in streamed] == [0, 1, 2, 3, 4, 0, 1]
+
+
+def test_arguments_not_the_loaders_own_go_to_the_input_function():
+    seen = []
+
+    def fn(a, b=0, *, batch_size):
+        seen.append((a, b, batch_size))
+        return input_fn(batch_size=batch_size)
+
+    DataLoader(fn, 1, num_steps=2, b=2, batch_size=4)
+    assert seen == [(1, 2, 4)]
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    (dict(num_steps=5, num_epochs=2), "num_steps and num_epochs/steps_per_epoch are mutually exclusive"),
+    (dict(num_steps=5, steps_per_epoch=2), "mutually exclusive"),
+    (dict(steps_per_epoch=2), "steps_per_epoch needs num_epochs"),
+    (dict(num_steps=0), "num_steps must be a whole number ≥ 1; got 0"),
+    (dict(max_steps=2.5), "max_steps must be a whole number ≥ 1; got 2.5"),
+    (dict(num_epochs=1, steps_per_epoch=6), r"steps_per_epoch 6 exceeds the input's length \(5 batches\)"),
+])
+def test_bad_step_counts_are_refused(kwargs, message):
+    with pytest.raises(InvalidArgument, match=message):
+        DataLoader(input_fn, **kwargs)
+
+
+def test_inputs_that_cannot_feed_a_run_are_refused():
+    with pytest.raises(InvalidArgument, match="input_fn must be a function"):
+        DataLoader(input_fn(), num_steps=1)
+    with pytest.raises(InvalidArgument, match="returned a int, not an iterable"):
+        DataLoader(lambda: 3, num_steps=1)
+    with pytest.raises(InvalidArgument, match="num_epochs needs steps_per_epoch: the input function's dataloader "
+                                              "has no length"):
+        DataLoader(lambda: Stream(3), num_epochs=2)
+    with pytest.raises(InvalidArgument, match="epoch 1 ended after 3 batches; steps_per_epoch is 4"):
+        list(DataLoader(lambda: Stream(3), num_epochs=2, steps_per_epoch=4))
+    with pytest.raises(InvalidArgument, match="yielded no batch"):
+        DataLoader(input_fn, num_epochs=1, samples=4, batch_size=8)  # drop_last: no batch at all
+    with pytest.raises(InvalidArgument, match="yielded no batch"):
+        list(DataLoader(lambda: Stream(0), num_steps=3))
+
+
+def test_a_batch_of_another_size_is_refused_with_the_drop_last_advice():
+    loader = DataLoader(input_fn, num_steps=10, samples=20, batch_size=8, drop_last=False)
+    batches = iter(loader)
+    assert next(batches)[0].shape[0] == 8 and next(batches)[0].shape[0] == 8 and loader.batch_size == 8
+    with pytest.raises(ReprogramForbidden) as refused:
+        next(batches)
+    assert str(refused.value) == (
+        "Inconsistent batch sizes detected: batch 3 has size 4, the first batch had 8 (the fabric is programmed "
+        "for one batch shape). To ensure a fixed batch size across all steps, set drop_last=True when batching "
+        "in the input function (torch.utils.data.DataLoader(..., drop_last=True)).")
+    assert len(list(DataLoader(input_fn, num_steps=10, samples=20, batch_size=8, drop_last=True))) == 10

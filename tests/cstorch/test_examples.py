@@ -1,0 +1,68 @@
+"""examples/cstorch: the document's full training and evaluation examples, run as scripts
+against a real csd: the model learns, checkpoints land on the checkpoint steps, a resumed run
+reaches the same weights as an uninterrupted one, the evaluation's accuracy equals plain
+PyTorch's, and csd shows one run per script, programmed once, with its samples."""
+
+import os
+import re
+import subprocess
+import sys
+
+import torch
+
+import csadmin.cstorch as cstorch
+from tests.harness import ROOT
+
+TRAIN = os.path.join(ROOT, "examples", "cstorch", "train.py")
+EVAL = os.path.join(ROOT, "examples", "cstorch", "eval.py")
+
+
+def run(ws_csd, *args, alias=True):
+    command = [sys.executable, *(["-m", "csadmin.cstorch"] if alias else []), *args]
+    done = subprocess.run(command, env=ws_csd.env(), cwd=ROOT, capture_output=True, text=True, timeout=180)
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+def newest_run(ws_csd) -> dict:
+    with ws_csd.client() as c:
+        return c.runs_list()["runs"][0]
+
+
+def test_train_learns_checkpoints_resumes_to_the_same_weights_and_eval_matches_plain_pytorch(ws_csd, tmp_path):
+    a, b = str(tmp_path / "a"), str(tmp_path / "b")
+    out = run(ws_csd, TRAIN, "--model-dir", a, "--num-steps", "40", "--checkpoint-steps", "20")
+    losses = [float(x) for x in re.findall(r"loss (\d+\.\d+)", out)]
+    assert losses[-1] < losses[0] / 2, out
+    assert sorted(f for f in os.listdir(a) if f.endswith(".mdl")) == ["checkpoint_20.mdl", "checkpoint_40.mdl"]
+
+    # csd: one run for the script, programmed once, with every sample it trained on
+    record = newest_run(ws_csd)
+    assert (record["status"], record["mode"], record["totalSamples"]) == ("CLOSED", "train", 40 * 32)
+    shown = ws_csd.cs("runs", "show", record["runId"])
+    assert shown.returncode == 0 and "1280" in shown.stdout, shown.stdout
+    events = ws_csd.cs("events", "show", "--max-count", "500")
+    assert events.returncode == 0
+    lines = [line for line in events.stdout.splitlines() if record["runId"] in line]
+    assert sum("ProgrammingStarted" in line for line in lines) == 1, events.stdout
+
+    # the same run stopped at step 20 and resumed from its checkpoint reaches the same weights
+    run(ws_csd, TRAIN, "--model-dir", b, "--num-steps", "40", "--max-steps", "20", "--checkpoint-steps", "20",
+        alias=False)
+    out = run(ws_csd, TRAIN, "--model-dir", b, "--num-steps", "40", "--checkpoint-steps", "20",
+              "--checkpoint", os.path.join(b, "checkpoint_20.mdl"))
+    assert "resumed from" in out and "at step 20" in out
+    straight = cstorch.load(os.path.join(a, "checkpoint_40.mdl"))
+    resumed = cstorch.load(os.path.join(b, "checkpoint_40.mdl"))
+    for name, tensor in straight["model"].items():
+        assert torch.equal(tensor, resumed["model"][name]), name
+    assert resumed["global_step"] == 40
+    assert newest_run(ws_csd)["totalSamples"] == 20 * 32
+
+    out = run(ws_csd, EVAL, "--model-dir", str(tmp_path / "e"), "--checkpoint", os.path.join(a, "checkpoint_40.mdl"),
+              "--check")
+    ours = float(re.search(r"^Eval Accuracy: (\S+)$", out, re.M).group(1))
+    plain = float(re.search(r"^Plain PyTorch Accuracy: (\S+)$", out, re.M).group(1))
+    assert ours == plain and 0.5 < ours < 1.0, out
+    record = newest_run(ws_csd)
+    assert (record["mode"], record["totalSamples"]) == ("eval", 16 * 32)

@@ -1,0 +1,223 @@
+"""The run on csd as a cstorch script lives it: aborted from the system's side (runs abort,
+standby --force, a critical fault) the next steps raise RunAborted with csd's reason; Ctrl-C
+closes the run; `python -m csadmin.cstorch` runs an unmodified `cerebras_pytorch` script."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+
+import pytest
+
+from csadmin import errors
+from csadmin.cstorch import runtime, session
+from tests.cstorch.helpers import Trainer, batches, configure, model, run_record
+from tests.harness import ROOT, wait_until
+
+
+def step_until_aborted(trainer, timeout: float = 10.0) -> tuple[errors.RunAborted, int]:
+    """Step until RunAborted; return it and how many steps still ran (csd's event is pushed, so
+    at most the steps of its few milliseconds in flight)."""
+    data = batches(2)
+    deadline = time.monotonic() + timeout
+    ran = 0
+    while True:
+        try:
+            trainer.step(*data[ran % 2])
+        except errors.RunAborted as exc:
+            return exc, ran
+        ran += 1
+        assert time.monotonic() < deadline, "no RunAborted"
+
+
+def started(ws_csd, tmp_path) -> tuple[Trainer, str]:
+    configure(ws_csd, tmp_path)
+    t = Trainer(model())
+    t.step(*batches(1)[0])
+    return t, runtime.get().session.run.id
+
+
+def test_an_admin_abort_raises_run_aborted_with_its_reason(ws_csd, tmp_path):
+    t, run_id = started(ws_csd, tmp_path)
+    with ws_csd.client() as c:
+        c.runs_abort(run_id, reason="wafer maintenance at noon")
+    exc, ran = step_until_aborted(t)
+    assert exc.message == f"Run {run_id} was aborted on the system: wafer maintenance at noon."
+    assert "resuming from its last checkpoint" in exc.hint
+    assert ran <= 3
+    with pytest.raises(errors.RunAborted):  # and every later step
+        t.step(*batches(1)[0])
+    runtime.reset()  # the process's end: nothing left to close, no error
+
+
+def test_a_forced_standby_raises_run_aborted(ws_csd, tmp_path):
+    t, run_id = started(ws_csd, tmp_path)
+    try:
+        with ws_csd.client() as c:
+            c.system_standby(force=True)
+        exc, _ = step_until_aborted(t)
+        assert exc.message.startswith(f"Run {run_id} was aborted on the system: ")
+        assert "standby" in exc.message
+    finally:
+        with ws_csd.client() as c:
+            c.wait_for(state="STANDBY", timeout=20)
+            c.system_activate()
+            c.wait_for(state="ACTIVE", timeout=20)
+
+
+def test_a_critical_fault_raises_run_aborted_naming_it(ws_csd, tmp_path):
+    t, run_id = started(ws_csd, tmp_path)
+    try:
+        with ws_csd.client() as c:
+            c.fault_inject("temperature-high-critical")
+        exc, _ = step_until_aborted(t)
+        assert exc.fault == "temperature-high-critical"
+        assert "temperature-high-critical" in exc.message and "(injected)" in exc.message
+    finally:
+        with ws_csd.client() as c:
+            c.fault_clear(all=True)
+
+
+def test_an_abort_the_event_missed_still_comes_from_the_next_stream(ws_csd, tmp_path):
+    t, run_id = started(ws_csd, tmp_path)
+    s = runtime.get().session
+    s._events.close()  # as if every pushed event were lost: the next run.stream says it
+    s._events = None
+    s.run.stop_heartbeats()
+    with ws_csd.client() as c:
+        c.runs_abort(run_id, reason="lost event")
+    start = time.monotonic()
+    exc, ran = step_until_aborted(t)
+    assert exc.message == f"Run {run_id} was aborted on the system: lost event."
+    assert time.monotonic() - start < session.STREAM_EVERY_SECONDS + 3.0
+
+
+SCRIPT = textwrap.dedent('''
+    import sys
+    import torch
+    import cerebras_pytorch.experimental as cstorch
+    import cerebras_pytorch.experimental.optim as optim
+
+    assert cstorch.__name__ == "csadmin.cstorch"
+    cstorch.configure(model_dir=sys.argv[1], compile_dir=sys.argv[1] + "/compile")
+    torch.manual_seed(0)
+    net = torch.nn.Linear(8, 2)
+    compiled = cstorch.compile(net, backend="wse_ws")
+    optimizer = optim.SGD(net.parameters(), lr=0.1)
+
+    @cstorch.compile_step
+    def training_step(x, y):
+        optimizer.zero_grad()
+        loss = torch.nn.functional.cross_entropy(compiled(x), y)
+        loss.backward()
+        optimizer.step()
+        return loss
+
+    @cstorch.step_closure
+    def post(loss, i):
+        print(f"step {i} loss {loss.item():.4f}", flush=True)
+
+    x, y = torch.randn(16, 8), torch.randint(0, 2, (16,))
+    steps = int(sys.argv[2])
+    i = 0
+    while steps < 0 or i < steps:
+        post(training_step(x, y), i)
+        i += 1
+    if len(sys.argv) > 3:  # then fail between steps, outside any cstorch call
+        raise {"interrupt": KeyboardInterrupt, "error": ValueError}[sys.argv[3]]("bad batch file")
+''')
+
+
+def run_script(ws_csd, tmp_path, steps: int, *more: str, **popen):
+    path = tmp_path / "script.py"
+    path.write_text(SCRIPT)
+    return subprocess.Popen(
+        [sys.executable, "-m", "csadmin.cstorch", str(path), str(tmp_path / "model"), str(steps), *more],
+        env=ws_csd.env(), cwd=ROOT, text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE, **popen)
+
+
+def test_python_m_runs_an_unmodified_cerebras_pytorch_script(ws_csd, tmp_path):
+    proc = run_script(ws_csd, tmp_path, 12)
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 0, err
+    assert out.count("loss") == 12
+    record = run_record(ws_csd)
+    assert (record["status"], record["totalSamples"]) == ("CLOSED", 12 * 16)  # closed at the process's end
+    with open(tmp_path / "model" / "performance" / "performance.json") as f:
+        assert json.load(f)["total_samples"] == 192
+    check = subprocess.run([sys.executable, "-c", "import cerebras_pytorch"], capture_output=True, text=True,
+                           cwd=ROOT)
+    assert "No module named 'cerebras_pytorch'" in check.stderr  # only the script's process sees it
+
+
+def test_python_m_says_how_to_use_it():
+    bad = subprocess.run([sys.executable, "-m", "csadmin.cstorch", "/no/such/script.py"], capture_output=True,
+                         text=True, cwd=ROOT)
+    assert bad.returncode == 2
+    assert bad.stderr == ("python -m csadmin.cstorch: no such script: /no/such/script.py\n"
+                          "usage: python -m csadmin.cstorch SCRIPT [ARGS...]\n")
+
+
+def test_ctrl_c_closes_the_run_and_frees_the_fabric(ws_csd, tmp_path):
+    proc = run_script(ws_csd, tmp_path, -1)
+    try:
+        wait_until(lambda: proc.stdout.readline().startswith("step 20 "), timeout=60, what="step 20")
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode != 0 and "KeyboardInterrupt" in err
+    record = run_record(ws_csd)
+    assert (record["status"], record["abortReason"]) == ("ABORTED", "runtime interrupted (Ctrl-C)")
+    assert record["totalSamples"] >= 20 * 16
+    with ws_csd.client() as c:
+        assert c.runs_list()["runHolder"] is None
+    assert os.path.exists(tmp_path / "model" / "performance" / "performance.json")
+
+
+def test_a_fabric_held_by_another_run_is_busy_and_the_step_may_be_retried(ws_csd, tmp_path):
+    configure(ws_csd, tmp_path)
+    t = Trainer(model())
+    x, y = batches(1)[0]
+    with ws_csd.client() as other:
+        held = other.open_run(mode="train", owner="someone-else")
+        with pytest.raises(errors.Busy, match="someone-else"):
+            t.step(x, y)
+        held.close()
+    assert runtime.get().program is None and all(p.grad is None for p in t.net.parameters())
+    t.step(x, y)  # captured again, and this time the run opens
+    assert run_record(ws_csd)["owner"].startswith("cstorch ")
+
+
+def test_csd_gone_mid_run_is_a_clear_error_within_the_client_timeout(make_csd, tmp_path, monkeypatch):
+    monkeypatch.setattr(session, "CLIENT_TIMEOUT", 1.0)
+    daemon = make_csd().start()
+    from tests.cstorch.helpers import weight_streaming
+
+    weight_streaming(daemon)
+    configure(daemon, tmp_path)
+    t = Trainer(model())
+    data = batches(2)
+    t.step(*data[0])
+    daemon.kill9()
+    start = time.monotonic()
+    with pytest.raises(errors.Unreachable):
+        for i in range(100_000):
+            t.step(*data[i % 2])
+    assert time.monotonic() - start < session.STREAM_EVERY_SECONDS + session.CLIENT_TIMEOUT + 3.0
+
+
+@pytest.mark.parametrize("how, reason", [
+    ("interrupt", "runtime interrupted (Ctrl-C)"),
+    ("error", "runtime failed: ValueError: bad batch file"),
+])
+def test_an_uncaught_exception_between_steps_ends_the_run_with_it(ws_csd, tmp_path, how, reason):
+    proc = run_script(ws_csd, tmp_path, 3, how)
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode != 0 and "bad batch file" in err
+    record = run_record(ws_csd)
+    assert (record["status"], record["abortReason"], record["totalSamples"]) == ("ABORTED", reason, 3 * 16)

@@ -1,0 +1,32 @@
+"""`make run` installs only what the product needs; `make test` everything the suite needs
+(test tools and the cstorch extra). The product install is done for real in a fresh venv."""
+
+import os
+import subprocess
+
+from tests.harness import ROOT
+
+
+def make(*args: str, timeout: float = 600) -> subprocess.CompletedProcess:
+    return subprocess.run(["make", "--no-print-directory", *args], capture_output=True, text=True, cwd=ROOT,
+                          timeout=timeout)
+
+
+def test_make_run_installs_the_product_only(tmp_path):
+    venv = str(tmp_path / "venv")
+    done = make(f"{venv}/.product", f"VENV={venv}")
+    assert done.returncode == 0, done.stdout + done.stderr
+    listed = subprocess.run([f"{venv}/bin/python", "-m", "pip", "list", "--format=freeze"], capture_output=True,
+                            text=True, timeout=120)
+    installed = {line.split("==")[0].lower().replace("_", "-") for line in listed.stdout.splitlines()}
+    assert {"csadmin", "pyzmq", "prompt-toolkit"} <= installed
+    assert not installed & {"pytest", "hypothesis", "pexpect", "torch", "h5py"}, installed
+    # With the product installed, `make run` installs nothing more: it starts the console.
+    assert make("-n", "run", f"VENV={venv}").stdout.split("\n")[0] == f"{venv}/bin/cs --embedded"
+    assert os.access(f"{venv}/bin/cs", os.X_OK)
+
+
+def test_make_test_still_installs_the_test_tools_and_cstorch(tmp_path):
+    planned = make("-n", "test", f"VENV={tmp_path / 'fresh'}").stdout
+    assert "pip install --quiet -e '.[test,cstorch]'" in planned and "torch==" in planned
+    assert planned.rstrip().endswith("-m pytest")
