@@ -92,6 +92,11 @@ class MetricsListener:
         """Connections held now (for tests and the bench)."""
         return len(self._loop.conns) if self._loop is not None else 0
 
+    @property
+    def evicted(self) -> int:
+        """Idle connections closed so far to make room for newer ones (for tests and the bench)."""
+        return self._loop.evicted if self._loop is not None else 0
+
     def close(self) -> None:
         """Stop serving, close every connection and release the port; returns once the thread
         has ended."""

@@ -89,6 +89,7 @@ class Loop:
         self.waiting: deque[_Conn] = deque()  # complete requests, in arrival order, for their turn
         self.next_answer = 0.0  # monotonic time before which no other request is answered (pacing)
         self.accept_paused_until = 0.0
+        self.evicted = 0  # connections closed to make room for newer ones (for tests and the bench)
         self.stopping = False
         self.wake_r, self.wake_w = socket.socketpair()
         self.wake_r.setblocking(False)
@@ -148,15 +149,9 @@ class Loop:
             self._admit(sock, address[0])
 
     def _admit(self, sock: socket.socket, peer: str) -> None:
-        peer_full = self.per_peer.get(peer, 0) >= self.limits.max_per_peer
-        if peer_full or len(self.conns) >= self.limits.max_connections:
-            # Make room: the oldest connection still sending its request, from this address, or
-            # else from the one holding the most; if every place is being answered, come back later.
-            victim = self._oldest_reading(peer if peer_full else max(self.per_peer, key=self.per_peer.get))
-            if victim is None:
-                sock.close()
-                return
-            self._close(victim)
+        if not self._make_room(peer):
+            sock.close()  # every place is being answered: the client comes back later
+            return
         sock.setblocking(False)
         conn = _Conn(sock, peer, time.monotonic() + self.limits.timeout)
         self.conns[sock.fileno()] = conn
@@ -164,7 +159,26 @@ class Loop:
         self._watch(conn, selectors.EVENT_READ)
         self._read(conn)  # a scraper's request is often there already: take it before others crowd in
 
-    def _oldest_reading(self, peer: str) -> _Conn | None:
+    def _make_room(self, peer: str) -> bool:
+        """Whether a new connection from `peer` may be held, after closing one that is idle if
+        a cap is reached: the oldest still sending its request (or lingering after its answer),
+        from `peer` if its own cap is reached, else from the address holding the most. Idle is
+        checked, not assumed: what a candidate has sent meanwhile is read first, so a scraper
+        whose request arrived while connects crowded in is answered, not pushed out."""
+        while True:
+            peer_full = self.per_peer.get(peer, 0) >= self.limits.max_per_peer
+            if not peer_full and len(self.conns) < self.limits.max_connections:
+                return True
+            victim = self._oldest_idle(peer if peer_full else max(self.per_peer, key=self.per_peer.get))
+            if victim is None:
+                return False
+            (self._read if victim.state == _Conn.READING else self._linger)(victim)
+            # Still idle: it gives way (else it was closed, or is being answered: look again).
+            if self.conns.get(victim.sock.fileno()) is victim and victim.state in _Conn.IDLE:
+                self._close(victim)
+                self.evicted += 1
+
+    def _oldest_idle(self, peer: str) -> _Conn | None:
         return next((c for c in self.conns.values() if c.peer == peer and c.state in _Conn.IDLE), None)
 
     def _close(self, conn: _Conn) -> None:

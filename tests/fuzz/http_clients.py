@@ -182,3 +182,15 @@ def scrape_paced(port: int, count: int, every: float, deadline: float, host: str
             time.sleep(pause)  # the pace itself, not a wait for a condition
         result.seconds.append(scrape_once(port, deadline, host))
     return result
+
+
+if __name__ == "__main__":
+    # `python -m tests.fuzz.http_clients half-open PORT COUNT` or `... slowloris PORT EVERY`: one
+    # attacker in a process of its own (as a real one is: no GIL shared with the listener or the
+    # scraper), until this process is killed.
+    import sys
+
+    kind, port, amount = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+    attacker = HalfOpen(port, int(amount)) if kind == "half-open" else Slowloris(port, float(amount))
+    attacker.start()
+    threading.Event().wait()
