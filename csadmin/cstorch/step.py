@@ -26,6 +26,7 @@ import csadmin.cstorch.runtime as runtime
 from .capture import Capture
 from .compiled import check_modes
 from .config import current_config, require_config
+from .amp.precision import autocast
 from .optim import core_guard
 from .program import ESTIMATE_RUNS, Program
 from .signature import Signature
@@ -109,7 +110,11 @@ class StepFunction:
         cap = Capture(inputs, self.name)
         rt.capture, rt.captured_closures = cap, []
         try:
-            with current.stepping(), cap:
+            # 001: the system computes in half precision with the casts inserted for it, so the
+            # step runs under autocast and the program holds its casts (a user's own autocast
+            # inside is the same context again). The weight update stays float32: optimizers'
+            # elementwise ops are not among the ops autocast casts.
+            with current.stepping(), cap, autocast():
                 result = self.fn(*args, **kwargs)
             outputs: list = []
             result_spec, result_leaves = _leaves(result, outputs)

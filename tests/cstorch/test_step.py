@@ -14,7 +14,7 @@ import torch
 import csadmin.cstorch as cstorch
 from csadmin import errors
 from csadmin.cstorch import current, runtime, session
-from tests.cstorch.helpers import Trainer, batches, configure, files, model, run_record
+from tests.cstorch.helpers import Trainer, as_the_system, batches, configure, eagerly, files, model, run_record
 
 READ_RULE = "it is not allowed to read a tensor's contents outside of a step closure"
 
@@ -27,9 +27,10 @@ def test_the_replayed_step_trains_exactly_as_eager_pytorch(ws_csd, tmp_path):
     losses = []
     for x, y in batches(30):
         losses.append(t.step(x, y))
-        ref_opt.zero_grad()
-        torch.nn.functional.cross_entropy(reference(x), y).backward()
-        ref_opt.step()
+        with as_the_system():  # the step's numerics: float16 compute, float32 weights
+            ref_opt.zero_grad()
+            torch.nn.functional.cross_entropy(reference(x), y).backward()
+            ref_opt.step()
     for ours, theirs in zip(t.net.parameters(), reference.parameters()):
         assert torch.equal(ours, theirs)
         assert torch.equal(ours.grad, theirs.grad)  # the step's gradients are left on the parameters
@@ -279,7 +280,9 @@ def test_an_eval_run_is_opened_in_eval_mode(ws_csd, tmp_path):
 
     with torch.no_grad():
         for x, _ in batches(3):
-            assert torch.equal(step(x), net(x).argmax(-1))
+            with as_the_system():
+                expected = net(x).argmax(-1)
+            assert torch.equal(step(x), expected)
     assert run_record(ws_csd)["mode"] == "eval"
     with pytest.raises(errors.IncompatibleProgram, match="compiled_model.train\\(\\) after this run's program"):
         compiled.train()
@@ -348,14 +351,15 @@ def _library(seed):
 
 
 def test_the_documents_full_step_replays_exactly_as_its_eager_run(ws_csd, tmp_path):
-    """AdamW, a SequentialLR schedule, dynamic loss scaling with clipping, mixed precision: the
+    """AdamW, a SequentialLR schedule, dynamic loss scaling with clipping, the step's own autocast
+    inside the runtime's (harmless), against the same step run eagerly under autocast: the
     library's tensors updated in place are persistent state the replay keeps updating."""
     configure(ws_csd, tmp_path)
     net, optimizer, scheduler, scaler = _library(0)
     compiled = cstorch.compile(net, backend="wse_ws")
     step = cstorch.compile_step(_full_step(net, compiled, optimizer, scheduler, scaler))
     eager_net, *eager_rest = _library(0)
-    eager = _full_step(eager_net, eager_net, *eager_rest)
+    eager = eagerly(_full_step(eager_net, eager_net, *eager_rest))
     for x, y in batches(12):
         assert torch.equal(step(x, y), eager(x, y))
     for ours, theirs in zip(net.parameters(), eager_net.parameters()):
@@ -382,10 +386,11 @@ def test_random_ops_draw_as_eager_pytorch_does(ws_csd, tmp_path):
     torch.manual_seed(7)
     theirs = []
     for x, y in data:
-        ref_opt.zero_grad()
-        loss = torch.nn.functional.cross_entropy(reference(x), y)
-        loss.backward()
-        ref_opt.step()
+        with as_the_system():
+            ref_opt.zero_grad()
+            loss = torch.nn.functional.cross_entropy(reference(x), y)
+            loss.backward()
+            ref_opt.step()
         theirs.append(loss.detach())
     assert all(torch.equal(a, b) for a, b in zip(ours, theirs))
     assert all(torch.equal(a, b) for a, b in zip(t.net.parameters(), reference.parameters()))
@@ -409,7 +414,7 @@ def test_aliases_made_outside_the_dispatcher_replay_as_the_tensors_they_view(ws_
 
     step = cstorch.compile_step(lambda x: body(compiled, x))
     for x, _ in batches(4):
-        assert torch.equal(step(x), body(reference, x))
+        assert torch.equal(step(x), eagerly(body)(reference, x))
     assert all(torch.equal(a, b) for a, b in zip(net.parameters(), reference.parameters()))
 
 
