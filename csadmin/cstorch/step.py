@@ -23,10 +23,10 @@ from csadmin.errors import InvalidState, ReprogramForbidden
 
 import csadmin.cstorch.current as current
 import csadmin.cstorch.runtime as runtime
+from .amp.precision import autocast, half_dtype
 from .capture import Capture
 from .compiled import check_modes
 from .config import current_config, require_config
-from .amp.precision import autocast
 from .optim import core_guard
 from .program import ESTIMATE_RUNS, Program
 from .signature import Signature
@@ -114,6 +114,7 @@ class StepFunction:
             # step runs under autocast and the program holds its casts (a user's own autocast
             # inside is the same context again). The weight update stays float32: optimizers'
             # elementwise ops are not among the ops autocast casts.
+            half = half_dtype()
             with current.stepping(), cap, autocast():
                 result = self.fn(*args, **kwargs)
             outputs: list = []
@@ -136,7 +137,9 @@ class StepFunction:
             result_spec=result_spec, result_leaves=result_leaves, grad_params=grad_params, closures=closures,
             mode=mode, execmode=current.execmode(), op_count=cap.op_count)
         log = [f"step {self.name!r}: captured {cap.op_count} aten ops, {len(cap.state)} persistent tensors, "
-               f"batch size {program.batch_size}, mode {mode}, in {captured - start:.3f} s"]
+               f"batch size {program.batch_size}, mode {mode}, in {captured - start:.3f} s",
+               f"mixed precision: float32 weights, {str(half).removeprefix('torch.')} compute (casts inserted "
+               f"by autocast), float32 weight update"]
         if not config.validate_only:
             program.estimate(inputs, scratch)
             log.append(f"estimated {program.est_samples_per_sec:g} samples/s "
