@@ -7,6 +7,10 @@ csd comes from $CS_CONNECT / $CS_KEY (or --mgmt-address / --key); the system mus
 weight streaming. Checkpoints go to <model-dir>/checkpoint_<step>.mdl on the checkpoint steps
 (and the last); `--checkpoint FILE` resumes from one, to the same weights an uninterrupted run
 reaches. performance.json lands in <model-dir>/performance/.
+
+Mixed precision is automatic, as on the system (001): the weights stay float32 and the step
+computes in float16 (`cstorch.amp.use_bfloat16(True)` before the first step for bfloat16); with
+`--loss-scale dynamic` a GradScaler keeps small float16 gradients from underflowing.
 """
 
 import argparse

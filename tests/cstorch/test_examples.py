@@ -1,7 +1,8 @@
 """examples/cstorch: the document's full training and evaluation examples, run as scripts
 against a real csd: the model learns, checkpoints land on the checkpoint steps, a resumed run
 reaches the same weights as an uninterrupted one, the evaluation's accuracy equals plain
-PyTorch's, and csd shows one run per script, programmed once, with its samples."""
+PyTorch's with the same numerics (float16 autocast: the runtime computes every step in float16,
+001), and csd shows one run per script, programmed once, with its samples."""
 
 import os
 import re
@@ -66,3 +67,15 @@ def test_train_learns_checkpoints_resumes_to_the_same_weights_and_eval_matches_p
     assert ours == plain and 0.5 < ours < 1.0, out
     record = newest_run(ws_csd)
     assert (record["mode"], record["totalSamples"]) == ("eval", 16 * 32)
+
+
+def test_train_learns_in_float16_with_dynamic_loss_scaling(ws_csd, tmp_path):
+    """The step computes in float16 (001); the document's GradScaler, as the example builds it
+    with --loss-scale dynamic, scales the loss so small float16 gradients do not underflow."""
+    out = run(ws_csd, TRAIN, "--model-dir", str(tmp_path), "--num-steps", "40", "--checkpoint-steps", "40",
+              "--loss-scale", "dynamic")
+    losses = [float(x) for x in re.findall(r"loss (\d+\.\d+)", out)]
+    assert losses[-1] < losses[0] / 2, out
+    log = "".join(open(os.path.join(root, f)).read() for root, _, fs in os.walk(tmp_path / "compile")
+                  for f in fs if f == "compile.log")
+    assert "mixed precision: float32 weights, float16 compute" in log
