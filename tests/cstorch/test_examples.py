@@ -30,6 +30,18 @@ def newest_run(ws_csd) -> dict:
         return c.runs_list()["runs"][0]
 
 
+def test_train_learns_in_float16_with_dynamic_loss_scaling(ws_csd, tmp_path):
+    """The step computes in float16 (001); the document's GradScaler, as the example builds it
+    with --loss-scale dynamic, scales the loss so small float16 gradients do not underflow."""
+    out = run(ws_csd, TRAIN, "--model-dir", str(tmp_path), "--num-steps", "40", "--checkpoint-steps", "40",
+              "--loss-scale", "dynamic")
+    losses = [float(x) for x in re.findall(r"loss (\d+\.\d+)", out)]
+    assert losses[-1] < losses[0] / 2, out
+    log = "".join(open(os.path.join(root, f)).read() for root, _, fs in os.walk(tmp_path / "compile")
+                  for f in fs if f == "compile.log")
+    assert "mixed precision: float32 weights, float16 compute" in log
+
+
 def test_train_learns_checkpoints_resumes_to_the_same_weights_and_eval_matches_plain_pytorch(ws_csd, tmp_path):
     a, b = str(tmp_path / "a"), str(tmp_path / "b")
     out = run(ws_csd, TRAIN, "--model-dir", a, "--num-steps", "40", "--checkpoint-steps", "20")
@@ -68,14 +80,3 @@ def test_train_learns_checkpoints_resumes_to_the_same_weights_and_eval_matches_p
     record = newest_run(ws_csd)
     assert (record["mode"], record["totalSamples"]) == ("eval", 16 * 32)
 
-
-def test_train_learns_in_float16_with_dynamic_loss_scaling(ws_csd, tmp_path):
-    """The step computes in float16 (001); the document's GradScaler, as the example builds it
-    with --loss-scale dynamic, scales the loss so small float16 gradients do not underflow."""
-    out = run(ws_csd, TRAIN, "--model-dir", str(tmp_path), "--num-steps", "40", "--checkpoint-steps", "40",
-              "--loss-scale", "dynamic")
-    losses = [float(x) for x in re.findall(r"loss (\d+\.\d+)", out)]
-    assert losses[-1] < losses[0] / 2, out
-    log = "".join(open(os.path.join(root, f)).read() for root, _, fs in os.walk(tmp_path / "compile")
-                  for f in fs if f == "compile.log")
-    assert "mixed precision: float32 weights, float16 compute" in log
