@@ -79,4 +79,3 @@ def test_train_learns_checkpoints_resumes_to_the_same_weights_and_eval_matches_p
     assert ours == plain and 0.5 < ours < 1.0, out
     record = newest_run(ws_csd)
     assert (record["mode"], record["totalSamples"]) == ("eval", 16 * 32)
-
