@@ -29,6 +29,7 @@ import csadmin.cstorch.current as current
 from csadmin.errors import InvalidArgument, ReprogramForbidden
 
 from ..optim.checks import whole
+from .tasks import WorkerInfo, num_tasks, task_id, worker_info  # noqa: F401  (the API's names)
 
 ADVICE = ("To ensure a fixed batch size across all steps, set drop_last=True when batching in the input "
           "function (torch.utils.data.DataLoader(..., drop_last=True)).")
