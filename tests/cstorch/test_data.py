@@ -6,6 +6,7 @@ import torch
 from torch.utils.data import DataLoader as TorchLoader
 from torch.utils.data import IterableDataset, TensorDataset
 
+import csadmin.cstorch as cstorch
 from csadmin.cstorch.utils.data import DataLoader
 from csadmin.errors import InvalidArgument, ReprogramForbidden
 from tests.cstorch.run_state import fresh_run  # noqa: F401
