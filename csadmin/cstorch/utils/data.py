@@ -33,7 +33,7 @@ import csadmin.cstorch.current as current
 from csadmin.errors import InvalidArgument, ReprogramForbidden
 
 from ..config import current_config, require_config
-from ..optim.checks import whole
+from ..optim.checks import plain_value, whole
 from .pool import WorkerPool
 from .tasks import WorkerInfo, num_tasks, task_id, worker_info  # noqa: F401  (the API's names)
 
@@ -61,6 +61,7 @@ class DataLoader:
         if steps_per_epoch is not None and num_epochs is None:
             raise InvalidArgument("DataLoader: steps_per_epoch needs num_epochs.", hint="Add num_epochs=N.")
         self.input_fn = input_fn
+        current.announce(self)  # the model directory's yaml describes it
         self.num_steps, self.max_steps = num_steps, max_steps
         self.num_epochs = num_epochs
         self.batch_size: int | None = None
@@ -68,8 +69,9 @@ class DataLoader:
         config = current_config()
         self.workers = 1 if config is None else config.num_workers_per_csx
         self.pool = None
+        self.args, self.kwargs = args, kwargs
         if self.workers > 1:  # the workers call input_fn, each in its own process
-            self.args, self.kwargs, self.loader = args, kwargs, None
+            self.loader = None
             self.steps_per_epoch = steps_per_epoch
             self.total_steps = self._total()
             if self.total_steps is None or (num_epochs is not None and steps_per_epoch is None):
@@ -113,6 +115,16 @@ class DataLoader:
         if self.max_steps is not None:
             total = self.max_steps if total is None else min(total, self.max_steps)
         return total
+
+    def settings(self) -> dict:
+        """What the run's yaml says of the input: the step counts, the batch size (once the
+        first batch is known), the workers, and the input function with its plain arguments."""
+        given = {k: plain_value(v) for k, v in self.kwargs.items()}
+        return {"input_fn": getattr(self.input_fn, "__qualname__", repr(self.input_fn)),
+                "input_fn_kwargs": {k: v for k, v in given.items() if v is not None},
+                "num_steps": self.num_steps, "max_steps": self.max_steps, "num_epochs": self.num_epochs,
+                "steps_per_epoch": self.steps_per_epoch, "total_steps": self.total_steps,
+                "batch_size": self.batch_size, "num_workers_per_csx": self.workers}
 
     def __len__(self) -> int:
         if self.total_steps is None:
