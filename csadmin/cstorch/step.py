@@ -26,11 +26,12 @@ import csadmin.cstorch.runtime as runtime
 from .capture import Capture
 from .compiled import check_modes
 from .config import current_config, require_config
+from .model_dir import link_compile_dir, write_params
 from .optim import core_guard
 from .program import ESTIMATE_RUNS, Program
 from .signature import Signature
 from .summaries import Summaries
-from . import model_dir
+
 
 def _leaves(value, outputs: list) -> tuple[object, list]:
     """Flatten `value`; its tensors join `outputs`. Returns (spec, [("out", i) | ("const", v)])."""
@@ -148,12 +149,12 @@ class StepFunction:
         if not config.validate_only:
             program.write_artifacts(config.compile_dir, log, serial)
         if not config.validate_only:
-            model_dir.link_compile_dir(config.model_dir, program)
+            link_compile_dir(config.model_dir, program)
         if config.compile_only or config.validate_only:
             rt.program = program
             rt.first_result = result
             if config.compile_only:
-                model_dir.write_params(config, program, {"run_id": None, "system": serial, "backend": rt.backend},
+                write_params(config, program, {"run_id": None, "system": serial, "backend": rt.backend},
                                        [m.model for m in rt.models])
             print(only_summary(config, program, serial), flush=True)
             return result
@@ -161,7 +162,7 @@ class StepFunction:
         session.open(mode, program.descriptor(serial))
         rt.program = program
         rt.summaries = Summaries(config.model_dir)
-        model_dir.write_params(config, program, {"run_id": session.run.id, "system": serial, "backend": rt.backend},
+        write_params(config, program, {"run_id": session.run.id, "system": serial, "backend": rt.backend},
                                [m.model for m in rt.models])
         return self._execute(rt, inputs)
 

@@ -12,7 +12,7 @@ import torch
 
 import csadmin.cstorch as cstorch
 from csadmin import errors
-from csadmin.cstorch.utils import pool as pool_module
+from csadmin.cstorch.utils.worker import PREFETCH
 from tests.cstorch.helpers import Trainer, configure, model
 
 FEATURES = 8
@@ -78,7 +78,7 @@ def test_four_workers_count_every_sample_once_and_the_slow_one_is_named(ws_csd, 
         row, bye = rows[f"worker-{task}"], loader.pool.byes[task]
         assert row["samples"] == by_worker[task] == bye["consumed"] == bye["streamed"]
         assert row["status"] == "LEFT"
-        assert 0 <= bye["produced"] * batch_size - bye["consumed"] <= pool_module.worker.PREFETCH * batch_size
+        assert 0 <= bye["produced"] * batch_size - bye["consumed"] <= PREFETCH * batch_size
     assert record["inputReport"]["slow"] == ["worker-3"]
     assert "worker-3 fed" in record["inputReport"]["message"]
     assert all(not p.is_alive() for p in loader.pool.processes)

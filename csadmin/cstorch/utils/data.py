@@ -27,20 +27,18 @@ from __future__ import annotations
 
 import itertools
 
-import torch
 
 import csadmin.cstorch.current as current
 from csadmin.errors import InvalidArgument, ReprogramForbidden
 
 from ..config import current_config, require_config
 from ..optim.checks import plain_value, whole
+from .batches import EMPTY, EMPTY_HINT, repeated, tensors
 from .pool import WorkerPool
 from .tasks import WorkerInfo, num_tasks, task_id, worker_info  # noqa: F401  (the API's names)
 
 ADVICE = ("To ensure a fixed batch size across all steps, set drop_last=True when batching in the input "
           "function (torch.utils.data.DataLoader(..., drop_last=True)).")
-EMPTY = "the input function's dataloader yielded no batch."
-EMPTY_HINT = "With drop_last=True, the dataset must hold at least one full batch."
 
 
 class DataLoader:
@@ -161,7 +159,7 @@ class DataLoader:
     def _batches(self):
         """Every batch the counts allow, uncapped by max_steps (__iter__ caps, pulling no more)."""
         if self.num_steps is not None:
-            yield from _repeated(self.loader)
+            yield from repeated(self.loader)
             return
         for epoch in range(self.num_epochs or 1):
             count = 0
@@ -173,7 +171,7 @@ class DataLoader:
                                       f"is {self.steps_per_epoch}.", hint="Lower steps_per_epoch to what the input yields.")
 
     def _check_size(self, index: int, batch) -> None:
-        sizes = [t.shape[0] if t.dim() else None for t in _tensors(batch)]
+        sizes = [t.shape[0] if t.dim() else None for t in tensors(batch)]
         if self._sizes is None:
             self._sizes = sizes
             self.batch_size = next((size for size in sizes if size is not None), None)
@@ -186,25 +184,3 @@ class DataLoader:
         was, now = next((a, b) for a, b in zip(self._sizes, sizes) if a != b)
         raise ReprogramForbidden(f"Inconsistent batch sizes detected: batch {index + 1} has size {now}, the first "
                                  f"batch had {was} (the fabric is programmed for one batch shape).", hint=ADVICE)
-
-
-def _repeated(loader):
-    """The input's batches, started again each time it runs out (a fresh pass: reshuffled)."""
-    while True:
-        empty = True
-        for batch in loader:
-            empty = False
-            yield batch
-        if empty:
-            raise InvalidArgument(f"DataLoader: {EMPTY}", hint=EMPTY_HINT)
-
-
-def _tensors(batch) -> list[torch.Tensor]:
-    """The tensors of a batch (a tensor, or dicts/lists/tuples of them), in order."""
-    if isinstance(batch, torch.Tensor):
-        return [batch]
-    if isinstance(batch, dict):
-        return [t for value in batch.values() for t in _tensors(value)]
-    if isinstance(batch, (list, tuple)):
-        return [t for value in batch for t in _tensors(value)]
-    return []

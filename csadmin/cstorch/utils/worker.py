@@ -21,7 +21,8 @@ import traceback
 
 from csadmin.client import Client
 
-from . import tasks
+from .batches import repeated, samples_of
+from .tasks import enter_worker
 from .transport import Spec, WorkerSocket, pack_batch
 
 PREFETCH = 4  # batches a worker may have sent ahead of the trainer's acknowledgements
@@ -36,16 +37,8 @@ def csd_client(address: str | None, key: str | None, timeout: float = CLIENT_TIM
     return Client(endpoint, timeout=timeout, connect=connect, key=key)
 
 
-def samples_of(batch) -> int:
-    """A batch's samples: the first dimension of its first tensor (0 when it holds none)."""
-    from .data import _tensors  # data imports this module's caller; import at call time
-
-    sizes = [t.shape[0] for t in _tensors(batch) if t.dim()]
-    return sizes[0] if sizes else 0
-
-
 def main(spec: Spec, input_fn, args: tuple, kwargs: dict, csd: dict) -> int:
-    tasks._set(spec.task, spec.count)
+    enter_worker(spec.task, spec.count)
     sock = WorkerSocket(spec)
     try:
         return Feeder(spec, sock, csd).feed(input_fn, args, kwargs)
@@ -75,9 +68,7 @@ class Feeder:
 
     def feed(self, input_fn, args, kwargs) -> int:
         self.sock.send("hello", {"task": self.spec.task, "pid": os.getpid(), "secret": self.spec.hello_secret})
-        from .data import _repeated
-
-        batches = _repeated(input_fn(*args, **kwargs))
+        batches = repeated(input_fn(*args, **kwargs))
         try:
             while True:
                 message = self.sock.recv(0 if self.credits else 1000)
