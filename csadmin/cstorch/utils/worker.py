@@ -16,6 +16,7 @@ in input_fn, in a batch, in csd's answers — goes to the trainer as `error` wit
 from __future__ import annotations
 
 import os
+import signal
 import time
 import traceback
 
@@ -51,7 +52,10 @@ def main(spec: Spec, input_fn, args: tuple, kwargs: dict, csd: dict) -> int:
 
 def process_main(*args) -> None:
     """multiprocessing's target: run main() and end the process without the parent's atexit
-    hooks (a forked copy of the trainer must never close the trainer's run)."""
+    hooks (a forked copy of the trainer must never close the trainer's run). Ctrl-C at a
+    terminal reaches the whole process group: the trainer owns it (it ends the run and stops
+    its workers), so a worker ignores SIGINT rather than report it as its own failure."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     os._exit(main(*args))
 
 
