@@ -96,7 +96,11 @@ class WorkerPool:
 
     def _take(self, task: int):
         header, payload = self.queues[task].popleft()
-        batch = unpack_batch(payload)
+        try:
+            batch = unpack_batch(payload)
+        except Exception as exc:  # noqa: BLE001 — whatever the bytes were, the worker is at fault
+            self._fail(f"input worker {task} sent a batch that is not tensors ({type(exc).__name__}: "
+                       f"{str(exc)[:200]})", short=f"input worker {task} sent a batch that is not tensors")
         samples = samples_of(batch)
         self.socket.send(self.identities[task], "ack", {"samples": samples})
         self.fed[task] += samples
