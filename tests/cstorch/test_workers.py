@@ -186,3 +186,39 @@ def test_ctrl_c_ends_the_run_and_its_workers(ws_csd, tmp_path):
     assert sum(w["samples"] for w in record["workers"]) == record["totalSamples"]
     wait_until(lambda: not any(os.path.exists(f"/proc/{pid}") and open(f"/proc/{pid}/stat").read().split()[2] != "Z"
                                 for pid in workers), timeout=30)
+
+
+def test_a_stranger_on_the_workers_socket_is_ignored(ws_csd, tmp_path):
+    """Someone who learnt the endpoint and the server key but not the run's hello secret: its
+    hello, batches and errors change nothing. Without the server key it cannot even connect."""
+    import zmq
+
+    from csadmin.cstorch.utils.transport import encode, pack_batch
+
+    configure(ws_csd, tmp_path, num_workers_per_csx=2)
+    t = Trainer(model())
+    steps = 20
+    loader = cstorch.utils.data.DataLoader(id_batches, num_steps=steps, batch_size=4, n=400)
+    context = zmq.Context()
+    stranger = context.socket(zmq.DEALER)
+    stranger.linger = 0
+    seen = []
+    try:
+        for i, (x, y) in enumerate(loader):
+            if i == 0:
+                public, secret = zmq.curve_keypair()
+                stranger.curve_serverkey, stranger.curve_publickey, stranger.curve_secretkey = (
+                    loader.pool.socket.server_public, public, secret)
+                stranger.connect(loader.pool.socket.endpoint)
+                stranger.send_multipart(encode("hello", {"task": 0, "secret": "guess", "pid": 1}))
+                stranger.send_multipart(encode("batch", {"seq": 0, "samples": 4}, pack_batch((x * 0 - 1, y))))
+                stranger.send_multipart(encode("error", {"traceback": "forged"}))
+                stranger.send_multipart([b"\xff", b"not json"])
+            seen += x[:, 7].long().tolist()
+            t.step(x, y)
+    finally:
+        stranger.close()
+        context.term()
+    assert len(seen) == steps * 4 and min(seen) >= 0 and len(set(seen)) == len(seen)
+    _, rows = workers_of(ws_csd, _newest_run(ws_csd))
+    assert sum(row["samples"] for row in rows.values()) == steps * 4
