@@ -71,7 +71,7 @@ def test_four_workers_count_every_sample_once_and_the_slow_one_is_named(ws_csd, 
     assert len(seen) == steps * batch_size and len(set(seen)) == len(seen)  # disjoint shards, no repeats
     by_worker = [sum(1 for i in seen if i % 4 == task) for task in range(4)]
     assert loader.pool.fed == by_worker
-    run_id = cstorch.current.state().extra.get("run_id") or _newest_run(ws_csd)
+    run_id = _newest_run(ws_csd)
     record, rows = workers_of(ws_csd, run_id)
     assert record["status"] == "CLOSED" and record["performance"]["total_samples"] == steps * batch_size
     for task in range(4):
@@ -81,6 +81,8 @@ def test_four_workers_count_every_sample_once_and_the_slow_one_is_named(ws_csd, 
         assert 0 <= bye["produced"] * batch_size - bye["consumed"] <= PREFETCH * batch_size
     assert record["inputReport"]["slow"] == ["worker-3"]
     assert "worker-3 fed" in record["inputReport"]["message"]
+    shown = ws_csd.cs("runs", "show", run_id).stdout
+    assert "Input report: worker-3 fed" in shown and "likely input bottleneck" in shown, shown
     assert all(not p.is_alive() for p in loader.pool.processes)
 
 
