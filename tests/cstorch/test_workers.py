@@ -224,3 +224,18 @@ def test_a_stranger_on_the_workers_socket_is_ignored(ws_csd, tmp_path):
     assert len(seen) == steps * 4 and min(seen) >= 0 and len(set(seen)) == len(seen)
     _, rows = workers_of(ws_csd, _newest_run(ws_csd))
     assert sum(row["samples"] for row in rows.values()) == steps * 4
+
+
+def test_a_run_aborted_on_csd_raises_run_aborted_not_a_worker_failure(ws_csd, tmp_path):
+    configure(ws_csd, tmp_path, num_workers_per_csx=2)
+    t = Trainer(model())
+    loader = cstorch.utils.data.DataLoader(id_batches, num_steps=100000, batch_size=4, n=4000)
+    with pytest.raises(errors.RunAborted, match="wafer maintenance"):
+        for i, (x, y) in enumerate(loader):
+            t.step(x, y)
+            if i == 5:
+                with ws_csd.client() as c:
+                    c.runs_abort(_newest_run(ws_csd), reason="wafer maintenance")
+    record, _ = workers_of(ws_csd, _newest_run(ws_csd))
+    assert record["status"] == "ABORTED"
+    assert all(not p.is_alive() for p in loader.pool.processes)  # the failed loop stopped them
