@@ -60,9 +60,11 @@ def workers_of(daemon, run_id: str) -> dict:
 def test_four_workers_count_every_sample_once_and_the_slow_one_is_named(ws_csd, tmp_path):
     configure(ws_csd, tmp_path, num_workers_per_csx=4)
     t = Trainer(model())
-    steps, batch_size = 80, 4
+    # worker-3 takes 1 s a batch: at most its 4 prefetched batches and one a second more, well
+    # under half its fair share of 120 steps even when a loaded machine makes a step 40 ms
+    steps, batch_size = 120, 4
     loader = cstorch.utils.data.DataLoader(id_batches, num_steps=steps, batch_size=batch_size, n=4 * steps * batch_size,
-                                           delay_for={3: 0.1})
+                                           delay_for={3: 1.0})
     assert len(loader) == steps
     seen = []
     for x, y in loader:
