@@ -12,6 +12,9 @@ Read them with TensorBoard, or tensorboard's EventAccumulator.
 
 from __future__ import annotations
 
+import contextlib
+import signal
+import threading
 import time
 
 import torch
@@ -34,6 +37,12 @@ class Summaries:
         self._samples += samples
         if not (step == 1 or step % LOG_EVERY_STEPS == 0 or last):
             return
+        # Ctrl-C waits until the writes are done: a KeyboardInterrupt inside SummaryWriter leaves
+        # its queue to the writer thread half-updated, and closing it at the run's end then hangs.
+        with _sigint_deferred():
+            self._log(step, result)
+
+    def _log(self, step: int, result) -> None:
         if self.writer is None:
             from torch.utils.tensorboard import SummaryWriter
 
@@ -50,6 +59,20 @@ class Summaries:
                 self.writer.add_scalar("learning_rate" if one else f"learning_rate/{k}.{g}", float(group["lr"]), step)
 
     def close(self) -> None:
+        """Flush and close the event file (the run's end)."""
         if self.writer is not None:
             self.writer.close()  # flushes every event to the file
             self.writer = None
+
+
+@contextlib.contextmanager
+def _sigint_deferred():
+    """Hold SIGINT back in the body (main thread only); one that came meanwhile is delivered after."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
