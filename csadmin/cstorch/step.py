@@ -27,9 +27,12 @@ from .amp.precision import autocast, half_dtype
 from .capture import Capture
 from .compiled import check_modes
 from .config import current_config, require_config
+from .model_dir import link_compile_dir, write_params
 from .optim import core_guard
 from .program import ESTIMATE_RUNS, Program
 from .signature import Signature
+from .summaries import Summaries
+
 
 def _leaves(value, outputs: list) -> tuple[object, list]:
     """Flatten `value`; its tensors join `outputs`. Returns (spec, [("out", i) | ("const", v)])."""
@@ -92,7 +95,9 @@ class StepFunction:
         for fn, a, kw in closures:
             fn(*a, **kw)
         session.step_done(rt.program.batch_size)
-        if state.last_step is not None and state.step >= state.last_step:
+        last = state.last_step is not None and state.step >= state.last_step
+        rt.summaries.step_done(state.step, result, rt.program.batch_size, last)
+        if last:
             runtime.finish()
         return result
 
@@ -151,14 +156,35 @@ class StepFunction:
         serial = None if session is None else session.serial
         if not config.validate_only:
             program.write_artifacts(config.compile_dir, log, serial)
+        if not config.validate_only:
+            link_compile_dir(config.model_dir, program)
         if config.compile_only or config.validate_only:
             rt.program = program
             rt.first_result = result
+            if config.compile_only:
+                write_params(config, program, {"run_id": None, "system": serial, "backend": rt.backend},
+                                       [m.model for m in rt.models])
+            print(only_summary(config, program, serial), flush=True)
             return result
         runtime.close_at_exit()  # first: Ctrl-C while programming must close the run too
         session.open(mode, program.descriptor(serial))
         rt.program = program
+        rt.summaries = Summaries(config.model_dir)
+        write_params(config, program, {"run_id": session.run.id, "system": serial, "backend": rt.backend},
+                               [m.model for m in rt.models])
         return self._execute(rt, inputs)
+
+
+def only_summary(config, program, serial: str | None) -> str:
+    """What a validate_only / compile_only run says when its compile is done (stdout)."""
+    what = "validate_only" if config.validate_only else "compile_only"
+    head = (f"cstorch {what}: step {program.name!r} is valid for {serial} ({program.execmode}, mode "
+            f"{program.mode}): {program.op_count} ops, batch size {program.batch_size}, one program")
+    if config.validate_only:
+        return head + ". Nothing was compiled, programmed or executed."
+    return (head + f"; compiled in {program.compile_time:.3f} s, est. {program.est_samples_per_sec:g} "
+            f"samples/s, checksum {program.checksum[:16]}, artifacts in {program.directory}. "
+            f"The fabric was not programmed; nothing executed.")
 
 
 def compile_step(fn) -> StepFunction:
