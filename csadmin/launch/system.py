@@ -31,7 +31,11 @@ def system_env(system: str | None) -> dict[str, str]:
         return {"CS_CONNECT": f"tcp://{system}"}
     from csadmin.inventory import load
 
-    found = load().find(system)  # NotFound naming the closest name
+    try:
+        found = load().find(system)  # NotFound naming the closest name
+    except errors.CsError as exc:
+        raise type(exc)(f"--cs_ip {system!r} is not a file, an endpoint or HOST:PORT, nor a system of the "
+                        f"inventory: {exc.message}", exc.hint) from None
     env = {}
     if found.connect:
         env["CS_CONNECT"] = found.connect
