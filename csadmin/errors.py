@@ -189,6 +189,14 @@ class BadCheckpoint(CsError):
     hint = "Load a checkpoint written by cstorch.save, or restore this one from a copy."
 
 
+class InputWorkerFailed(CsError):
+    """An input worker of a cstorch run raised (the message carries its traceback), died, or went
+    silent: the run it fed has been ended ABORTED with the same reason."""
+
+    code, exit_code = "INPUT_WORKER_FAILED", EXIT_STATE
+    hint = "Fix the input function (the worker's traceback is above) and start the script again."
+
+
 class Interrupted(CsError):
     """Ctrl-C ended the command (reported as an error only where JSON was asked for)."""
 

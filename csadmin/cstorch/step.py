@@ -159,11 +159,24 @@ class StepFunction:
         if config.compile_only or config.validate_only:
             rt.program = program
             rt.first_result = result
+            print(only_summary(config, program, serial), flush=True)
             return result
         runtime.close_at_exit()  # first: Ctrl-C while programming must close the run too
         session.open(mode, program.descriptor(serial))
         rt.program = program
         return self._execute(rt, inputs)
+
+
+def only_summary(config, program, serial: str | None) -> str:
+    """What a validate_only / compile_only run says when its compile is done (stdout)."""
+    what = "validate_only" if config.validate_only else "compile_only"
+    head = (f"cstorch {what}: step {program.name!r} is valid for {serial} ({program.execmode}, mode "
+            f"{program.mode}): {program.op_count} ops, batch size {program.batch_size}, one program")
+    if config.validate_only:
+        return head + ". Nothing was compiled, programmed or executed."
+    return (head + f"; compiled in {program.compile_time:.3f} s, est. {program.est_samples_per_sec:g} "
+            f"samples/s, checksum {program.checksum[:16]}, artifacts in {program.directory}. "
+            f"The fabric was not programmed; nothing executed.")
 
 
 def compile_step(fn) -> StepFunction:

@@ -282,27 +282,54 @@ def test_an_eval_run_is_opened_in_eval_mode(ws_csd, tmp_path):
         compiled.train()
 
 
-def test_compile_only_writes_the_artifacts_and_opens_no_run(ws_csd, tmp_path):
+def _fabric_events(daemon) -> list:
+    with daemon.client() as c:
+        return [e for e in c.events_show() if e["type"].startswith(("EventProgramming", "EventTraining"))]
+
+
+def test_compile_only_writes_the_artifacts_and_opens_no_run(ws_csd, tmp_path, capsys):
     configure(ws_csd, tmp_path, compile_only=True)
     runs_before = len(ws_csd.client().runs_list()["runs"])
+    events_before = _fabric_events(ws_csd)
     t = Trainer(model())
     before = [p.detach().clone() for p in t.net.parameters()]
     for x, y in batches(3):
         t.step(x, y)
     assert len(ws_csd.client().runs_list()["runs"]) == runs_before
+    assert _fabric_events(ws_csd) == events_before  # csd never programmed, nothing trained
     assert all(torch.equal(a, b) for a, b in zip(before, t.net.parameters()))  # nothing executed
     (artifacts,) = files(tmp_path / "compile")
     assert "compile_time" in (tmp_path / "compile" / artifacts / "compile.log").read_text()
+    out = capsys.readouterr().out
+    assert "cstorch compile_only: step 'body' is valid for" in out
+    assert f"checksum {artifacts[3:]}" in out and "The fabric was not programmed; nothing executed." in out
 
 
-def test_validate_only_traces_without_the_system(tmp_path):
-    cstorch.configure(model_dir=str(tmp_path), compile_dir=str(tmp_path / "c"), validate_only=True,
-                      mgmt_address=f"ipc://{tmp_path}/nobody.sock")
+def test_validate_only_checks_the_system_and_writes_nothing(ws_csd, tmp_path, capsys):
+    configure(ws_csd, tmp_path, validate_only=True)
+    runs_before = len(ws_csd.client().runs_list()["runs"])
+    events_before = _fabric_events(ws_csd)
     t = Trainer(model())
     t.step(*batches(1)[0])
-    assert not os.path.exists(tmp_path / "c")
+    assert not os.path.exists(tmp_path / "compile")
     with pytest.raises(errors.ReprogramForbidden, match="batch size 32 → 16"):
         t.step(*batches(1, batch_size=16)[0])
+    assert len(ws_csd.client().runs_list()["runs"]) == runs_before
+    assert _fabric_events(ws_csd) == events_before
+    assert "cstorch validate_only: step 'body' is valid for" in capsys.readouterr().out
+
+
+def test_validate_only_refuses_a_system_in_the_other_mode(ws_csd, tmp_path):
+    configure(ws_csd, tmp_path, validate_only=True)
+    with pytest.raises(errors.IncompatibleProgram, match="backend='wse_pl' compiles for PIPELINED"):
+        cstorch.compile(model(), backend="wse_pl")
+
+
+def test_validate_only_needs_the_system(tmp_path):
+    cstorch.configure(model_dir=str(tmp_path), compile_dir=str(tmp_path / "c"), validate_only=True,
+                      mgmt_address=f"ipc://{tmp_path}/nobody.sock")
+    with pytest.raises(errors.Unreachable):
+        cstorch.compile(model(), backend="wse_ws")
 
 
 def test_streaming_batches_csd_round_trips(ws_csd, tmp_path, monkeypatch):

@@ -1,5 +1,5 @@
 """cstorch.utils.data.DataLoader: the run's batches from a user's input function (004,
-"Initializing the DataLoader"), in this process (several input workers are another issue).
+"Initializing the DataLoader"), in this process or in num_workers_per_csx input worker processes.
 
     dataloader = cstorch.utils.data.DataLoader(input_fn, num_steps=1000, batch_size=32)
 
@@ -12,6 +12,10 @@ mutually exclusive groups:
   num_epochs [steps_per_epoch] num_epochs passes of steps_per_epoch batches each (default: the
                                input's length); at most max_steps if given.
   neither                      one pass over the input, at most max_steps.
+
+With `num_workers_per_csx` = N > 1 (cstorch.configure), N worker processes each call
+`input_fn(*args, **kwargs)` (sharding with `worker_info()`), restarting their input when it runs
+out, and the batches come from them in turn (pool.py); the step count must then be given.
 
 `len(dataloader)` is that total; iterating sets it as the run's last step (cstorch.current), the
 step on which weights may always be fetched. Every batch must have the first batch's size (the
@@ -28,7 +32,10 @@ import torch
 import csadmin.cstorch.current as current
 from csadmin.errors import InvalidArgument, ReprogramForbidden
 
+from ..config import current_config, require_config
 from ..optim.checks import whole
+from .pool import WorkerPool
+from .tasks import WorkerInfo, num_tasks, task_id, worker_info  # noqa: F401  (the API's names)
 
 ADVICE = ("To ensure a fixed batch size across all steps, set drop_last=True when batching in the input "
           "function (torch.utils.data.DataLoader(..., drop_last=True)).")
@@ -54,18 +61,31 @@ class DataLoader:
         if steps_per_epoch is not None and num_epochs is None:
             raise InvalidArgument("DataLoader: steps_per_epoch needs num_epochs.", hint="Add num_epochs=N.")
         self.input_fn = input_fn
+        self.num_steps, self.max_steps = num_steps, max_steps
+        self.num_epochs = num_epochs
+        self.batch_size: int | None = None
+        self._sizes: list | None = None
+        config = current_config()
+        self.workers = 1 if config is None else config.num_workers_per_csx
+        self.pool = None
+        if self.workers > 1:  # the workers call input_fn, each in its own process
+            self.args, self.kwargs, self.loader = args, kwargs, None
+            self.steps_per_epoch = steps_per_epoch
+            self.total_steps = self._total()
+            if self.total_steps is None or (num_epochs is not None and steps_per_epoch is None):
+                raise InvalidArgument(
+                    f"DataLoader: with num_workers_per_csx={self.workers}, give num_steps (or num_epochs with "
+                    "steps_per_epoch, or max_steps): each worker's input restarts when it runs out, so only the "
+                    "step count ends the run.")
+            return
         self.loader = input_fn(*args, **kwargs)
         if not hasattr(self.loader, "__iter__"):
             raise InvalidArgument(f"DataLoader: input_fn returned a {type(self.loader).__name__}, not an iterable "
                                   "of batches (e.g. a torch.utils.data.DataLoader).")
         if self._length() == 0:
             raise InvalidArgument(f"DataLoader: {EMPTY}", hint=EMPTY_HINT)
-        self.num_steps, self.max_steps = num_steps, max_steps
-        self.num_epochs = num_epochs
         self.steps_per_epoch = self._steps_per_epoch(steps_per_epoch) if num_steps is None else None
         self.total_steps = self._total()
-        self.batch_size: int | None = None
-        self._sizes: list | None = None
 
     def _steps_per_epoch(self, given):
         length = self._length()
@@ -102,9 +122,29 @@ class DataLoader:
     def __iter__(self):
         run = current.state()
         run.last_step = None if self.total_steps is None else run.step + self.total_steps
+        if self.workers > 1:
+            yield from self._from_workers()
+            return
         for index, batch in enumerate(itertools.islice(self._batches(), self.total_steps)):
             self._check_size(index, batch)
             yield batch
+
+    def _from_workers(self):
+        """total_steps batches from num_workers_per_csx worker processes (pool.py), each checked
+        before its step; the workers end when the run closes, or when iterating stops."""
+        self.pool = pool = WorkerPool(self.input_fn, self.args, self.kwargs, self.workers, require_config())
+        try:
+            for index in range(self.total_steps):
+                _, batch = pool.next_batch()
+                self._check_size(index, batch)
+                yield batch
+        except GeneratorExit:  # the loop stopped early: the workers still report what they fed
+            pool.finish()
+            raise
+        except BaseException:
+            pool.shutdown()
+            raise
+        pool.finish()
 
     def _batches(self):
         """Every batch the counts allow, uncapped by max_steps (__iter__ caps, pulling no more)."""
