@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import signal
 import subprocess
 import sys
 
@@ -38,6 +37,11 @@ def run(cmd: list[str], env: dict) -> int:
     except OSError as exc:
         print(f"{os.path.basename(sys.argv[0])}: cannot run {cmd[0]}: {exc.strerror}", file=sys.stderr)
         return 127
+    return run_wait(proc)
+
+
+def run_wait(proc: subprocess.Popen) -> int:
+    """Wait for `proc` (through Ctrl-C, which it got too); its exit status as a shell says it."""
     while True:
         try:
             status = proc.wait()
@@ -45,7 +49,3 @@ def run(cmd: list[str], env: dict) -> int:
         except KeyboardInterrupt:
             continue  # the child got the same SIGINT; its exit status says how it ended
     return 128 + -status if status < 0 else status
-
-
-def interrupted_status() -> int:
-    return 128 + signal.SIGINT
