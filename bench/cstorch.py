@@ -11,6 +11,11 @@ shared machine), and the median ratio is the figure (target ≥ 0.95 for a step 
 Also reported: the capture + compile time (compile_time in performance.json), the whole first
 step (capture, compile, run.open, programming, step 1), and csd round trips per step at steady
 state (target ≤ 0.1).
+
+    .venv/bin/python bench/cstorch.py workers [--rounds 3] [--steps 60] [--cost-ms 20]
+
+The workers section (bench/cstorch_workers.py): aggregate samples/s with 1, 2 and 4 input
+workers against the same CPU-costly input function in the training process, in one run.
 """
 
 from __future__ import annotations
@@ -127,4 +132,8 @@ def main() -> int:
 
 
 if __name__ == "__main__":
+    if sys.argv[1:2] == ["workers"]:
+        from cstorch_workers import main as workers_main  # bench/ is on sys.path as the script's directory
+
+        sys.exit(workers_main(sys.argv[2:]))
     sys.exit(main())

@@ -28,6 +28,7 @@ class Runtime:
     first_result: object = None  # compile_only / validate_only: what every step returns
     exit_hook: bool = False  # end_of_process is registered with atexit
     finished: bool = False  # the run ended (its last step ran, or it was aborted or interrupted)
+    summaries: object = None  # summaries.Summaries while a run executes (TensorBoard)
     before_close: list = field(default_factory=list)  # called before the run closes (input workers' last samples)
 
     @property
@@ -66,8 +67,12 @@ def finish(reason: str | None = None) -> None:
         except CsError as exc:
             failure = exc
             reason = reason or getattr(exc, "reason", None) or exc.message
-    if rt.session is not None:
-        rt.session.close(reason)
+    try:
+        if rt.session is not None:
+            rt.session.close(reason)
+    finally:
+        if rt.summaries is not None:
+            rt.summaries.close()
     if failure is not None:
         raise failure
 

@@ -82,7 +82,8 @@ class Session:
         """Open the run and program the fabric with `program` (waits until PROGRAMMED)."""
         owner = "cstorch " + os.path.basename(os.path.abspath(os.sys.argv[0] or "python"))
         workers = self.config.num_workers_per_csx
-        self.run = self.client.open_run(mode=mode, owner=owner[:60], workers=workers if workers > 1 else None)
+        self.run = self.client.open_run(mode=mode, owner=owner[:60], workers=workers if workers > 1 else None,
+                                        model_dir=os.path.abspath(self.config.model_dir))
         self._events = self.client.subscribe(ABORT_EVENT)
         try:
             self.run.program(program)

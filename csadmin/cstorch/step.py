@@ -28,9 +28,12 @@ from . import artifacts
 from .capture import Capture
 from .compiled import check_modes
 from .config import current_config, require_config
+from .model_dir import link_compile_dir, write_params
 from .optim import core_guard
 from .program import ESTIMATE_RUNS, Program
 from .signature import Signature
+from .summaries import Summaries
+
 
 def _leaves(value, outputs: list) -> tuple[object, list]:
     """Flatten `value`; its tensors join `outputs`. Returns (spec, [("out", i) | ("const", v)])."""
@@ -93,7 +96,9 @@ class StepFunction:
         for fn, a, kw in closures:
             fn(*a, **kw)
         session.step_done(rt.program.batch_size)
-        if state.last_step is not None and state.step >= state.last_step:
+        last = state.last_step is not None and state.step >= state.last_step
+        rt.summaries.step_done(state.step, result, rt.program.batch_size, last)
+        if last:
             runtime.finish()
         return result
 
@@ -155,15 +160,23 @@ class StepFunction:
             log.append(f"compile_time {program.compile_time:.3f} s; size {program.size_bytes} bytes")
         if not config.validate_only and cached is None:
             program.write_artifacts(config.compile_dir, log, serial)
+        if not config.validate_only:
+            link_compile_dir(config.model_dir, program)
         artifacts.record(program, serial, cached is not None)
         if config.compile_only or config.validate_only:
             rt.program = program
             rt.first_result = result
+            if config.compile_only:
+                write_params(config, program, {"run_id": None, "system": serial, "backend": rt.backend},
+                                       [m.model for m in rt.models])
             print(only_summary(config, program, serial), flush=True)
             return result
         runtime.close_at_exit()  # first: Ctrl-C while programming must close the run too
         session.open(mode, program.descriptor(serial))
         rt.program = program
+        rt.summaries = Summaries(config.model_dir)
+        write_params(config, program, {"run_id": session.run.id, "system": serial, "backend": rt.backend},
+                               [m.model for m in rt.models])
         return self._execute(rt, inputs)
 
 

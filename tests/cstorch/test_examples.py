@@ -66,3 +66,22 @@ def test_train_learns_checkpoints_resumes_to_the_same_weights_and_eval_matches_p
     assert ours == plain and 0.5 < ours < 1.0, out
     record = newest_run(ws_csd)
     assert (record["mode"], record["totalSamples"]) == ("eval", 16 * 32)
+
+
+def test_train_with_input_workers_counts_each_workers_samples(ws_csd, tmp_path):
+    out = run(ws_csd, TRAIN, "--model-dir", str(tmp_path / "w"), "--num-steps", "30", "--workers", "2")
+    assert "performance:" in out
+    record = newest_run(ws_csd)
+    assert (record["status"], record["totalSamples"]) == ("CLOSED", 30 * 32)
+    rows = {row["name"]: row["samples"] for row in record["workers"]}
+    assert sorted(rows) == ["worker-0", "worker-1"] and sum(rows.values()) == 30 * 32
+    assert os.path.isfile(tmp_path / "w" / "train" / "params_train.yaml")
+
+
+def test_train_validate_only_and_compile_only_end_with_a_summary(ws_csd, tmp_path):
+    before = newest_run(ws_csd)["runId"]
+    out = run(ws_csd, TRAIN, "--model-dir", str(tmp_path / "v"), "--validate-only")
+    assert "cstorch validate_only: step 'training_step' is valid for" in out and "performance:" not in out
+    out = run(ws_csd, TRAIN, "--model-dir", str(tmp_path / "c"), "--compile-only")
+    assert "cstorch compile_only: step 'training_step' is valid for" in out
+    assert newest_run(ws_csd)["runId"] == before  # neither opened a run

@@ -12,7 +12,7 @@ import torch
 
 import csadmin.cstorch as cstorch
 from csadmin import errors
-from csadmin.cstorch.utils import pool as pool_module
+from csadmin.cstorch.utils.worker import PREFETCH
 from tests.cstorch.helpers import Trainer, configure, model
 
 FEATURES = 8
@@ -78,7 +78,7 @@ def test_four_workers_count_every_sample_once_and_the_slow_one_is_named(ws_csd, 
         row, bye = rows[f"worker-{task}"], loader.pool.byes[task]
         assert row["samples"] == by_worker[task] == bye["consumed"] == bye["streamed"]
         assert row["status"] == "LEFT"
-        assert 0 <= bye["produced"] * batch_size - bye["consumed"] <= pool_module.worker.PREFETCH * batch_size
+        assert 0 <= bye["produced"] * batch_size - bye["consumed"] <= PREFETCH * batch_size
     assert record["inputReport"]["slow"] == ["worker-3"]
     assert "worker-3 fed" in record["inputReport"]["message"]
     assert all(not p.is_alive() for p in loader.pool.processes)
@@ -133,3 +133,56 @@ def test_workers_need_the_step_count(ws_csd, tmp_path):
     configure(ws_csd, tmp_path, num_workers_per_csx=2)
     with pytest.raises(errors.InvalidArgument, match="with num_workers_per_csx=2, give num_steps"):
         cstorch.utils.data.DataLoader(id_batches, batch_size=4, n=200)
+
+
+def _children(pid: int) -> set[int]:
+    out = set()
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat") as f:
+                    fields = f.read().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            if int(fields[1]) == pid:
+                out.add(int(entry))
+    return out
+
+
+def test_ctrl_c_ends_the_run_and_its_workers(ws_csd, tmp_path):
+    """Ctrl-C at a terminal: SIGINT to the whole process group, trainer and workers alike."""
+    import subprocess
+    import sys
+
+    from tests.cstorch.test_examples import TRAIN
+    from tests.harness import ROOT, wait_until
+
+    def newest_run():
+        with ws_csd.client() as c:
+            runs = c.runs_list()["runs"]
+        return runs[0] if runs else {"runId": None}
+
+    before = newest_run()["runId"]
+    proc = subprocess.Popen([sys.executable, TRAIN, "--model-dir", str(tmp_path / "m"), "--num-steps", "100000",
+                             "--workers", "2"], env=ws_csd.env(), cwd=ROOT, start_new_session=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        def feeding():
+            run = newest_run()
+            return run["runId"] != before and run["status"] == "OPEN" and len(run["workers"]) == 2 and run
+        run = wait_until(feeding, timeout=60)
+        workers = _children(proc.pid)
+        assert len(workers) == 2
+        os.killpg(proc.pid, signal.SIGINT)
+        _, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode != 0 and "KeyboardInterrupt" in err
+    assert "InputWorkerFailed" not in err
+    with ws_csd.client() as c:
+        record = c.runs_show(run["runId"])
+    assert record["status"] == "ABORTED" and record["abortReason"] == "runtime interrupted (Ctrl-C)"
+    assert sum(w["samples"] for w in record["workers"]) == record["totalSamples"]
+    wait_until(lambda: not any(os.path.exists(f"/proc/{pid}") and open(f"/proc/{pid}/stat").read().split()[2] != "Z"
+                                for pid in workers), timeout=30)

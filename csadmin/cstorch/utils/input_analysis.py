@@ -18,7 +18,9 @@ import socket
 import sys
 import time
 
+from ..program import write_file
 from . import tasks
+from .batches import repeated, samples_of
 
 OUT_ENV = "CSTORCH_ANALYZE_OUT"
 MIN_BATCHES = 3
@@ -36,15 +38,6 @@ def _identity() -> tuple[int, int]:
     return int(env.get("CSTORCH_ANALYZE_TASK", "0")), int(env.get("CSTORCH_ANALYZE_TASKS", "1"))
 
 
-def _samples(batch) -> int:
-    from torch.utils._pytree import tree_flatten
-
-    import torch
-
-    leaves = [x for x in tree_flatten(batch)[0] if isinstance(x, torch.Tensor) and x.dim() > 0]
-    return int(leaves[0].shape[0]) if leaves else 0
-
-
 def measure_and_exit(input_fn, args: tuple, kwargs: dict) -> None:
     """Measure `input_fn` as one input worker (see the module docstring); never returns."""
     task, count = _identity()
@@ -52,29 +45,18 @@ def measure_and_exit(input_fn, args: tuple, kwargs: dict) -> None:
     seconds = float(os.environ.get("CSTORCH_ANALYZE_SECONDS", DEFAULT_SECONDS))
     start = time.perf_counter()
     samples = batches = 0
-    while True:
-        empty = True
-        for batch in input_fn(*args, **kwargs):
-            empty = False
-            samples += _samples(batch)
-            batches += 1
-            if batches >= MIN_BATCHES and time.perf_counter() - start >= seconds:
-                break
-        else:
-            if not empty:
-                continue  # the input ran out: restart it, as a worker does
-        break
+    for batch in repeated(input_fn(*args, **kwargs)):  # restarted when it runs out, as a worker's
+        samples += samples_of(batch)
+        batches += 1
+        if batches >= MIN_BATCHES and time.perf_counter() - start >= seconds:
+            break
     elapsed = time.perf_counter() - start
     cpus = int(os.environ.get("SLURM_CPUS_PER_TASK") or os.environ.get("CSTORCH_ANALYZE_CPUS") or 1)
     result = {"task": task, "tasks": count, "node": os.environ.get("SLURMD_NODENAME") or socket.gethostname(),
               "cpus": cpus, "samples": samples, "batches": batches, "seconds": round(elapsed, 6),
               "samples_per_sec": round(samples / elapsed, 3) if elapsed > 0 else 0.0}
     path = os.path.join(os.environ[OUT_ENV], f"task-{task}.json")
-    with open(path + ".tmp", "w", encoding="utf-8") as f:
-        json.dump(result, f)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(path + ".tmp", path)
+    write_file(path, json.dumps(result))
     print(f"input analysis: task {task} of {count} on {result['node']}: {result['samples_per_sec']:g} samples/s "
           f"({samples} samples in {elapsed:.2f} s)", file=sys.stderr, flush=True)
     sys.exit(0)

@@ -5,7 +5,7 @@
     pool.finish()                       # before the run closes: workers stream the rest and leave
 
 Order: the workers take turns (0, 1, …, N-1, 0, …). The turn's worker is waited for, unless
-another worker already has its whole prefetch (worker.PREFETCH batches) waiting, which means the
+another worker already has its whole prefetch (PREFETCH batches) waiting, which means the
 turn's worker is the one holding the run up: then the next worker in turn order with a batch
 ready goes first. While every worker keeps up, the order is strictly round-robin; a slow worker
 feeds fewer batches, and csd's fair-share report names it.
@@ -30,8 +30,9 @@ from csadmin.errors import InputWorkerFailed
 
 import csadmin.cstorch.runtime as runtime
 
-from . import worker
+from .batches import samples_of
 from .transport import TrainerSocket, unpack_batch
+from .worker import PREFETCH, process_main
 
 HELLO_TIMEOUT = 60.0  # a worker process must start and say hello within this
 BYE_TIMEOUT = 30.0  # … and stream its last samples, leave the run and say bye within this
@@ -52,7 +53,7 @@ class WorkerPool:
         csd = {"address": config.mgmt_address, "key": config.key}
         context = multiprocessing.get_context("fork")  # the input function needs no pickling
         self.processes = [
-            context.Process(target=worker.process_main, args=(spec, input_fn, args, kwargs, csd),
+            context.Process(target=process_main, args=(spec, input_fn, args, kwargs, csd),
                             name=f"cstorch-{worker_name(spec.task)}", daemon=True)
             for spec in self.socket.specs(count)]
         self.identities: dict[int, bytes] = {}
@@ -88,15 +89,19 @@ class WorkerPool:
     def _pick(self) -> int | None:
         if self.queues[self.turn]:
             return self.turn
-        if not any(len(q) >= worker.PREFETCH for q in self.queues):
+        if not any(len(q) >= PREFETCH for q in self.queues):
             return None  # nobody is held up by the turn's worker yet: wait for it
         order = [(self.turn + k) % self.count for k in range(1, self.count)]
         return next(t for t in order if self.queues[t])
 
     def _take(self, task: int):
         header, payload = self.queues[task].popleft()
-        batch = unpack_batch(payload)
-        samples = worker.samples_of(batch)
+        try:
+            batch = unpack_batch(payload)
+        except Exception as exc:  # noqa: BLE001 — whatever the bytes were, the worker is at fault
+            self._fail(f"input worker {task} sent a batch that is not tensors ({type(exc).__name__}: "
+                       f"{str(exc)[:200]})", short=f"input worker {task} sent a batch that is not tensors")
+        samples = samples_of(batch)
         self.socket.send(self.identities[task], "ack", {"samples": samples})
         self.fed[task] += samples
         self.turn = (task + 1) % self.count

@@ -8,7 +8,7 @@ and "some data sharding scheme is required" (004). An input function shards with
 
 or the two shorthands `task_id()` / `num_tasks()`. In the training process itself (one process,
 `num_workers_per_csx=1`) they are 0 and 1, so the same input function runs either way. The worker
-process sets them (`_set`) before it calls the input function. Stdlib only.
+process sets them (`enter_worker`) before it calls the input function. Stdlib only.
 """
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ def num_tasks() -> int:
     return _info.num_tasks
 
 
-def _set(task: int, count: int) -> None:
+def enter_worker(task: int, count: int) -> None:
     """The worker process says who it is (csadmin.cstorch.utils.worker, before input_fn)."""
     global _info
     _info = WorkerInfo(task, count)

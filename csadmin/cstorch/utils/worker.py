@@ -16,12 +16,14 @@ in input_fn, in a batch, in csd's answers — goes to the trainer as `error` wit
 from __future__ import annotations
 
 import os
+import signal
 import time
 import traceback
 
 from csadmin.client import Client
 
-from . import tasks
+from .batches import repeated, samples_of
+from .tasks import enter_worker
 from .transport import Spec, WorkerSocket, pack_batch
 
 PREFETCH = 4  # batches a worker may have sent ahead of the trainer's acknowledgements
@@ -36,16 +38,8 @@ def csd_client(address: str | None, key: str | None, timeout: float = CLIENT_TIM
     return Client(endpoint, timeout=timeout, connect=connect, key=key)
 
 
-def samples_of(batch) -> int:
-    """A batch's samples: the first dimension of its first tensor (0 when it holds none)."""
-    from .data import _tensors  # data imports this module's caller; import at call time
-
-    sizes = [t.shape[0] for t in _tensors(batch) if t.dim()]
-    return sizes[0] if sizes else 0
-
-
 def main(spec: Spec, input_fn, args: tuple, kwargs: dict, csd: dict) -> int:
-    tasks._set(spec.task, spec.count)
+    enter_worker(spec.task, spec.count)
     sock = WorkerSocket(spec)
     try:
         return Feeder(spec, sock, csd).feed(input_fn, args, kwargs)
@@ -58,7 +52,10 @@ def main(spec: Spec, input_fn, args: tuple, kwargs: dict, csd: dict) -> int:
 
 def process_main(*args) -> None:
     """multiprocessing's target: run main() and end the process without the parent's atexit
-    hooks (a forked copy of the trainer must never close the trainer's run)."""
+    hooks (a forked copy of the trainer must never close the trainer's run). Ctrl-C at a
+    terminal reaches the whole process group: the trainer owns it (it ends the run and stops
+    its workers), so a worker ignores SIGINT rather than report it as its own failure."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     os._exit(main(*args))
 
 
@@ -75,9 +72,7 @@ class Feeder:
 
     def feed(self, input_fn, args, kwargs) -> int:
         self.sock.send("hello", {"task": self.spec.task, "pid": os.getpid(), "secret": self.spec.hello_secret})
-        from .data import _repeated
-
-        batches = _repeated(input_fn(*args, **kwargs))
+        batches = repeated(input_fn(*args, **kwargs))
         try:
             while True:
                 message = self.sock.recv(0 if self.credits else 1000)
