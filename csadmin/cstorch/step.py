@@ -24,7 +24,7 @@ from csadmin.errors import InvalidState, ReprogramForbidden
 
 import csadmin.cstorch.current as current
 import csadmin.cstorch.runtime as runtime
-from . import artifacts
+from .artifacts import lookup as lookup_artifacts, record as record_compile
 from .capture import Capture
 from .compiled import check_modes
 from .config import current_config, require_config
@@ -142,7 +142,7 @@ class StepFunction:
         session = rt.session
         serial = None if session is None else session.serial
         # Artifacts of this very program for this system: reuse them; for another: refused.
-        cached = None if config.validate_only else artifacts.lookup(config.compile_dir, program.checksum, serial)
+        cached = None if config.validate_only else lookup_artifacts(config.compile_dir, program.checksum, serial)
         if cached is not None:
             program.est_samples_per_sec, program.directory = cached.est_samples_per_sec, cached.directory
             program.cached = True
@@ -162,7 +162,7 @@ class StepFunction:
             program.write_artifacts(config.compile_dir, log, serial)
         if not config.validate_only:
             link_compile_dir(config.model_dir, program)
-        artifacts.record(program, serial, cached is not None)
+        record_compile(program, serial, cached is not None)
         if config.compile_only or config.validate_only:
             rt.program = program
             rt.first_result = result
