@@ -19,7 +19,7 @@ import sys
 import time
 
 from ..program import write_file
-from .tasks import _set as set_worker
+from .tasks import enter_worker
 from .batches import repeated, samples_of
 
 OUT_ENV = "CSTORCH_ANALYZE_OUT"
@@ -41,7 +41,7 @@ def _identity() -> tuple[int, int]:
 def measure_and_exit(input_fn, args: tuple, kwargs: dict) -> None:
     """Measure `input_fn` as one input worker (see the module docstring); never returns."""
     task, count = _identity()
-    set_worker(task, count)
+    enter_worker(task, count)
     seconds = float(os.environ.get("CSTORCH_ANALYZE_SECONDS", DEFAULT_SECONDS))
     start = time.perf_counter()
     samples = batches = 0
