@@ -23,6 +23,7 @@ EXIT_NOT_FOUND = 6
 EXIT_UNREACHABLE = 7  # daemon not reachable, or no answer / no completion within --timeout
 EXIT_INTERNAL = 8
 EXIT_INTERRUPTED = 130  # Ctrl-C
+EXIT_BROKEN_PIPE = 141  # 128 + SIGPIPE: whoever read our output went away (`cs … | head`)
 
 # What each exit code means, for `cs --help` (the README's table says the same at more length).
 EXIT_CODES = (
@@ -36,6 +37,7 @@ EXIT_CODES = (
     (EXIT_UNREACHABLE, "unreachable, or not done within --timeout"),
     (EXIT_INTERNAL, "internal error in csd (see its log)"),
     (EXIT_INTERRUPTED, "interrupted (Ctrl-C)"),
+    (EXIT_BROKEN_PIPE, "the reader of cs's output went away (`cs … | head`)"),
 )
 
 
@@ -50,6 +52,7 @@ class CsError(Exception):
     on_wire = False
     fault: str | None = None  # the fault that caused it, if one did (on the wire as `fault`)
     keeps_change = False  # True: what the model did before raising stands (TransitionFailed)
+    asked_for = False  # True: the person stopped it ("n", Ctrl-C); said plainly, not as an error
 
     def __init__(self, message: str, hint: str | None = None, fault: str | None = None):
         super().__init__(message)
@@ -176,9 +179,15 @@ class UsageError(CsError):
 
 
 class Cancelled(CsError):
-    """The user answered "no" to a confirmation."""
+    """The user answered "no" to a confirmation (or Ctrl-C at it, or in a menu)."""
 
-    code, exit_code = "CANCELLED", EXIT_CANCELLED
+    code, exit_code, asked_for = "CANCELLED", EXIT_CANCELLED, True
+
+
+class Interrupted(CsError):
+    """The user pressed Ctrl-C while cs waited; the message says what carries on without it."""
+
+    code, exit_code, asked_for = "INTERRUPTED", EXIT_INTERRUPTED, True
 
 
 class BadCheckpoint(CsError):
@@ -195,12 +204,6 @@ class InputWorkerFailed(CsError):
 
     code, exit_code = "INPUT_WORKER_FAILED", EXIT_STATE
     hint = "Fix the input function (the worker's traceback is above) and start the script again."
-
-
-class Interrupted(CsError):
-    """Ctrl-C ended the command (reported as an error only where JSON was asked for)."""
-
-    code, exit_code = "INTERRUPTED", EXIT_INTERRUPTED
 
 
 # -- derived from the classes above ----------------------------------------------------------------

@@ -13,6 +13,7 @@ is imported only when a shell is opened.
 from __future__ import annotations
 
 import contextlib
+import os
 import sys
 
 from . import __version__, errors
@@ -120,6 +121,18 @@ def main(argv: list[str] | None = None) -> int:
         return _fail(exc, argv)
     except KeyboardInterrupt:
         return errors.EXIT_INTERRUPTED
+    except BrokenPipeError:
+        return _reader_gone()
+
+
+def _reader_gone() -> int:
+    """Whoever read our output went away (`cs events show | head`): stop quietly, as Unix tools
+    do. stdout is pointed at /dev/null so the interpreter's last flush of what is still buffered
+    cannot fail again on the way out (the recipe in the `signal` module's documentation)."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    os.close(devnull)
+    return errors.EXIT_BROKEN_PIPE
 
 
 def _fail(exc: errors.CsError, argv: list[str]) -> int:
@@ -177,7 +190,8 @@ def _run(g: GlobalOptions, rest: list[str], client: Client) -> int:
         session = Session(client, PlainConsole(interactive=False), g.output_format, g.timeout, g.key, g.system)
         return run_script(session, sys.stdin.read())
     from .shell.app import run_shell
+    from .shell.ctrl_d import ctrl_d_as_a_key
     from .shell.foreground import own_foreground_group
 
-    with own_foreground_group():
+    with own_foreground_group(), ctrl_d_as_a_key():
         return run_shell(client, g)

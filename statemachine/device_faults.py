@@ -119,8 +119,10 @@ class DeviceFaults:
             self._schedule_step(steps[i], at, loaded.source, loaded.by)
 
     def _start_fault(self, fault: Fault, at: int, for_ms: int | None, origin: dict | None,
-                     scenario: str | None = None, line: int | None = None) -> None:
-        """A fault takes effect (fault_rules.EFFECTS): armed, or active with its event and effects."""
+                     scenario: str | None = None, line: int | None = None, scheduled: bool = False) -> None:
+        """A fault takes effect (fault_rules.EFFECTS): armed, or active with its event and effects.
+        `scheduled`: its time came (`--after`, a scenario step), so its events say `scheduled`:
+        they are not the answer to a request, though `by` names who scheduled it."""
         effect = EFFECTS[fault.effect]
         until = at + for_ms if for_ms else None
         entry = Entry(fault, ARMED if effect.arms else ACTIVE, at, until, by=origin, scenario=scenario, line=line)
@@ -128,7 +130,8 @@ class DeviceFaults:
         if effect.arms:
             return
         now = self._clock()
-        self._emit(fault.event, now, origin, **self._fault_details(entry), summary=fault.summary)
+        when = {"scheduled": True} if scheduled else {}
+        self._emit(fault.event, now, origin, **self._fault_details(entry), summary=fault.summary, **when)
         if effect.aborts_run:
             self._runs.abort_holder(f"{fault.name}: {fault.summary} (injected)", "fault", fault.name)
         if effect.drops_to_standby and self.lifecycle is not S:
@@ -137,7 +140,7 @@ class DeviceFaults:
             self.pending_until = None
             self.emergency_standby()
             for event_type in SETTLED_EVENTS[S]:
-                self._emit(event_type, now, origin, cause="fault", fault=fault.name, injected=True)
+                self._emit(event_type, now, origin, cause="fault", fault=fault.name, injected=True, **when)
 
     def _fault_details(self, entry: Entry) -> dict:
         """What every event about a fault says: which, that it was injected, the health now."""
@@ -171,7 +174,8 @@ class DeviceFaults:
                 if present is not None:
                     self._faults.put(present, present.moved(until=until))
                 else:
-                    self._start_fault(entry.fault, entry.due, entry.for_ms, entry.by, entry.scenario, entry.line)
+                    self._start_fault(entry.fault, entry.due, entry.for_ms, entry.by, entry.scenario, entry.line,
+                                      scheduled=True)
             else:  # an active fault's `--for` is over, or an armed one lapsed unused
                 self._end_fault(entry, now, None, cause="expired")
 

@@ -56,26 +56,23 @@ def _preflight(s: Session, p: Parsed, dry_run: Callable[[], dict]) -> dict | Non
     return dry_run()
 
 
+CANCELLED = "Cancelled; nothing was changed."
+
+
 def _confirm(s: Session, question: str) -> None:
     if not s.console.confirm(question):
-        raise errors.Cancelled("Cancelled; nothing was changed.")
+        raise errors.Cancelled(CANCELLED)
 
 
 def _settle(s: Session, p: Parsed, result: dict, target: str) -> int:
     """Wait for a started transition to complete, showing progress; print the outcome."""
     as_json = s.json(p)
     if result["changed"]:
-        snap = s.client.system_show()
-        left = render.seconds_left(snap) or 0.0
-        if not as_json:
-            s.console.out(f"{result['message'].rstrip('.')} ({snap['state']}, about {left:.1f} s)…")
-
-        def progress(snap: dict) -> None:
-            remaining = render.seconds_left(snap)
-            if remaining is not None and not as_json:
-                s.console.progress(f"{snap['state']}: about {remaining:.1f} s left")
-
-        snap = s.client.wait_for(state=target, timeout=left + s.timeout, on_progress=progress)
+        try:
+            snap = _wait(s, result, target, as_json)
+        except KeyboardInterrupt:  # csd accepted the change: only our waiting stops
+            raise errors.Interrupted(f"Stopped waiting; the system carries on to {target}.",
+                                     "Follow it with `events follow`, or see where it is with `system show`.") from None
         message = f"System is ACTIVE in {snap['activeExecmode']}." if target == "ACTIVE" else "System is in STANDBY."
     else:
         snap = s.client.system_show()
@@ -85,6 +82,21 @@ def _settle(s: Session, p: Parsed, result: dict, target: str) -> int:
     else:
         s.console.out(message)
     return errors.EXIT_OK
+
+
+def _wait(s: Session, result: dict, target: str, as_json: bool) -> dict:
+    """Say the transition started, then wait for `target` showing the time left; csd's snapshot."""
+    snap = s.client.system_show()
+    left = render.seconds_left(snap) or 0.0
+    if not as_json:
+        s.console.out(f"{result['message'].rstrip('.')} ({snap['state']}, about {left:.1f} s)…")
+
+    def progress(snap: dict) -> None:
+        remaining = render.seconds_left(snap)
+        if remaining is not None and not as_json:
+            s.console.progress(f"{snap['state']}: about {remaining:.1f} s left")
+
+    return s.client.wait_for(state=target, timeout=left + s.timeout, on_progress=progress)
 
 
 def _answer(s: Session, p: Parsed, result: dict, as_text: Callable[[dict], str]) -> int:
@@ -176,6 +188,8 @@ def execmode_setup(s: Session, p: Parsed) -> int:
         s.client.execmode_setup(configured, dry_run=True)
         options = [(m.value, m.title) for m in ExecMode]
         mode = s.console.choose("Select execution mode configuration:", options, default=configured)
+        if mode is None:  # Ctrl-C in the menu: as "no" at a question
+            raise errors.Cancelled(CANCELLED)
     else:
         check = _preflight(s, p, lambda: s.client.execmode_setup(mode, dry_run=True))
         if check is not None and check["changed"]:

@@ -55,13 +55,22 @@ class PlainConsole:
         print(text, file=self.stderr, flush=True)
 
     def confirm(self, question: str) -> bool:
-        answer = input(f"{question} [y/N] ").strip().lower()
+        """Ask a yes/no question; "no" unless answered yes (Ctrl-C and end of input are "no")."""
+        try:
+            answer = input(f"{question} [y/N] ").strip().lower()
+        except (KeyboardInterrupt, EOFError):
+            print(file=self.stdout, flush=True)  # off the question's line, after the terminal's ^C
+            return False
         return answer in ("y", "yes")
 
-    def choose(self, message: str, options: list[tuple[str, str]], default: str | None = None) -> str:
+    def choose(self, message: str, options: list[tuple[str, str]], default: str | None = None) -> str | None:
+        """One of `options`' values, picked from a menu; None if the person pressed Ctrl-C."""
         from prompt_toolkit.shortcuts import choice  # only a person at a terminal pays for this import
 
-        return choice(message=message, options=options, default=default, bottom_toolbar=CHOICE_KEYS)
+        try:
+            return choice(message=message, options=options, default=default, bottom_toolbar=CHOICE_KEYS)
+        except (KeyboardInterrupt, EOFError):
+            return None
 
     def progress(self, text: str) -> None:
         """A transient status line, redrawn in place on a terminal; silent otherwise."""

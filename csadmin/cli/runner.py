@@ -32,6 +32,8 @@ def report(s: Session, exc: errors.CsError, line: int | None = None, command: st
         if line is not None:
             error.update(line=line, command=command)
         s.console.out(s.as_json({"error": error}))
+    elif exc.asked_for:  # "n" or Ctrl-C: what the person did, not an error
+        s.console.err(exc.message + (f"\n{exc.hint}" if exc.hint else ""))
     else:
         where = f" at line {line} (`{shown(command, 60)}`)" if line is not None else ""
         error = s.console.err_paint.error("Error")
@@ -56,10 +58,7 @@ def _run(s: Session, parsed: Parsed, tokens: list[str], line: int | None) -> int
     except errors.CsError as exc:
         return report(s, in_console_terms(exc, parsed.command), line, shlex.join(tokens), as_json)
     except KeyboardInterrupt:
-        if as_json:
-            return report(s, errors.Interrupted("Interrupted."), line, shlex.join(tokens), True)
-        s.console.err("Interrupted.")
-        return errors.EXIT_INTERRUPTED
+        return report(s, errors.Interrupted("Interrupted."), line, shlex.join(tokens), as_json)
 
 
 def run_tokens(s: Session, tokens: list[str], line: int | None = None) -> int:
@@ -69,6 +68,8 @@ def run_tokens(s: Session, tokens: list[str], line: int | None = None) -> int:
         parsed = _checked(s, tokens)
     except errors.CsError as exc:
         return report(s, exc, line, shlex.join(tokens), wants_json(s, tokens))
+    except KeyboardInterrupt:  # outside a wait that says more (actions._settle)
+        return report(s, errors.Interrupted("Interrupted."), line, shlex.join(tokens), wants_json(s, tokens))
     return _run(s, parsed, tokens, line)
 
 

@@ -1,5 +1,8 @@
 """A background thread that keeps the shell's LiveState current from csd's event stream and
-prints events other clients cause above the prompt.
+prints events above the prompt: every event except the echo of the shell's own command, which
+that command has already reported (see `is_echo`). Faults the shell scheduled (`--after`, a
+scenario) are shown when they fire; events that arrive while a command runs are held until it
+is done, so they never break into its output.
 
 It has its own Client, a sibling of the shell's with the same key (ZeroMQ sockets are not
 thread-safe). It takes a snapshot on connect, after every event and every half second (so the
@@ -37,10 +40,11 @@ class Watcher(threading.Thread):
         self.announce = announce
         self.my_session = my_session
         self.invalidate = invalidate
-        #: set while the shell runs a command: its own output tells the story then
+        #: set while the shell runs a command: events are held, and its echo dropped, meanwhile
         self.busy = False
         #: events up to this seq happened during the shell's own commands
         self.quiet_seq = 0
+        self._held: list[dict] = []
         self._stopped = threading.Event()
         self._retarget = threading.Event()
 
@@ -78,7 +82,9 @@ class Watcher(threading.Thread):
         with client.follow(after_seq=self._refresh(client)) as stream:
             while not self._stopped.is_set() and not self._retarget.is_set():
                 for event in stream.next(TICK_SECONDS):
-                    self._maybe_announce(event)
+                    if not self.is_echo(event):
+                        self._held.append(event)
+                self._release()
                 self._refresh(client)  # every tick: the toolbar counts down, a lost csd shows
 
     def _refresh(self, client: Client) -> int:
@@ -87,8 +93,21 @@ class Watcher(threading.Thread):
         self.invalidate()
         return snap["seq"]
 
-    def _maybe_announce(self, event: dict) -> None:
-        by = event.get("details", {}).get("by") or {}
-        if self.busy or event["seq"] <= self.quiet_seq or by.get("session") == self.my_session:
-            return
-        self.announce(event)
+    def is_echo(self, event: dict) -> bool:
+        """Whether `event` is part of what the shell's command (running, or just run) reported:
+        emitted during it, and either caused by its request (`by` is this shell, and the event
+        is not a fault whose scheduled time came), or the end of the transition it waited for
+        (events that conclude a pending transition carry `recovered`, and no `by`). Everything
+        else — other clients' doings, timers, the shell's own scheduled faults — is shown."""
+        if not (self.busy or event["seq"] <= self.quiet_seq):
+            return False
+        details = event.get("details", {})
+        by = details.get("by")
+        if by is None:
+            return "recovered" in details
+        return by.get("session") == self.my_session and not details.get("scheduled")
+
+    def _release(self) -> None:
+        """Print the held events, oldest first, once no command is running."""
+        while self._held and not self.busy:
+            self.announce(self._held.pop(0))

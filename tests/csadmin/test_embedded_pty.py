@@ -56,7 +56,7 @@ def test_ctrl_c_during_waits_cancels_only_the_wait(shell):
     t.send("y\r")
     t.wait_text("System is going to STANDBY")
     t.send("\x03")
-    _prompt_back(t, "Interrupted.")
+    _prompt_back(t, "Stopped waiting; the system carries on to STANDBY.")
     assert _alive(t.csd_pid), "the terminal's Ctrl-C did not reach csd"
     t.send("system show\r")
     t.wait_for(lambda t: re.search(r"State\s+: (PENDING_STANDBY|STANDBY)", t.text()), what="csd answering")
@@ -107,8 +107,28 @@ def test_under_make_ctrl_c_in_a_wait_does_not_end_make(tmp_path):
     t.send("system standby --no-confirm\r")
     t.wait_text("System is going to STANDBY")
     t.send("\x03")
-    _prompt_back(t, "Interrupted.")
+    _prompt_back(t, "Stopped waiting; the system carries on to STANDBY.")
     t.send("system show\r")
     t.wait_text("systemHealth")
     assert t.close() == 0, "make exits 0 when the shell does"
-    assert "Interrupt" not in t.raw.replace("Interrupted.", "")
+    assert "Interrupt" not in t.raw
+
+
+@pytest.mark.parametrize("how", [signal.SIGHUP, signal.SIGKILL], ids=["terminal-closed", "shell-killed"])
+def test_the_private_csd_and_its_directory_go_however_the_shell_ends(shell, how):
+    """A closed terminal (SIGHUP) or a killed shell (SIGKILL) left the embedded csd serving for
+    ever, re-parented to init, with its temp directory (issue 26)."""
+    t = shell
+    directory = os.path.dirname(t.connection_file)
+    assert os.path.isdir(directory) and _alive(t.csd_pid)
+    os.kill(t.child.pid, how)
+    wait_until(lambda: not t.child.isalive(), timeout=5, what="the shell gone")
+    wait_until(lambda: not _alive(t.csd_pid) and not os.path.exists(directory), timeout=5,
+               what="the embedded csd stopped and its directory removed")
+
+
+def test_leaving_normally_removes_the_directory_too(shell):
+    t = shell
+    directory = os.path.dirname(t.connection_file)
+    assert t.close() == 0
+    assert not _alive(t.csd_pid) and not os.path.exists(directory), "gone by the time the shell has exited"

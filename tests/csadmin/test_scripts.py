@@ -109,7 +109,7 @@ def test_events_follow_prints_live_events_until_ctrl_c(csd):
 
 def test_ctrl_c_during_a_one_shot_wait_exits_130_and_leaves_the_change_running(make_csd):
     """A script's `cs system standby --no-confirm` waits for STANDBY; Ctrl-C there stops the
-    waiting (exit 130, "Interrupted.", no traceback), not the standby csd already accepted."""
+    waiting (exit 130, "Stopped waiting; …carries on", no traceback), not the standby csd already accepted."""
     csd = make_csd(standby_seconds=30).start()
     proc = subprocess.Popen(
         [sys.executable, "-m", "csadmin", "system", "standby", "--no-confirm"],
@@ -120,7 +120,8 @@ def test_ctrl_c_during_a_one_shot_wait_exits_130_and_leaves_the_change_running(m
         proc.send_signal(signal.SIGINT)
         out, err = proc.communicate(timeout=20)
         assert proc.returncode == errors.EXIT_INTERRUPTED, (out, err)
-        assert "Interrupted." in err and "Traceback" not in err
+        assert "Stopped waiting; the system carries on to STANDBY." in err and "`events follow`" in err
+        assert "Traceback" not in err and "Error" not in err
     finally:
         proc.kill()
         proc.wait()

@@ -129,7 +129,9 @@ def test_for_clears_a_fault_on_time_and_after_injects_it_on_time():
     device.inject_fault("pump-missing", after_ms=1_000, for_ms=500)
     assert device.next_deadline() == clock.now + 1_000
     assert [f["status"] for f in device.faults()] == ["scheduled", "active"]
-    assert types(settle(device, clock, 1_000)) == ["EventPumpMissing"]
+    fired = settle(device, clock, 1_000)
+    assert types(fired) == ["EventPumpMissing"]
+    assert fired[0][1]["scheduled"] is True, "its time came: not the answer to a request (issue 26)"
     assert device.health.value == "MISSING"
     assert types(settle(device, clock, 500)) == ["EventHealthDegraded"]
     assert types(settle(device, clock, 500)) == ["EventHealthOk"]
@@ -271,7 +273,7 @@ def test_a_scenario_schedules_its_steps_from_the_load_and_from_the_runs_it_names
                                "psu-hardware-error 0.5 s after run 2 opens, for 1 s"]
     warm = settle(device, clock, 1_000)
     assert types(warm) == ["EventSensorTemperatureHighWarn"]
-    assert warm[0][1]["scenario"] == "warm.toml" and warm[0][1]["line"] == 3
+    assert warm[0][1]["scenario"] == "warm.toml" and warm[0][1]["line"] == 3 and warm[0][1]["scheduled"] is True
     run1 = device.open_run("job", "c1", TRAIN)
     device.close_run(run1["runId"], "c1")
     assert types(settle(device, clock, 2_000)) == ["EventHealthOk"]

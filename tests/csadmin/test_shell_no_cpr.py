@@ -1,0 +1,108 @@
+"""Ctrl-D at the `cs>` prompt leaves, whatever the shell was printing (issue 26).
+
+It was lost after events: the shell prints them above the prompt through prompt_toolkit's
+run_in_terminal, which puts the terminal in cooked mode while it writes. A Ctrl-D typed then is
+taken by the terminal's line discipline as end-of-file, and once raw mode is back it reaches the
+shell as NUL (Ctrl-@), which does nothing: the prompt was redrawn, the shell stayed. The window is
+as long as the write: long on a terminal that is slow to read (here: one that stops reading for a
+while, and never answers cursor-position requests)."""
+
+import os
+import termios
+import time
+
+import pexpect
+
+from tests.csadmin.terminal import Terminal
+from tests.harness import wait_until
+
+
+def _silent_terminal(csd) -> Terminal:
+    t = Terminal(csd)
+    t.screen.answer = None  # never answers CSI 6n
+    t.wait_for(lambda t: t.prompt_line() == "cs>", what="the prompt")
+    return t
+
+
+def _leaves(t: Terminal, timeout: float = 15.0) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        t.pump()  # reading again: the shell's writes go through
+        if not t.child.isalive():
+            return True
+    return False
+
+
+def test_ctrl_d_typed_while_events_are_printed_above_the_prompt_leaves(csd):
+    t = _silent_terminal(csd)
+    tty = os.open(f"/proc/{t.child.pid}/fd/0", os.O_RDWR | os.O_NOCTTY)
+    try:
+        # The terminal stops reading; a burst of events (far more than a pty buffers) makes the
+        # shell's write above the prompt block, in cooked mode.
+        with csd.client() as other:
+            for _ in range(300):
+                other.fault_inject("temperature-high-warn")
+                other.fault_clear(all=True)
+        wait_until(lambda: termios.tcgetattr(tty)[3] & termios.ICANON, timeout=20,
+                   what="the shell writing above the prompt in cooked mode")
+        t.send("\x04")
+        assert _leaves(t), f"Ctrl-D was lost; screen:\n{t.text()[-2000:]}"
+        t.child.close()
+        assert t.child.exitstatus == 0
+    finally:
+        os.close(tty)
+        if t.child.isalive():
+            t.child.terminate(force=True)
+
+
+def test_ctrl_d_leaves_after_events_on_a_terminal_that_never_answers_cursor_requests(csd):
+    t = _silent_terminal(csd)
+    try:
+        with csd.client() as other:
+            other.system_standby()
+            other.wait_for(state="STANDBY", timeout=10)
+        t.wait_text("EventStandbyCompleted")
+        t.wait_for(lambda t: t.prompt_line() == "cs>", what="the prompt redrawn under the events")
+        t.send("\x04")
+        t.child.expect(pexpect.EOF, timeout=15)
+        t.child.close()
+        assert t.child.exitstatus == 0
+    finally:
+        if t.child.isalive():
+            t.child.terminate(force=True)
+
+
+def test_the_terminal_gets_its_ctrl_d_back_when_the_shell_leaves():
+    """The terminal is shared with whatever started cs (bash, make): VEOF is restored on exit."""
+    import sys
+
+    from tests.harness import ROOT
+
+    code = ("import sys, termios\n"
+            "from csadmin.shell.ctrl_d import ctrl_d_as_a_key\n"
+            "eof = lambda: termios.tcgetattr(0)[6][termios.VEOF]\n"
+            "before = eof()\n"
+            "with ctrl_d_as_a_key():\n"
+            "    inside = eof()\n"
+            "print(before, inside, eof())\n")
+    child = pexpect.spawn(sys.executable, ["-c", code], cwd=ROOT, encoding="utf-8", timeout=20)
+    child.expect(pexpect.EOF)
+    child.close()
+    assert child.before.split() == ["b'\\x04'", "b'\\x00'", "b'\\x04'"] and child.exitstatus == 0
+
+
+def test_ctrl_d_typed_during_a_wait_leaves_once_the_command_is_done(make_csd):
+    csd = make_csd(standby_seconds=2).start()
+    t = Terminal(csd)
+    try:
+        t.wait_for(lambda t: t.prompt_line() == "cs>", what="the prompt")
+        t.send("system standby --no-confirm\r")
+        t.wait_text("System is going to STANDBY")
+        t.send("\x04")  # the terminal is in cooked mode while the command waits
+        t.child.expect(pexpect.EOF, timeout=20)
+        t.pump()
+        t.child.close()
+        assert "System is in STANDBY." in t.raw + (t.child.before or "") and t.child.exitstatus == 0
+    finally:
+        if t.child.isalive():
+            t.child.terminate(force=True)
