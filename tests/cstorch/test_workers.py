@@ -71,7 +71,7 @@ def test_four_workers_count_every_sample_once_and_the_slow_one_is_named(ws_csd, 
     assert len(seen) == steps * batch_size and len(set(seen)) == len(seen)  # disjoint shards, no repeats
     by_worker = [sum(1 for i in seen if i % 4 == task) for task in range(4)]
     assert loader.pool.fed == by_worker
-    run_id = cstorch.current.state().extra.get("run_id") or _newest_run(ws_csd)
+    run_id = _newest_run(ws_csd)
     record, rows = workers_of(ws_csd, run_id)
     assert record["status"] == "CLOSED" and record["performance"]["total_samples"] == steps * batch_size
     for task in range(4):
@@ -81,6 +81,8 @@ def test_four_workers_count_every_sample_once_and_the_slow_one_is_named(ws_csd, 
         assert 0 <= bye["produced"] * batch_size - bye["consumed"] <= PREFETCH * batch_size
     assert record["inputReport"]["slow"] == ["worker-3"]
     assert "worker-3 fed" in record["inputReport"]["message"]
+    shown = ws_csd.cs("runs", "show", run_id).stdout
+    assert "Input report: worker-3 fed" in shown and "likely input bottleneck" in shown, shown
     assert all(not p.is_alive() for p in loader.pool.processes)
 
 
@@ -186,3 +188,39 @@ def test_ctrl_c_ends_the_run_and_its_workers(ws_csd, tmp_path):
     assert sum(w["samples"] for w in record["workers"]) == record["totalSamples"]
     wait_until(lambda: not any(os.path.exists(f"/proc/{pid}") and open(f"/proc/{pid}/stat").read().split()[2] != "Z"
                                 for pid in workers), timeout=30)
+
+
+def test_a_stranger_on_the_workers_socket_is_ignored(ws_csd, tmp_path):
+    """Someone who learnt the endpoint and the server key but not the run's hello secret: its
+    hello, batches and errors change nothing. Without the server key it cannot even connect."""
+    import zmq
+
+    from csadmin.cstorch.utils.transport import encode, pack_batch
+
+    configure(ws_csd, tmp_path, num_workers_per_csx=2)
+    t = Trainer(model())
+    steps = 20
+    loader = cstorch.utils.data.DataLoader(id_batches, num_steps=steps, batch_size=4, n=400)
+    context = zmq.Context()
+    stranger = context.socket(zmq.DEALER)
+    stranger.linger = 0
+    seen = []
+    try:
+        for i, (x, y) in enumerate(loader):
+            if i == 0:
+                public, secret = zmq.curve_keypair()
+                stranger.curve_serverkey, stranger.curve_publickey, stranger.curve_secretkey = (
+                    loader.pool.socket.server_public, public, secret)
+                stranger.connect(loader.pool.socket.endpoint)
+                stranger.send_multipart(encode("hello", {"task": 0, "secret": "guess", "pid": 1}))
+                stranger.send_multipart(encode("batch", {"seq": 0, "samples": 4}, pack_batch((x * 0 - 1, y))))
+                stranger.send_multipart(encode("error", {"traceback": "forged"}))
+                stranger.send_multipart([b"\xff", b"not json"])
+            seen += x[:, 7].long().tolist()
+            t.step(x, y)
+    finally:
+        stranger.close()
+        context.term()
+    assert len(seen) == steps * 4 and min(seen) >= 0 and len(set(seen)) == len(seen)
+    _, rows = workers_of(ws_csd, _newest_run(ws_csd))
+    assert sum(row["samples"] for row in rows.values()) == steps * 4
