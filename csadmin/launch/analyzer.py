@@ -28,7 +28,7 @@ import time
 from csadmin import errors
 
 from . import cluster, sizing
-from .args import take_option
+from .args import help_asked, take_option
 from .cpu import script_command
 from .report import REPORT, read_report, write_text
 from .system import system_env
@@ -108,9 +108,8 @@ def render(script: str, results: list[dict], s: sizing.Sizing, opts) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
-    if not argv or argv[0] in ("-h", "--help"):
-        print(USAGE + "\n\n" + __doc__.split("\n\n", 1)[1], file=sys.stdout if argv else sys.stderr)
-        return 0 if argv else errors.EXIT_USAGE
+    if (status := help_asked(argv, USAGE, __doc__)) is not None:
+        return status
     try:
         opts, script = _parse(argv)
         target = float(read_report(opts.compile_report)["est_samples_per_sec"])

@@ -4,6 +4,8 @@ them to the script through its environment: csadmin/launch/__init__.py)."""
 
 from __future__ import annotations
 
+import sys
+
 from csadmin import errors
 
 MODES = ("validate_only", "compile_only", "train", "eval")
@@ -44,3 +46,12 @@ def mode_of(script_args: list[str]) -> tuple[str | None, list[str]]:
     if mode is not None and mode not in MODES:
         raise errors.UsageError(f"--mode {mode!r} is not a mode.", f"Use one of {', '.join(MODES)}.")
     return mode, rest
+
+
+def help_asked(argv: list[str], usage: str, doc: str) -> int | None:
+    """`-h`/`--help` (usage and the module's description on stdout: 0) or nothing at all (the
+    usage on stderr: 2); None when there is a command line to run."""
+    if argv and argv[0] not in ("-h", "--help"):
+        return None
+    print(usage + "\n\n" + doc.split("\n\n", 1)[1], file=sys.stdout if argv else sys.stderr)
+    return 0 if argv else errors.EXIT_USAGE

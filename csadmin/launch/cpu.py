@@ -19,7 +19,7 @@ import tempfile
 from csadmin import errors
 
 from . import cluster
-from .args import mode_of, split_script, take_option
+from .args import help_asked, mode_of, split_script, take_option
 from .report import read_record, write_report
 from .system import system_env
 
@@ -33,9 +33,8 @@ def script_command(script: list[str]) -> list[str]:
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
-    if not argv or argv[0] in ("-h", "--help"):
-        print(USAGE + "\n\n" + __doc__.split("\n\n", 1)[1], file=sys.stdout if argv else sys.stderr)
-        return 0 if argv else errors.EXIT_USAGE
+    if (status := help_asked(argv, USAGE, __doc__)) is not None:
+        return status
     try:
         own, _, script = split_script(argv, ("python",), USAGE)
         system, own = take_option(own, "--cs_ip")

@@ -12,6 +12,7 @@ import os
 import time
 
 from csadmin import errors
+from csadmin.keyfile import write_atomically
 
 REPORT = "compile_report.txt"
 FIELDS = ("script", "mode", "checksum", "target_system", "directory", "cached", "est_samples_per_sec",
@@ -27,13 +28,8 @@ def read_record(path: str) -> dict | None:
 
 
 def write_text(path: str, text: str) -> None:
-    """Write `text` to `path` atomically and durably (tmp, fsync, rename)."""
-    tmp = f"{path}.tmp-{os.getpid()}"
-    with open(tmp, "w", encoding="utf-8") as f:
-        f.write(text)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
+    """Write `text` to `path` atomically and durably (readable by all: reports are not secrets)."""
+    write_atomically(path, text.encode(), 0o644)
 
 
 def render(record: dict, script: str) -> str:

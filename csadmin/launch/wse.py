@@ -21,7 +21,7 @@ import sys
 from csadmin import errors
 
 from . import cluster, placement
-from .args import mode_of, split_script, take_option
+from .args import help_asked, mode_of, split_script, take_option
 from .cpu import script_command
 from .nodes import node_of
 from .system import system_env
@@ -84,9 +84,8 @@ def prepare(argv: list[str], env: dict) -> tuple[placement.Plan, list[str], dict
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
-    if not argv or argv[0] in ("-h", "--help"):
-        print(USAGE + "\n\n" + __doc__.split("\n\n", 1)[1], file=sys.stdout if argv else sys.stderr)
-        return 0 if argv else errors.EXIT_USAGE
+    if (status := help_asked(argv, USAGE, __doc__)) is not None:
+        return status
     try:
         _, cmd, env = prepare(argv, dict(os.environ))
     except errors.CsError as exc:
