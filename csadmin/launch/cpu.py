@@ -50,7 +50,12 @@ def main(argv: list[str] | None = None) -> int:
     except errors.CsError as exc:
         print(f"csrun_cpu: {exc}", file=sys.stderr)
         return exc.exit_code
-    fd, record_path = tempfile.mkstemp(prefix=".csrun_cpu-", suffix=".json", dir=os.getcwd())
+    try:  # compile_report.txt goes here: find out now that it cannot, not after the compile
+        fd, record_path = tempfile.mkstemp(prefix=".csrun_cpu-", suffix=".json", dir=os.getcwd())
+    except OSError as exc:
+        print(f"csrun_cpu: cannot write in the current directory: {exc.strerror}. compile_report.txt is written in the "
+              "directory where you compile: cd to one you can write to.", file=sys.stderr)
+        return errors.EXIT_USAGE
     os.close(fd)
     os.unlink(record_path)  # the script creates it (on the shared filesystem: it may run elsewhere)
     env["CSTORCH_COMPILE_RECORD"] = record_path

@@ -91,3 +91,15 @@ def test_bad_command_lines_are_usage_errors(tmp_path):
         done = launcher("csrun_cpu", *args, env=dict(env, CS_INVENTORY=str(inventory)), cwd=str(tmp_path))
         assert done.returncode in (2, 6), (args, done.stderr)
         assert says in done.stderr, (args, done.stderr)
+
+
+
+def test_a_directory_it_cannot_write_is_said_before_anything_runs(tmp_path, monkeypatch, capsys):
+    from csadmin.launch import cpu
+
+    gone = tmp_path / "gone"
+    gone.mkdir()
+    monkeypatch.chdir(gone)
+    gone.rmdir()  # (root may write anywhere: a directory that no longer exists refuses even root)
+    assert cpu.main(["--local", "python", TRAIN, "--mode", "compile_only"]) == 2
+    assert "cannot write in" in capsys.readouterr().err
