@@ -116,7 +116,12 @@ def test_three_nodes_place_switch_isolate_and_agree_with_fleet_show(site):
     switched = {n: site.switches(n) for n in NODES}
     assert switched == {n: 1 if n == ws_node else 0 for n in NODES}
 
-    # 2. The next one goes to that node, already in the mode: no switch anywhere.
+    # 2. The next one goes to that node, already in the mode: no switch anywhere. Once the node is
+    # idle again: while slurmctld still has it COMPLETING the first job, it is not available, and
+    # Slurm rightly switches an idle node instead (seen on a loaded machine).
+    wait_until(lambda: (lambda state, features: state == "idle" and "cs2_weight_streaming" in features)(
+        *site.sinfo()[ws_node]), 60,
+               interval=0.2, what=f"{ws_node} idle in weight streaming")
     held_ws = site.sbatch("--constraint=cs2_weight_streaming")
     saw = site.saw(held_ws)
     assert (saw["node"], saw["execmode"], saw["slurmJob"]) == (ws_node, "WEIGHT_STREAMING", held_ws)
