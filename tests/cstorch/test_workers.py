@@ -60,9 +60,11 @@ def workers_of(daemon, run_id: str) -> dict:
 def test_four_workers_count_every_sample_once_and_the_slow_one_is_named(ws_csd, tmp_path):
     configure(ws_csd, tmp_path, num_workers_per_csx=4)
     t = Trainer(model())
-    steps, batch_size = 80, 4
+    # worker-3 takes 1 s a batch: at most its 4 prefetched batches and one a second more, well
+    # under half its fair share of 120 steps even when a loaded machine makes a step 40 ms
+    steps, batch_size = 120, 4
     loader = cstorch.utils.data.DataLoader(id_batches, num_steps=steps, batch_size=batch_size, n=4 * steps * batch_size,
-                                           delay_for={3: 0.1})
+                                           delay_for={3: 1.0})
     assert len(loader) == steps
     seen = []
     for x, y in loader:
@@ -224,3 +226,18 @@ def test_a_stranger_on_the_workers_socket_is_ignored(ws_csd, tmp_path):
     assert len(seen) == steps * 4 and min(seen) >= 0 and len(set(seen)) == len(seen)
     _, rows = workers_of(ws_csd, _newest_run(ws_csd))
     assert sum(row["samples"] for row in rows.values()) == steps * 4
+
+
+def test_a_run_aborted_on_csd_raises_run_aborted_not_a_worker_failure(ws_csd, tmp_path):
+    configure(ws_csd, tmp_path, num_workers_per_csx=2)
+    t = Trainer(model())
+    loader = cstorch.utils.data.DataLoader(id_batches, num_steps=100000, batch_size=4, n=4000)
+    with pytest.raises(errors.RunAborted, match="wafer maintenance"):
+        for i, (x, y) in enumerate(loader):
+            t.step(x, y)
+            if i == 5:
+                with ws_csd.client() as c:
+                    c.runs_abort(_newest_run(ws_csd), reason="wafer maintenance")
+    record, _ = workers_of(ws_csd, _newest_run(ws_csd))
+    assert record["status"] == "ABORTED"
+    assert all(not p.is_alive() for p in loader.pool.processes)  # the failed loop stopped them

@@ -20,6 +20,7 @@ import signal
 import time
 import traceback
 
+from csadmin import errors
 from csadmin.client import Client
 
 from .batches import repeated, samples_of
@@ -88,7 +89,10 @@ class Feeder:
                 self._handle(kind, header)
             self._stream(final=True)
             if self.run is not None:
-                self.run.leave()
+                try:
+                    self.run.leave()
+                except (errors.RunAborted, errors.InvalidState):
+                    pass  # the run ended first (the trainer learns why from csd)
         finally:
             if self.client is not None:
                 self.client.close()
@@ -108,7 +112,10 @@ class Feeder:
             self._stream()
         elif kind == "join":
             self.client = csd_client(self.csd.get("address"), self.csd.get("key"))
-            self.run = self.client.join_run(header["run_id"], header["token"], name=header["name"])
+            try:
+                self.run = self.client.join_run(header["run_id"], header["token"], name=header["name"])
+            except errors.RunAborted:
+                return  # csd ended the run already: the trainer's next step says why
             self._stream(final=True)
 
     def _stream(self, final: bool = False) -> None:
@@ -117,6 +124,10 @@ class Feeder:
         due = final or time.monotonic() - self.last_stream >= STREAM_EVERY_SECONDS
         if self.run is None or not pending or not due:
             return
-        self.run.stream(pending)
+        try:
+            self.run.stream(pending)
+        except errors.RunAborted:
+            self.run = None  # csd ended the run (standby --force, a fault, runs abort): the trainer's
+            return  # next step raises RunAborted with csd's reason; this worker just stops reporting
         self.streamed += pending
         self.last_stream = time.monotonic()
