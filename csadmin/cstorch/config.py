@@ -130,6 +130,24 @@ def _labels(value) -> tuple[tuple, dict]:
     return tuple(value), parsed
 
 
+# `csrun_cpu … --mode validate_only|compile_only` (csadmin/launch) sets this: the launcher's
+# mode wins over the script's own compile_only / validate_only.
+MODE_ENV = "CSTORCH_MODE"
+LAUNCHER_MODES = ("validate_only", "compile_only", "train", "eval")
+
+
+def _launcher_mode(compile_only: bool, validate_only: bool) -> tuple[bool, bool]:
+    mode = os.environ.get(MODE_ENV)
+    if not mode:
+        return compile_only, validate_only
+    if mode not in LAUNCHER_MODES:
+        raise InvalidArgument(f"configure: ${MODE_ENV} must be one of {', '.join(LAUNCHER_MODES)}, not {mode!r}.",
+                              f"Unset {MODE_ENV}, or launch with csrun_cpu --mode validate_only|compile_only.")
+    if mode in ("train", "eval"):
+        return False, False
+    return mode == "compile_only", mode == "validate_only"
+
+
 def configure(**kwargs) -> Config:
     """Configure this process's run (once). Raises InvalidArgument for an unknown parameter or a
     bad value, InvalidState when called a second time."""
@@ -150,6 +168,7 @@ def configure(**kwargs) -> Config:
     workers = _int("num_workers_per_csx", get("num_workers_per_csx", d.num_workers_per_csx), 1)
     compile_only = _bool("compile_only", get("compile_only", d.compile_only))
     validate_only = _bool("validate_only", get("validate_only", d.validate_only))
+    compile_only, validate_only = _launcher_mode(compile_only, validate_only)
     if compile_only and validate_only:
         raise InvalidArgument("configure: compile_only and validate_only exclude each other.",
                               "validate_only traces without compiling; compile_only compiles without "

@@ -14,6 +14,7 @@ before it has finished executing, so every tensor is materialized).
 from __future__ import annotations
 
 import functools
+import sys
 import time
 
 import torch
@@ -24,6 +25,7 @@ from csadmin.errors import InvalidState, ReprogramForbidden
 import csadmin.cstorch.current as current
 import csadmin.cstorch.runtime as runtime
 from .amp.precision import autocast, half_dtype
+from .artifacts import lookup as lookup_artifacts, record as record_compile
 from .capture import Capture
 from .compiled import check_modes
 from .config import current_config, require_config
@@ -145,19 +147,30 @@ class StepFunction:
                f"batch size {program.batch_size}, mode {mode}, in {captured - start:.3f} s",
                f"mixed precision: float32 weights, {str(half).removeprefix('torch.')} compute (casts inserted "
                f"by autocast), float32 weight update"]
-        if not config.validate_only:
+        session = rt.session
+        serial = None if session is None else session.serial
+        # Artifacts of this very program for this system: reuse them; for another: refused.
+        cached = None if config.validate_only else lookup_artifacts(config.compile_dir, program.checksum, serial)
+        if cached is not None:
+            program.est_samples_per_sec, program.directory = cached.est_samples_per_sec, cached.directory
+            program.cached = True
+        elif not config.validate_only:
             program.estimate(inputs, scratch)
             log.append(f"estimated {program.est_samples_per_sec:g} samples/s "
                        f"(fastest of {ESTIMATE_RUNS} executions on copies of the state)")
         del scratch
         program.compile_time = time.perf_counter() - start
-        log.append(f"compile_time {program.compile_time:.3f} s; size {program.size_bytes} bytes")
-        session = rt.session
-        serial = None if session is None else session.serial
-        if not config.validate_only:
+        if cached is not None:
+            # compile_time is then what this process spent: the capture and the lookup.
+            print(f"cstorch: compile cached: reusing {cached.directory} (compiled for {cached.target_system}); "
+                  f"compile_time {program.compile_time:.3f} s is the capture and the lookup only", file=sys.stderr)
+        else:
+            log.append(f"compile_time {program.compile_time:.3f} s; size {program.size_bytes} bytes")
+        if not config.validate_only and cached is None:
             program.write_artifacts(config.compile_dir, log, serial)
         if not config.validate_only:
             link_compile_dir(config.model_dir, program)
+        record_compile(program, serial, cached is not None)
         if config.compile_only or config.validate_only:
             rt.program = program
             rt.first_result = result

@@ -33,6 +33,7 @@ from csadmin.errors import InvalidArgument, ReprogramForbidden
 
 from ..config import current_config, require_config
 from ..optim.checks import plain_value, whole
+from .input_analysis import measure_and_exit, requested as analysis_requested
 from .batches import EMPTY, EMPTY_HINT, repeated, tensors
 from .pool import WorkerPool
 from .tasks import WorkerInfo, num_tasks, task_id, worker_info  # noqa: F401  (the API's names)
@@ -49,6 +50,8 @@ class DataLoader:
         if not callable(input_fn):
             raise InvalidArgument(f"DataLoader: input_fn must be a function returning a dataloader; got "
                                   f"a {type(input_fn).__name__}.")
+        if analysis_requested():  # cs_input_analyzer: measure input_fn in this process, and end it
+            measure_and_exit(input_fn, args, kwargs)
         counts = dict(num_steps=num_steps, max_steps=max_steps, num_epochs=num_epochs, steps_per_epoch=steps_per_epoch)
         for name, value in counts.items():
             if value is not None:
