@@ -2,7 +2,8 @@
 # product needs. `make test`: the whole suite, with the test tools and the cstorch extra (torch,
 # h5py). `make fuzz`: 10^5 hostile frames at a real csd, and 400 damaged state directories
 # (tests/fuzz; CI sends a few thousand frames and damages 16). Each creates or refreshes the local
-# virtualenv in .venv first. `make completions` regenerates completions/ (bash, zsh) from the
+# virtualenv in .venv first. `make test-fast`: only the unit tier (the model and single units,
+# no process; tests/conftest.py), in under 30 s, to run before every commit. `make completions` regenerates completions/ (bash, zsh) from the
 # command table.
 PYTHON ?= python3
 VENV ?= .venv
@@ -13,7 +14,7 @@ STAMP := $(VENV)/.installed
 # (pip's find-links) instead of PyPI's newest build with ~3 GB of CUDA packages.
 TORCH ?= torch==2.13.0
 
-.PHONY: run test fuzz install completions clean
+.PHONY: run test test-fast fuzz install completions clean
 
 $(VENV)/bin/python:
 	$(PYTHON) -m venv $(VENV)
@@ -37,6 +38,9 @@ run: $(PRODUCT_STAMP)
 
 test: $(STAMP)
 	$(PY) -m pytest
+
+test-fast: $(STAMP)
+	$(PY) -m pytest -q -m unit
 
 FUZZ_FRAMES ?= 100000
 FUZZ_DAMAGE ?= 400
