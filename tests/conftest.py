@@ -67,11 +67,54 @@ def _unit_tests_start_no_process(request, monkeypatch):
     monkeypatch.setattr(subprocess.Popen, "__init__", refuse)
 
 
+# What a test sharing its module's csd must leave as it found it (`system.show`, less its clock).
+SHARED_STATE = ("state", "systemHealth", "activeExecmode", "configuredExecmode", "pendingUntil", "runHolder",
+                "slurmJob", "activeFaults")
+
+
+def _shared_state(daemon: Daemon) -> dict | None:
+    """The part of csd's state a shared daemon must keep, or None if csd no longer answers."""
+    if daemon.proc.poll() is not None:
+        return None
+    try:
+        with daemon.client(timeout=5.0, retries=0) as c:
+            shown = c.system_show()
+    except Exception:  # noqa: BLE001 - any failure to answer means: replace this csd
+        return None
+    return {key: shown[key] for key in SHARED_STATE}
+
+
+@pytest.fixture(scope="module")
+def _module_csd():
+    """The csd a module's `shared_csd` tests share, started on first use; replaced when a test
+    leaves it changed or stopped (see `csd`)."""
+    held: dict = {}  # "daemon": the Daemon, "state": its SHARED_STATE at start
+    yield held
+    if "daemon" in held:
+        held["daemon"].cleanup()
+
+
 @pytest.fixture
-def csd():
-    daemon = Daemon().start()
+def csd(request):
+    """A real csd, started for this test. A test (or module, `pytestmark`) marked `shared_csd`
+    shares one csd with the other such tests of its module instead, unless marked `own_csd`:
+    for tests that change nothing they do not undo, or whose changes no later test can see
+    (a read, a refusal, a key of their own). Each still starts from the same state: when a test
+    leaves csd's state changed (`SHARED_STATE`) or csd stopped, the next test gets a fresh one."""
+    if not request.node.get_closest_marker("shared_csd") or request.node.get_closest_marker("own_csd"):
+        daemon = Daemon().start()
+        yield daemon
+        daemon.cleanup()
+        return
+    held = request.getfixturevalue("_module_csd")
+    if "daemon" not in held:
+        held["daemon"] = Daemon().start()
+        held["state"] = _shared_state(held["daemon"])
+    daemon = held["daemon"]
     yield daemon
-    daemon.cleanup()
+    if _shared_state(daemon) != held["state"]:
+        daemon.cleanup()
+        del held["daemon"]
 
 
 @pytest.fixture
