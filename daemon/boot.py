@@ -21,7 +21,7 @@ import zmq
 from csadmin import __version__, connection
 from csadmin.statemachine.defaults import EVENTS_IN_MEMORY, KEEP_RUNS, Timings
 from csadmin.statemachine.device import Device
-from csadmin.statemachine.fault_state import text_digest
+from csadmin.statemachine.faults.state import text_digest
 
 from .audit import AuditTrail
 from .auth import Authenticator, check_libzmq

@@ -135,8 +135,8 @@ def _check_value(key: str, value, where: str | None) -> None:
 
 def read_scenario(path: str) -> tuple[str, str]:
     """The fault scenario file at `path`: (its text, its name for messages), checked by
-    statemachine/fault_scenario.py; ConfigError listing every problem with its line."""
-    from csadmin.statemachine.fault_scenario import ScenarioError, parse
+    statemachine/faults/scenario.py; ConfigError listing every problem with its line."""
+    from csadmin.statemachine.faults.scenario import ScenarioError, parse
 
     try:
         with open(path, encoding="utf-8") as f:

@@ -22,7 +22,7 @@ LIFECYCLE_TRANSITIONS = [
     {"trigger": "begin_activate", "source": S.value, "dest": PA.value},
     # A pending state settles where csadmin/states.py says, once its time has come.
     *({"trigger": "settle", "source": pending.value, "dest": target.value} for pending, target in SETTLES_TO.items()),
-    # A transition fault fired: the pending state goes back where it started (statemachine/faults.py).
+    # A transition fault fired: the pending state goes back where it started (statemachine/faults/__init__.py).
     {"trigger": "fail_transition", "source": PA.value, "dest": SETTLES_AFTER_FAILURE[Transition.ACTIVATE]},
     {"trigger": "fail_transition", "source": PS.value, "dest": SETTLES_AFTER_FAILURE[Transition.STANDBY]},
     # An emergency shutdown drops the system to STANDBY from anywhere, without the ramp.
@@ -31,8 +31,6 @@ LIFECYCLE_TRANSITIONS = [
 
 # The transition each pending state is carrying out (what a transition fault breaks).
 PENDING_TRANSITION = {PA: Transition.ACTIVATE, PS: Transition.STANDBY}
-# The transition a settled state completed.
-SETTLED_TRANSITION = {A: Transition.ACTIVATE, S: Transition.STANDBY}
 
 _WAIT = "Wait for it to finish (`system show` reports the progress), then try again."
 
