@@ -28,7 +28,7 @@ from .faults import Transition
 from .faults.injector import FaultInjector
 from .faults.state import FaultState
 from .lifecycle_rules import (
-    LIFECYCLE_TRANSITIONS, PENDING_TRANSITION, REQUEST_RULES, SET_EXECMODE_EVENTS, SETTLED_EVENTS,
+    HEALTH, LIFECYCLE_TRANSITIONS, PENDING_TRANSITION, REQUEST_RULES, SET_EXECMODE_EVENTS, SETTLED_EVENTS,
 )
 from .programs import RunMode
 from .rules import Already, Refuse
@@ -99,7 +99,7 @@ class Device:
     @property
     def health(self) -> Health:
         """The lifecycle's health, or the worst active fault's if that ranks higher."""
-        return self._faults.health(Health.OK if self.lifecycle is A else Health(self.lifecycle.value))
+        return self._faults.health(HEALTH[self.lifecycle])
 
     def faults(self) -> list[dict]:
         """Every fault present, as `system.show` carries them (`activeFaults`; FaultInjector.listing)."""
