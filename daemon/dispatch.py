@@ -48,7 +48,7 @@ from .audit import AuditTrail
 from .commands import COMMANDS
 from .context import Caller, Context
 from .group import Group, Staged
-from .instruments import NO_METRICS
+from .metrics_facade import NO_METRICS
 from .keys import role_allows
 from .reads import ReadCache
 from .replies import LastReplies, ReplyCache, Reused, fingerprint
@@ -96,7 +96,7 @@ class Dispatcher:
         self.publish = publish
         self.log = log
         self.audit = audit_trail or AuditTrail(store, log)
-        self.metrics = metrics  # daemon/instruments.py: counts requests, denials and commits
+        self.metrics = metrics  # daemon/metrics_facade.py: counts requests, denials and commits
         self._last_flush = time.monotonic()
         self._replies = ReplyCache(keep_replies, replies)
         # Hot ops' replies apart, so a streaming runtime cannot push out the durable ones; and
