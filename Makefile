@@ -1,10 +1,11 @@
 # `make run`: the product (a private csd and the cs> shell on it), installed with only what the
 # product needs. `make test`: the whole suite, with the test tools and the cstorch extra (torch,
-# h5py). `make fuzz`: 10^5 hostile frames at a real csd, and 400 damaged state directories
-# (tests/fuzz; CI sends a few thousand frames and damages 16). Each creates or refreshes the local
-# virtualenv in .venv first. `make test-fast`: only the unit tier (the model and single units,
-# no process; tests/conftest.py), in under 30 s, to run before every commit. `make completions` regenerates completions/ (bash, zsh) from the
-# command table.
+# h5py). `make fuzz`: 10^5 hostile frames at a real csd, 400 damaged state directories, and many
+# more generated metrics requests, scenario texts and Slurm environments than CI's (tests/fuzz; CI
+# sends a few thousand frames, damages 16 and runs a few hundred of each of the rest). Each
+# creates or refreshes the local virtualenv in .venv first. `make completions` regenerates
+# completions/ (bash, zsh) from the command table. `make test-fast`: only the unit tier (the model
+# and single units, no process; tests/conftest.py), in under 30 s, to run before every commit.
 PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
@@ -44,8 +45,12 @@ test-fast: $(STAMP)
 
 FUZZ_FRAMES ?= 100000
 FUZZ_DAMAGE ?= 400
+FUZZ_HTTP_HEADS ?= 20000
+FUZZ_SCENARIOS ?= 20000
+FUZZ_SLURM_ENVS ?= 3000
 fuzz: $(STAMP)
-	FUZZ_FRAMES=$(FUZZ_FRAMES) FUZZ_DAMAGE=$(FUZZ_DAMAGE) $(PY) -m pytest -q -s tests/fuzz
+	FUZZ_FRAMES=$(FUZZ_FRAMES) FUZZ_DAMAGE=$(FUZZ_DAMAGE) FUZZ_HTTP_HEADS=$(FUZZ_HTTP_HEADS) \
+	FUZZ_SCENARIOS=$(FUZZ_SCENARIOS) FUZZ_SLURM_ENVS=$(FUZZ_SLURM_ENVS) $(PY) -m pytest -q -s tests/fuzz
 
 completions: $(PRODUCT_STAMP)
 	$(PY) -m csadmin.cli.shell_completion completions

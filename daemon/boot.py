@@ -101,7 +101,7 @@ def boot(config: Config, log) -> Booted:
     auth.start()
     sockets = bind(ctx, config, server_secret, log)
     gate = ConnectionGate([sockets.router, sockets.pub], log, ctx)
-    metrics, listener = start_metrics(config.metrics_endpoint, device.show(), log)
+    metrics, listener = start_metrics(config.metrics_endpoint, device.show(), log, descriptors=gate.headroom // 8)
     observed.append(metrics)
     connection_file = config.connection_file or connection.file_beside(config.endpoint) or connection.default_file()
     connection.write(connection_file, sockets.endpoint, sockets.events_endpoint, server_public, device.serial,

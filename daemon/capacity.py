@@ -95,6 +95,12 @@ class ConnectionGate:
         )
 
     @property
+    def headroom(self) -> int:
+        """Descriptors left beyond the capacity and those open at start: what a burst libzmq
+        accepts, and csd's other sockets (the metrics listener's connections), must fit in."""
+        return max(0, self.fd_limit - self.baseline - self.capacity)
+
+    @property
     def held(self) -> int:
         """Connections held now: counted from the descriptors where /proc says, else from events."""
         fds = open_fds()

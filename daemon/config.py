@@ -13,7 +13,7 @@ import os
 import tomllib
 from dataclasses import asdict, dataclass, field, fields
 
-from csadmin import connection
+from csadmin import connection, errors
 from csadmin.statemachine.defaults import KEEP_EVENTS, SERIAL, Timings
 
 DEFAULT_CONFIG_PATH = "/etc/csd/csd.toml"
@@ -136,13 +136,13 @@ def _check_value(key: str, value, where: str | None) -> None:
 def read_scenario(path: str) -> tuple[str, str]:
     """The fault scenario file at `path`: (its text, its name for messages), checked by
     statemachine/faults/scenario.py; ConfigError listing every problem with its line."""
+    from csadmin import scenario_file
     from csadmin.statemachine.faults.scenario import ScenarioError, parse
 
     try:
-        with open(path, encoding="utf-8") as f:
-            text = f.read()
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"cannot read the fault scenario {path}: {getattr(exc, 'strerror', None) or exc}") from None
+        text = scenario_file.read(path)  # bounded: csadmin/scenario_limits.py
+    except errors.CsError as exc:
+        raise ConfigError(exc.message) from None
     try:
         parse(text, path)
     except ScenarioError as exc:

@@ -41,17 +41,19 @@ class NoMetrics:
 NO_METRICS = NoMetrics()
 
 
-def start(endpoint_text: str, show: dict, log):
+def start(endpoint_text: str, show: dict, log, descriptors: int | None = None):
     """(the metric set, its started listener): published once with `show` (a `system.show`
     result), served at `endpoint_text` (daemon/metrics_endpoint.py); (NO_METRICS, None) when that
-    is "". Raises BindError (daemon/sockets.py) when the address cannot be bound."""
+    is "". `descriptors`: how many connections the listener may hold at most (its own cap if
+    fewer; half of them from one address). Raises BindError (daemon/sockets.py) when the address
+    cannot be bound."""
     from .metrics_endpoint import parse
 
     endpoint = parse(endpoint_text)
     if endpoint is None:
         return NO_METRICS, None
     from .metrics import Metrics
-    from .metrics_listener import MetricsListener
+    from .metrics_listener import MAX_CONNECTIONS, MetricsListener
 
     metrics = Metrics(__version__, COMMANDS, errors.WIRE_CODES)
     metrics.publish(show)
@@ -61,7 +63,9 @@ def start(endpoint_text: str, show: dict, log):
         if failures.admit("render"):
             log.error("metrics_render_failed", reason=f"{type(exc).__name__}: {exc}")
 
-    listener = MetricsListener(metrics.registry, endpoint, on_error=render_failed)
+    most = max(2, min(MAX_CONNECTIONS, descriptors if descriptors is not None else MAX_CONNECTIONS))
+    listener = MetricsListener(metrics.registry, endpoint, on_error=render_failed, max_connections=most,
+                               max_per_peer=most // 2)
     bind_or_say("metrics_endpoint", endpoint.netloc, listener.start)
-    log.info("metrics_listening", url=listener.bound.url)
+    log.info("metrics_listening", url=listener.bound.url, connections=most, per_address=most // 2)
     return metrics, listener

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Callable
 
-from .. import errors
+from .. import errors, scenario_file
 from ..states import ExecMode, title
 from . import render
 from .grammar import Parsed
@@ -38,12 +38,9 @@ def check_fault_scenario(p: Parsed, interactive: bool) -> None:
 
 
 def _scenario_text(path: str) -> str:
-    try:
-        with open(path, encoding="utf-8") as f:
-            return f.read()
-    except (OSError, UnicodeDecodeError) as exc:
-        raise errors.UsageError(f"Cannot read the scenario file {render.shown(path)!r}: "
-                                f"{getattr(exc, 'strerror', None) or exc}.") from None
+    """The scenario file's text, held to the limits csd holds it to (csadmin/scenario_file.py),
+    before anything is sent."""
+    return scenario_file.read(path, shown=repr(render.shown_path(path)))
 
 
 def _preflight(s: Session, p: Parsed, dry_run: Callable[[], dict]) -> dict | None:

@@ -17,6 +17,11 @@ def shown(text: str, limit: int = ECHO_CHARS) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
+def shown_path(path: str, limit: int = ECHO_CHARS) -> str:
+    """A file's path for an error message, cut short at its start so that its name stays."""
+    return path if len(path) <= limit else "…" + path[-(limit - 1):]
+
+
 def as_json(obj) -> str:
     return json.dumps(obj, indent=2, ensure_ascii=False)
 

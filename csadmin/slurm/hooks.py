@@ -10,27 +10,28 @@ epilog that means "drain the node"; for the features helper "the mode was not sw
     epilog         abort the run the job left holding the fabric
 
 They talk to csd through the console's client (CS_CONNECT / CS_KEY, or csd's runtime dir and
-root's key), so every change they make is audited under their key like an admin's.
+root's key), so every change they make is audited under their key like an admin's. What Slurm
+tells them about the job and the node is read through environment.py, which refuses a value
+that is not sane UTF-8 text (exit 2: the prolog's job does not run; the node is drained).
 """
 
 from __future__ import annotations
 
-import os
 import socket
 import time
 
 from .. import errors
 from ..states import settles_to
-from . import features, health, scontrol, slurmd
+from . import environment, features, health, scontrol, slurmd
 from .report import Reporter
 
 
 def _node_name(options: dict) -> str:
-    return options.get("node") or os.environ.get("SLURMD_NODENAME") or socket.gethostname().split(".")[0]
+    return environment.value(options, "node") or socket.gethostname().split(".")[0]
 
 
 def _from_env(options: dict, name: str, variable: str, what: str) -> str:
-    value = options.get(name) or os.environ.get(variable)
+    value = environment.value(options, name)
     if not value:
         raise errors.UsageError(f"No {what}: Slurm sets {variable} for its scripts.",
                                 f"Outside Slurm, pass --{name.replace('_', '-')}.")
@@ -150,10 +151,14 @@ def prolog(client, options: dict, say: Reporter) -> int:
     """Wait (bounded) until the system is ACTIVE in the mode the job's constraint names, then give
     the wafer to the job if it asked for it (`--gres=cs`), so its runs carry its id. On failure
     drain the node with the reason and exit non-zero: Slurm requeues the job, held."""
-    job_id = _from_env(options, "job_id", "SLURM_JOB_ID", "job id")
-    user = options.get("user") or os.environ.get("SLURM_JOB_USER") or "unknown"
-    constraint = options["constraint"] if options.get("constraint") is not None else os.environ.get(
-        "SLURM_JOB_CONSTRAINTS", "")
+    try:
+        job_id = _from_env(options, "job_id", "SLURM_JOB_ID", "job id")
+        user = environment.value(options, "user") or "unknown"
+        constraint = environment.value(options, "constraint") or ""
+        _node_name(options)  # needed to drain the node if the job cannot run: checked before it starts
+    except environment.HostileEnvironment as exc:
+        _refuse_job(options, "prolog", exc, say)
+        raise
     modes = features.modes_in_constraint(constraint)
     wafer = scontrol.job_wants_wafer(job_id)
     if not wafer and not modes:
@@ -209,7 +214,11 @@ def epilog(client, options: dict, say: Reporter) -> int:
     job, so the next job gets the wafer at once. When csd cannot be reached this is left undone
     and the epilog still succeeds: the health check drains the node for that, and csd aborts
     an open run when it restarts (or when its lease lapses)."""
-    job_id = _from_env(options, "job_id", "SLURM_JOB_ID", "job id")
+    try:
+        job_id = _from_env(options, "job_id", "SLURM_JOB_ID", "job id")
+    except environment.HostileEnvironment as exc:
+        _refuse_job(options, "epilog", exc, say)
+        raise
     try:
         snap = client.system_show()
         holder = snap["runHolder"] or {}
@@ -220,6 +229,18 @@ def epilog(client, options: dict, say: Reporter) -> int:
     except errors.Unreachable as exc:
         say(f"job {job_id}: csd unreachable, its run (if any) was not aborted: {exc.message}", error=True)
     return errors.EXIT_OK
+
+
+def _refuse_job(options: dict, hook: str, exc: environment.HostileEnvironment, say: Reporter) -> None:
+    """Drain the node, saying why, for a job whose environment the hook refused (the hook then
+    fails, exit 2: Slurm does not run the job, or drains the node after it). A node whose own
+    name is what was refused cannot be named: Slurm drains it for the failed script."""
+    try:
+        scontrol.drain(_node_name(options), f"cs {hook}: {exc.message}"[:250])
+    except environment.HostileEnvironment:
+        pass
+    except scontrol.SlurmError as failed:
+        say(failed.message, error=True)
 
 
 HOOKS = {

@@ -20,7 +20,8 @@ class Reporter:
         syslog.openlog(IDENT, syslog.LOG_PID, syslog.LOG_DAEMON)
 
     def __call__(self, message: str, error: bool = False) -> None:
-        line = f"cs slurm {self.hook}: {message}"
+        # Never a traceback for a character the terminal, syslog or the file cannot take.
+        line = f"cs slurm {self.hook}: {message}".encode("utf-8", "backslashreplace").decode("utf-8")
         print(line, file=sys.stderr, flush=True)
         syslog.syslog(syslog.LOG_ERR if error else syslog.LOG_INFO, line)
         path = os.environ.get("CS_SLURM_LOG")

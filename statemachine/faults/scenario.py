@@ -28,6 +28,8 @@ import re
 import tomllib
 from dataclasses import dataclass
 
+from csadmin import scenario_limits
+
 from . import Fault, parse_fault
 
 MAX_STEPS = 1_000
@@ -82,7 +84,11 @@ class ScenarioError(ValueError):
 
 def parse(text: str, source: str = "scenario") -> Scenario:
     """The scenario in `text` (a TOML document; `source` names it in errors). Raises
-    ScenarioError listing every problem found."""
+    ScenarioError listing every problem found. Its size and nesting are checked before it is
+    parsed (csadmin/scenario_limits.py), so no text makes the parser recurse or grow without bound."""
+    over = scenario_limits.problem(text, source)
+    if over is not None:
+        raise ScenarioError(source, [over])
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
@@ -90,6 +96,8 @@ def parse(text: str, source: str = "scenario") -> Scenario:
         found = re.search(r"\(at line (\d+), column \d+\)$", str(exc))
         message = str(exc)[: found.start()].strip() if found else str(exc)
         raise ScenarioError(source, [(int(found.group(1)) if found else None, f"not valid TOML: {message}")]) from None
+    except ValueError as exc:  # not tomllib's own: int() refusing a number of over 4,300 digits
+        raise ScenarioError(source, [(None, f"not valid TOML: {str(exc).split(':')[0]}")]) from None
     lines = _Lines(text)
     problems: list[tuple[int | None, str]] = []
     for key in data:

@@ -352,8 +352,8 @@ def test_a_silent_connection_is_dropped_and_the_next_scraper_served():
     with listener_for(new_metrics(), timeout=0.5) as listener, \
             socket.create_connection(("127.0.0.1", listener.bound.port)) as silent:
         started = time.monotonic()
-        assert get(listener)[0] == 200  # served once the silent one's time is up
-        assert silent.recv(100) == b""  # ... which was closed without an answer
+        assert get(listener)[0] == 200  # served at once: the silent one holds a place, not the thread
+        assert silent.recv(100) == b""  # ... and is closed without an answer when its time is up
         assert time.monotonic() - started < 10
 
 
