@@ -37,7 +37,8 @@ the open run anyway. If a hot op does emit events, it is committed at once like 
 
 A timer's change (`tick()`: a transition completing, a fault firing, a lease lapsing) is staged
 and committed the same way; if its commit fails it is kept, not undone (it would fire again on
-every loop turn while the disk is full), and its events are written with the next commit.
+every loop turn while the disk is full): its events are published at once, as the model's
+state, and written with the next commit.
 """
 
 from __future__ import annotations
@@ -309,10 +310,10 @@ class Dispatcher:
             if timer:
                 # A timer's change is kept: the model is ahead of the disk until the next commit
                 # writes the device and these events (or a restart rolls the transition forward
-                # again), so serving carries on.
-                self._unsaved_events.extend(group.events)
-                group.close()
+                # again), so serving carries on, and its events go out as the model's state now.
                 self.log.exception("persist_failed", op="timer")
+                self._unsaved_events.extend(group.events)
+                self._publish(group.events, group.close())
                 return
             staged = group.close(exc)  # the model goes back to before the group
             self.log.exception("persist_failed", ops=[s.op for s in staged], ids=[s.request_id for s in staged])
@@ -325,6 +326,11 @@ class Dispatcher:
         emitted = group.events
         staged = group.close()
         device.runs_saved(runs)
+        self._publish(emitted, staged)
+
+    def _publish(self, emitted, staged) -> None:
+        """What follows a commit: remember and queue each staged request's reply, then publish
+        the events, in order."""
         for s in staged:
             # Refusals are remembered too (in memory), so a retry gets the same answer and an id
             # reused for another request is told apart.

@@ -133,9 +133,12 @@ def test_a_timed_completion_that_cannot_be_saved_is_kept_and_written_with_the_ne
     assert rig.ask(ADMIN, "system.standby")["ok"]
     rig.clock.tick(1_000)
     rig.disk.full = True
+    rig.published.clear()
     rig.dispatcher.tick()
     assert rig.device.lifecycle.value == "STANDBY"
     assert ("exception", "persist_failed") in [line[:2] for line in rig.log.lines]
+    # Kept, so its events go out now, as the model's state (they are written with the next commit).
+    assert [e["type"] for e in rig.published] == ["EventEnteredStandby", "EventStandbyCompleted"]
     rig.disk.full = False
     assert rig.ask(ADMIN, "config.execmode.setup", mode="WEIGHT_STREAMING")["ok"]
     assert json.loads(rig.store.db.execute("SELECT snapshot FROM device").fetchone()[0])["state"] == "STANDBY"
