@@ -8,6 +8,7 @@ Every test falls in one tier, by the file it is in (a test marked by hand keeps 
 - `integration`: everything else, against real csd processes.
 `make test` runs all three."""
 
+import signal
 import subprocess
 from pathlib import Path
 
@@ -16,6 +17,12 @@ import pytest
 from tests.harness import Daemon
 
 TESTS = Path(__file__).parent
+
+# Run in the background of a script (`make test &`, nohup), pytest starts with SIGINT ignored, and
+# an ignored signal stays ignored across exec: every csd, shell and runtime the tests start would
+# shrug off the Ctrl-C the interrupt tests send it. Its default handler is reset at exec instead.
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 # Files (or folders, ending in "/") whose tests need no process, relative to tests/.
 UNIT = (
