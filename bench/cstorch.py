@@ -1,6 +1,6 @@
 """csadmin.cstorch against plain eager PyTorch: the same model, data and numerics, interleaved.
 
-    .venv/bin/python bench/cstorch.py [--rounds 7] [--steps 40] [--autocast]
+    .venv/bin/python bench/cstorch.py [--rounds 7] [--steps 40] [--bfloat16]
 
 A private csd (tests.harness.Daemon) in weight streaming. One process, one cstorch run: the
 cstorch loop (compile_step over AdamW, a loss and backward, the sample count streamed to csd)
@@ -11,6 +11,14 @@ shared machine), and the median ratio is the figure (target ≥ 0.95 for a step 
 Also reported: the capture + compile time (compile_time in performance.json), the whole first
 step (capture, compile, run.open, programming, step 1), and csd round trips per step at steady
 state (target ≤ 0.1).
+
+    .venv/bin/python bench/cstorch.py workers [--rounds 3] [--steps 60] [--cost-ms 20]
+
+The workers section (bench/cstorch_workers.py): aggregate samples/s with 1, 2 and 4 input
+workers against the same CPU-costly input function in the training process, in one run.
+
+Same numerics: the runtime computes every step in float16 (bfloat16 with --bfloat16) with
+float32 weights, as the system does (001), so the eager loop runs under the same CPU autocast.
 """
 
 from __future__ import annotations
@@ -41,18 +49,22 @@ def build(seed: int, width: int):
     return net, cstorch.optim.AdamW(net.parameters(), lr=1e-3)
 
 
-def make_step(model, optimizer, use_autocast: bool):
+def make_step(model, optimizer):
     def step(x, y):
         optimizer.zero_grad()
-        if use_autocast:
-            with cstorch.amp.autocast():
-                loss = torch.nn.functional.cross_entropy(model(x), y)
-        else:
-            loss = torch.nn.functional.cross_entropy(model(x), y)
+        loss = torch.nn.functional.cross_entropy(model(x), y)
         loss.backward()
         optimizer.step()
         return loss
     return step
+
+
+def under_autocast(step):
+    """The eager baseline with the runtime's numerics: the whole step under CPU autocast."""
+    def run(x, y):
+        with torch.autocast("cpu", dtype=cstorch.amp.half_dtype()):
+            return step(x, y)
+    return run
 
 
 def timed(step, data, steps: int) -> tuple[float, float]:
@@ -70,9 +82,10 @@ def main() -> int:
     p.add_argument("--batch-size", type=int, default=256)
     p.add_argument("--width", type=int, default=1024)
     p.add_argument("--threads", type=int, default=1, help="torch threads (both loops)")
-    p.add_argument("--autocast", action="store_true", help="mixed precision in both loops")
+    p.add_argument("--bfloat16", action="store_true", help="both loops compute in bfloat16 (default float16)")
     args = p.parse_args()
     torch.set_num_threads(args.threads)
+    cstorch.amp.use_bfloat16(args.bfloat16)
     daemon = Daemon().start()
     try:
         weight_streaming(daemon)
@@ -81,9 +94,9 @@ def main() -> int:
                           mgmt_address=daemon.connection_file, key=daemon.admin_key)
         net, optimizer = build(0, args.width)
         compiled = cstorch.compile(net, backend="wse_ws")
-        cs_step = cstorch.compile_step(make_step(compiled, optimizer, args.autocast))
+        cs_step = cstorch.compile_step(make_step(compiled, optimizer))
         eager_net, eager_optimizer = build(0, args.width)
-        eager_step = make_step(eager_net, eager_optimizer, args.autocast)
+        eager_step = under_autocast(make_step(eager_net, eager_optimizer))
         g = torch.Generator().manual_seed(1)
         data = [(torch.randn(args.batch_size, 512, generator=g), torch.randint(0, 10, (args.batch_size,), generator=g))
                 for _ in range(8)]
@@ -119,7 +132,7 @@ def main() -> int:
             "ratio_cpu_median": round(statistics.median(cpu), 3), "ratio_cpu_min": round(min(cpu), 3),
             "ops_in_program": program.op_count, "compile_time_s": perf["compile_time"],
             "first_step_s": round(first_step, 3), "csd_round_trips_per_step": round(trips, 4),
-            "performance_json": perf, "autocast": args.autocast, "threads": args.threads,
+            "performance_json": perf, "compute": str(cstorch.amp.half_dtype()), "threads": args.threads,
         }, indent=2))
     finally:
         daemon.cleanup()
@@ -127,4 +140,8 @@ def main() -> int:
 
 
 if __name__ == "__main__":
+    if sys.argv[1:2] == ["workers"]:
+        from cstorch_workers import main as workers_main  # bench/ is on sys.path as the script's directory
+
+        sys.exit(workers_main(sys.argv[2:]))
     sys.exit(main())

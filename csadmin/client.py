@@ -138,16 +138,17 @@ class Client(Transport):
 
     def open_run(
         self, mode: str = "train", owner: str | None = None, lease_seconds: float | None = None, heartbeat: bool = True,
-        workers: int | None = None,
+        workers: int | None = None, model_dir: str | None = None,
     ):
         """Open a run holding the fabric; returns a `csadmin.runs.Run` (a context manager) that
         renews its lease in the background while open (unless `heartbeat=False`). With
         `workers=N`, N input workers may join it: hand them `run.id` and `run.join_token` (a
-        secret) for `join_run`. Raises Busy (naming the holder), InvalidState (not ACTIVE),
+        secret) for `join_run`. `model_dir` (the runtime's artifact directory) shows in runs.show. Raises Busy (naming the holder), InvalidState (not ACTIVE),
         InvalidArgument."""
         from .runs import Run  # threading and json only load for runtimes
 
-        record = self.call("run.open", mode=mode, **_given(owner=owner, lease_seconds=lease_seconds, workers=workers))
+        record = self.call("run.open", mode=mode, **_given(owner=owner, lease_seconds=lease_seconds, workers=workers,
+                                                               model_dir=model_dir))
         return self._keep(Run(self, record, heartbeat=heartbeat))
 
     def join_run(self, run_id: str, token: str, name: str | None = None, heartbeat: bool = True):

@@ -198,6 +198,14 @@ class BadCheckpoint(CsError):
     hint = "Load a checkpoint written by cstorch.save, or restore this one from a copy."
 
 
+class InputWorkerFailed(CsError):
+    """An input worker of a cstorch run raised (the message carries its traceback), died, or went
+    silent: the run it fed has been ended ABORTED with the same reason."""
+
+    code, exit_code = "INPUT_WORKER_FAILED", EXIT_STATE
+    hint = "Fix the input function (the worker's traceback is above) and start the script again."
+
+
 # -- derived from the classes above ----------------------------------------------------------------
 
 BY_CODE: dict[str, type[CsError]] = {cls.code: cls for cls in CsError.__subclasses__() if cls.on_wire}

@@ -139,6 +139,13 @@ def label(value: str) -> str:
     return text
 
 
+def path(value: str) -> str:
+    """A file system path as a runtime reports it (kept and shown, never opened by csd)."""
+    if not value or len(value) > 4096 or not value.isprintable() or value != value.strip():
+        raise ValueError("must be a path of 1 to 4096 printable characters")
+    return value
+
+
 def reason(value: str) -> str:
     """Why a run ended (a runtime's exception message, say): printable text, whitespace runs
     folded to one space."""

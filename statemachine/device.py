@@ -261,17 +261,18 @@ class Device:
 
     def open_run(
         self, owner: str, client: str, mode: RunMode, lease_ms: int | None = None, worker_slots: int = 0,
-        token_digest: str | None = None,
+        token_digest: str | None = None, model_dir: str | None = None,
     ) -> dict:
         """Open a run holding the fabric, owned by `client`; only when ACTIVE, BUSY while
         another run holds it. With `worker_slots`, that many input workers may join it with the
-        token whose digest (workers.token_digest) is `token_digest`. Returns the run's record."""
+        token whose digest (workers.token_digest) is `token_digest`; `model_dir` is the
+        runtime's artifact directory, kept for people. Returns the run's record."""
         self._faults.refuse_if_blocked("open", "no run can be opened")
         rule = OPEN_RULES[self.lifecycle]
         if isinstance(rule, Refuse):
             raise rule.refusal()
         job = self.slurm_job.job_id if self.slurm_job else None
-        run = self._runs.open(owner, client, mode, lease_ms, job, worker_slots, token_digest)
+        run = self._runs.open(owner, client, mode, lease_ms, job, worker_slots, token_digest, model_dir)
         self._faults.run_opened(run.opened_at)
         return self._runs.record(run)
 

@@ -71,6 +71,7 @@ class Run:
     token_digest: str | None = None  # the join token's SHA-256: kept in the store, never on the wire
     workers: dict[str, Worker] = field(default_factory=dict)  # joined workers, by client
     opener_samples: int = 0  # of total_samples, those the opener streamed itself
+    model_dir: str | None = None  # where the runtime keeps the run's artifacts (its label; csd never reads it)
 
     @property
     def phase(self) -> str:
@@ -108,6 +109,7 @@ class Run:
             "workerSlots": self.worker_slots,
             "workers": [w.to_dict() for w in self.workers.values()],
             "openerSamples": self.opener_samples,
+            "modelDir": self.model_dir,
         }
 
     def to_store(self) -> dict:
@@ -127,6 +129,7 @@ class Run:
             worker_slots=int(d.get("workerSlots", 0)), token_digest=d.get("joinTokenDigest"),
             workers={w["client"]: Worker.from_dict(w) for w in d.get("workers", ())},
             opener_samples=int(d.get("openerSamples", d.get("totalSamples", 0) if not d.get("workers") else 0)),
+            model_dir=d.get("modelDir"),  # absent in stores written before issue 21
         )
 
     def copy(self) -> "Run":

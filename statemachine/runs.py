@@ -161,18 +161,19 @@ class Runs:
 
     def open(
         self, owner: str, client: str, mode: RunMode, lease_ms: int | None = None, slurm_job: str | None = None,
-        worker_slots: int = 0, token_digest: str | None = None,
+        worker_slots: int = 0, token_digest: str | None = None, model_dir: str | None = None,
     ) -> Run:
         """Open a run holding the fabric. The caller (Device) has checked the lifecycle and says
         which Slurm job, if any, holds the wafer; with `worker_slots`, that many input workers
-        may join it with the token whose digest is `token_digest`."""
+        may join it with the token whose digest is `token_digest`. `model_dir` is kept as given
+        (the runtime's directory, for people reading the run)."""
         if self.holder is not None:
             raise self.busy_error("a second run cannot be opened")
         now = self._clock()
         lease = self.default_lease_ms if lease_ms is None else lease_ms
         number = self.next_number
         run = Run(run_id_of(number), number, owner, client, mode.value, lease, now, now + lease, slurm_job=slurm_job,
-                  worker_slots=worker_slots, token_digest=token_digest if worker_slots else None)
+                  worker_slots=worker_slots, token_digest=token_digest if worker_slots else None, model_dir=model_dir)
         self.next_number += 1
         self._add(run)
         self.holder = run

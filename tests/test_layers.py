@@ -142,3 +142,18 @@ def test_the_console_and_the_client_never_import_torch():
             "bad = sorted(m for m in ('torch', 'h5py', 'numpy') if m in sys.modules); print(bad)")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=60)
     assert done.returncode == 0 and done.stdout.strip() == "[]", (done.stdout, done.stderr)
+
+
+def test_the_launchers_stand_on_the_client_side_and_never_import_cstorch_or_torch():
+    """csadmin.launch (csrun_cpu, csrun_wse, cs_input_analyzer) runs cstorch scripts in their own
+    processes: it imports the leaves and the client side (the inventory), never cstorch or torch."""
+    import subprocess
+    import sys
+
+    for module in _of("csadmin.launch"):
+        outside = {m for m in _imports(module) if not m.startswith("csadmin.launch")}
+        assert outside <= CLIENT | LEAVES, (module, outside)
+    code = ("import sys, csadmin.launch.cpu, csadmin.launch.wse, csadmin.launch.analyzer; "
+            "print(sorted(m for m in ('torch', 'h5py', 'numpy', 'csadmin.cstorch') if m in sys.modules))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=60)
+    assert done.returncode == 0 and done.stdout.strip() == "[]", (done.stdout, done.stderr)

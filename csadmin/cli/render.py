@@ -202,13 +202,22 @@ def run_show(run: dict) -> str:
         rows.append(("Ended", fmt_ms(run["endedAt"])))
     if run["abortReason"]:
         rows.append(("Abort reason", run["abortReason"]))
+    if run.get("modelDir"):
+        rows.append(("Model dir", run["modelDir"]))
     program = run.get("program")
     if program:
         rows.append(("Program", f"{program['fingerprint']} for {program['target_system']}, {program['execmode']}, "
                                 f"{program['size_bytes']} bytes"))
+        rows.append(("Compile checksum", compile_checksum(program["fingerprint"])))
     for key, value in (run.get("performance") or {}).items():
         rows.append((key, str(value).lower() if isinstance(value, bool) else f"{value:g}"))
     return _rows(rows) + _input_workers(run)
+
+
+def compile_checksum(fingerprint: str) -> str:
+    """The program's checksum as a cstorch compile directory is named (cs_<first 16 hex digits>)."""
+    digest = fingerprint.partition(":")[2] or fingerprint
+    return f"{digest[:16]} (compile directory cs_{digest[:16]})"
 
 
 def _input_workers(run: dict) -> str:

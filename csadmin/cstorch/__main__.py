@@ -17,6 +17,8 @@ import runpy
 import sys
 import types
 
+from csadmin.errors import CsError
+
 ALIASES = ("cerebras_pytorch.experimental", "cerebras_pytorch")
 USAGE = "usage: python -m csadmin.cstorch SCRIPT [ARGS...]"
 
@@ -55,7 +57,11 @@ def main(argv: list[str]) -> int:
     alias_modules()
     sys.argv = list(argv)
     sys.path.insert(0, os.path.dirname(os.path.abspath(script)))
-    runpy.run_path(script, run_name="__main__")
+    try:
+        runpy.run_path(script, run_name="__main__")
+    except CsError as exc:  # a refusal is the script's answer, said as `cs` says it: no traceback
+        print(f"{os.path.basename(script)}: {exc.code}: {exc}", file=sys.stderr)
+        return exc.exit_code
     return 0
 
 

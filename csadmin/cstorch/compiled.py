@@ -116,10 +116,9 @@ def compile(model: torch.nn.Module, backend: str = "wse_ws") -> CompiledModel:
         raise InvalidArgument(
             f"compile: backend {backend!r} differs from the run's {rt.backend!r}: one run, one execution mode.",
             "Compile every model of this process for the same backend.")
-    if not config.validate_only:  # validate_only traces without the system
-        if rt.session is None:
-            rt.session = Session(config)
-        rt.session.check_system(execmode, backend, BACKENDS)
+    if rt.session is None:  # validate_only and compile_only check the system too, and stop there
+        rt.session = Session(config)
+    rt.session.check_system(execmode, backend, BACKENDS)
     rt.backend = key
     current.state().execmode = execmode
     compiled = CompiledModel(model, key)

@@ -2,8 +2,8 @@
 
 Every parameter of the document's table, with its default, plus where csd is (`mgmt_address`: a
 connection file or an endpoint; default `$CS_CONNECT`) and this client's secret key file (`key`;
-default `$CS_KEY`). A value the simulated system cannot honour (more than one CS-2 for one csd,
-several streaming workers in one process) is refused, never ignored.
+default `$CS_KEY`). A value the simulated system cannot honour (more than one CS-2 for one csd)
+is refused, never ignored.
 """
 
 from __future__ import annotations
@@ -130,6 +130,24 @@ def _labels(value) -> tuple[tuple, dict]:
     return tuple(value), parsed
 
 
+# `csrun_cpu … --mode validate_only|compile_only` (csadmin/launch) sets this: the launcher's
+# mode wins over the script's own compile_only / validate_only.
+MODE_ENV = "CSTORCH_MODE"
+LAUNCHER_MODES = ("validate_only", "compile_only", "train", "eval")
+
+
+def _launcher_mode(compile_only: bool, validate_only: bool) -> tuple[bool, bool]:
+    mode = os.environ.get(MODE_ENV)
+    if not mode:
+        return compile_only, validate_only
+    if mode not in LAUNCHER_MODES:
+        raise InvalidArgument(f"configure: ${MODE_ENV} must be one of {', '.join(LAUNCHER_MODES)}, not {mode!r}.",
+                              f"Unset {MODE_ENV}, or launch with csrun_cpu --mode validate_only|compile_only.")
+    if mode in ("train", "eval"):
+        return False, False
+    return mode == "compile_only", mode == "validate_only"
+
+
 def configure(**kwargs) -> Config:
     """Configure this process's run (once). Raises InvalidArgument for an unknown parameter or a
     bad value, InvalidState when called a second time."""
@@ -148,13 +166,9 @@ def configure(**kwargs) -> Config:
             f"configure: num_csx={num_csx} cannot be honoured: csd manages one CS-2 system.",
             "Use num_csx=1 (the default).")
     workers = _int("num_workers_per_csx", get("num_workers_per_csx", d.num_workers_per_csx), 1)
-    if workers != 1:
-        raise InvalidArgument(
-            f"configure: num_workers_per_csx={workers} cannot be honoured: this runtime streams from "
-            f"its own process.", "Use num_workers_per_csx=1 (the default); csadmin.client.join_run "
-            "feeds a run from input worker processes.")
     compile_only = _bool("compile_only", get("compile_only", d.compile_only))
     validate_only = _bool("validate_only", get("validate_only", d.validate_only))
+    compile_only, validate_only = _launcher_mode(compile_only, validate_only)
     if compile_only and validate_only:
         raise InvalidArgument("configure: compile_only and validate_only exclude each other.",
                               "validate_only traces without compiling; compile_only compiles without "
@@ -183,7 +197,7 @@ def configure(**kwargs) -> Config:
     )
     if not config.validate_only:  # validate_only writes no compile artifacts
         _writable_dir("compile_dir", config.compile_dir)
-    # The workers are this process: it honours python_paths by importing from them too.
+    # python_paths: this process and its input workers (forked from it) import from them too.
     sys.path.extend(p for p in python_paths if p not in sys.path)
     _config = config
     current.state().checkpoint_steps = config.checkpoint_steps

@@ -15,6 +15,8 @@ Stdlib only: importing it never imports torch.
 from __future__ import annotations
 
 import contextlib
+import itertools
+import weakref
 from dataclasses import dataclass, field
 
 from csadmin.errors import InvalidState
@@ -37,9 +39,11 @@ class RunState:
     last_step: int | None = None
     stepping: bool = False
     extra: dict = field(default_factory=dict)
+    announced: weakref.WeakKeyDictionary = field(default_factory=weakref.WeakKeyDictionary)  # object → order
 
 
 _state = RunState()
+_order = itertools.count()  # announcement order, across resets
 
 
 def state() -> RunState:
@@ -51,6 +55,18 @@ def reset() -> None:
     """Forget the run (tests, and `python -m csadmin.cstorch` between scripts)."""
     global _state
     _state = RunState()
+
+
+def announce(obj) -> None:
+    """A library object the run's records describe (an optimizer, a scheduler, a DataLoader)
+    says it exists; the model directory's yaml and TensorBoard read them back (`announced`).
+    Weakly held: announcing keeps nothing alive."""
+    _state.announced.setdefault(obj, next(_order))
+
+
+def announced(kind: type) -> list:
+    """The announced objects that are `kind`s, oldest first."""
+    return sorted((o for o in list(_state.announced) if isinstance(o, kind)), key=_state.announced.get)
 
 
 def execmode() -> str | None:

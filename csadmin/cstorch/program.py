@@ -52,6 +52,7 @@ class Program:
     est_samples_per_sec: float = 0.0
     compile_time: float = 0.0
     directory: str | None = None
+    cached: bool = False  # reused compile_dir's artifacts (artifacts.py): not compiled again
     forward: object = None  # the graph's code with its ops bound directly (_direct)
 
     @classmethod

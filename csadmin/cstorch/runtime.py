@@ -12,6 +12,7 @@ import sys
 from dataclasses import dataclass, field
 
 import csadmin.cstorch.current as current
+from csadmin.errors import CsError
 
 from .config import reset as forget_config
 
@@ -27,6 +28,8 @@ class Runtime:
     first_result: object = None  # compile_only / validate_only: what every step returns
     exit_hook: bool = False  # end_of_process is registered with atexit
     finished: bool = False  # the run ended (its last step ran, or it was aborted or interrupted)
+    summaries: object = None  # summaries.Summaries while a run executes (TensorBoard)
+    before_close: list = field(default_factory=list)  # called before the run closes (input workers' last samples)
 
     @property
     def run_mode(self) -> str | None:
@@ -50,11 +53,28 @@ def reset() -> None:
 
 
 def finish(reason: str | None = None) -> None:
-    """End the run: close it on csd (ABORTED with `reason`) and write performance.json."""
+    """End the run (once): let the input workers report their last samples, close it on csd
+    (ABORTED with `reason`, or with a failing worker's) and write performance.json. A worker's
+    failure is raised once the run is closed."""
     rt = _runtime
+    if rt.finished:
+        return
     rt.finished = True
-    if rt.session is not None:
-        rt.session.close(reason)
+    failure = None
+    for hook in rt.before_close:
+        try:
+            hook()
+        except CsError as exc:
+            failure = exc
+            reason = reason or getattr(exc, "reason", None) or exc.message
+    try:
+        if rt.session is not None:
+            rt.session.close(reason)
+    finally:
+        if rt.summaries is not None:
+            rt.summaries.close()
+    if failure is not None:
+        raise failure
 
 
 def end_of_process() -> None:

@@ -25,9 +25,9 @@ import time
 import zmq
 
 from csadmin import errors
-from csadmin.client import Client
 
 from .config import Config
+from .utils.worker import csd_client
 
 STREAM_EVERY_STEPS = 10
 STREAM_EVERY_SECONDS = 1.0
@@ -49,9 +49,7 @@ class Session:
     def __init__(self, config: Config):
         self.config = config
         address = config.mgmt_address
-        endpoint = address if address and "://" in address else None
-        connect = None if endpoint or not address else address
-        self.client = Client(endpoint, timeout=CLIENT_TIMEOUT, connect=connect, key=config.key)
+        self.client = csd_client(config.mgmt_address, config.key, CLIENT_TIMEOUT)
         self.run = None
         self.serial: str | None = None
         self.aborted: errors.RunAborted | None = None
@@ -83,7 +81,9 @@ class Session:
     def open(self, mode: str, program: dict) -> None:
         """Open the run and program the fabric with `program` (waits until PROGRAMMED)."""
         owner = "cstorch " + os.path.basename(os.path.abspath(os.sys.argv[0] or "python"))
-        self.run = self.client.open_run(mode=mode, owner=owner[:60])
+        workers = self.config.num_workers_per_csx
+        self.run = self.client.open_run(mode=mode, owner=owner[:60], workers=workers if workers > 1 else None,
+                                        model_dir=os.path.abspath(self.config.model_dir))
         self._events = self.client.subscribe(ABORT_EVENT)
         try:
             self.run.program(program)
@@ -123,8 +123,9 @@ class Session:
                 self.run.record["status"] = "ABORTED"
 
     def step_done(self, samples: int) -> None:
-        """Count one executed step of `samples`; report them to csd when a batch is due."""
-        self._samples += samples
+        """Count one executed step of `samples`; report them to csd when a batch is due. With
+        input workers they report the samples (each what it fed): this process only counts steps."""
+        self._samples += samples if self.config.num_workers_per_csx == 1 else 0
         self._steps += 1
         waited = time.monotonic() - self._last_stream
         if (self._steps >= STREAM_EVERY_STEPS and waited >= STREAM_EVERY_SECONDS) or waited >= STREAM_AT_LEAST_EVERY:
@@ -134,6 +135,9 @@ class Session:
         if self.run is None or not self._steps:
             return
         samples, self._samples, self._steps = self._samples, 0, 0
+        if not samples:
+            self._last_stream = time.monotonic()
+            return  # the input workers stream
         self._last_stream = time.monotonic()
         self.round_trips += 1
         try:

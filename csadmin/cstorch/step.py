@@ -14,6 +14,7 @@ before it has finished executing, so every tensor is materialized).
 from __future__ import annotations
 
 import functools
+import sys
 import time
 
 import torch
@@ -23,12 +24,17 @@ from csadmin.errors import InvalidState, ReprogramForbidden
 
 import csadmin.cstorch.current as current
 import csadmin.cstorch.runtime as runtime
+from .amp.precision import autocast, half_dtype
+from .artifacts import lookup as lookup_artifacts, record as record_compile
 from .capture import Capture
 from .compiled import check_modes
 from .config import current_config, require_config
+from .model_dir import link_compile_dir, write_params
 from .optim import core_guard
 from .program import ESTIMATE_RUNS, Program
 from .signature import Signature
+from .summaries import Summaries
+
 
 def _leaves(value, outputs: list) -> tuple[object, list]:
     """Flatten `value`; its tensors join `outputs`. Returns (spec, [("out", i) | ("const", v)])."""
@@ -91,7 +97,9 @@ class StepFunction:
         for fn, a, kw in closures:
             fn(*a, **kw)
         session.step_done(rt.program.batch_size)
-        if state.last_step is not None and state.step >= state.last_step:
+        last = state.last_step is not None and state.step >= state.last_step
+        rt.summaries.step_done(state.step, result, rt.program.batch_size, last)
+        if last:
             runtime.finish()
         return result
 
@@ -109,7 +117,12 @@ class StepFunction:
         cap = Capture(inputs, self.name)
         rt.capture, rt.captured_closures = cap, []
         try:
-            with current.stepping(), cap:
+            # 001: the system computes in half precision with the casts inserted for it, so the
+            # step runs under autocast and the program holds its casts (a user's own autocast
+            # inside is the same context again). The weight update stays float32: optimizers'
+            # elementwise ops are not among the ops autocast casts.
+            half = half_dtype()
+            with current.stepping(), cap, autocast():
                 result = self.fn(*args, **kwargs)
             outputs: list = []
             result_spec, result_leaves = _leaves(result, outputs)
@@ -131,26 +144,60 @@ class StepFunction:
             result_spec=result_spec, result_leaves=result_leaves, grad_params=grad_params, closures=closures,
             mode=mode, execmode=current.execmode(), op_count=cap.op_count)
         log = [f"step {self.name!r}: captured {cap.op_count} aten ops, {len(cap.state)} persistent tensors, "
-               f"batch size {program.batch_size}, mode {mode}, in {captured - start:.3f} s"]
-        if not config.validate_only:
+               f"batch size {program.batch_size}, mode {mode}, in {captured - start:.3f} s",
+               f"mixed precision: float32 weights, {str(half).removeprefix('torch.')} compute (casts inserted "
+               f"by autocast), float32 weight update"]
+        session = rt.session
+        serial = None if session is None else session.serial
+        # Artifacts of this very program for this system: reuse them; for another: refused.
+        cached = None if config.validate_only else lookup_artifacts(config.compile_dir, program.checksum, serial)
+        if cached is not None:
+            program.est_samples_per_sec, program.directory = cached.est_samples_per_sec, cached.directory
+            program.cached = True
+        elif not config.validate_only:
             program.estimate(inputs, scratch)
             log.append(f"estimated {program.est_samples_per_sec:g} samples/s "
                        f"(fastest of {ESTIMATE_RUNS} executions on copies of the state)")
         del scratch
         program.compile_time = time.perf_counter() - start
-        log.append(f"compile_time {program.compile_time:.3f} s; size {program.size_bytes} bytes")
-        session = rt.session
-        serial = None if session is None else session.serial
-        if not config.validate_only:
+        if cached is not None:
+            # compile_time is then what this process spent: the capture and the lookup.
+            print(f"cstorch: compile cached: reusing {cached.directory} (compiled for {cached.target_system}); "
+                  f"compile_time {program.compile_time:.3f} s is the capture and the lookup only", file=sys.stderr)
+        else:
+            log.append(f"compile_time {program.compile_time:.3f} s; size {program.size_bytes} bytes")
+        if not config.validate_only and cached is None:
             program.write_artifacts(config.compile_dir, log, serial)
+        if not config.validate_only:
+            link_compile_dir(config.model_dir, program)
+        record_compile(program, serial, cached is not None)
         if config.compile_only or config.validate_only:
             rt.program = program
             rt.first_result = result
+            if config.compile_only:
+                write_params(config, program, {"run_id": None, "system": serial, "backend": rt.backend},
+                                       [m.model for m in rt.models])
+            print(only_summary(config, program, serial), flush=True)
             return result
         runtime.close_at_exit()  # first: Ctrl-C while programming must close the run too
         session.open(mode, program.descriptor(serial))
         rt.program = program
+        rt.summaries = Summaries(config.model_dir)
+        write_params(config, program, {"run_id": session.run.id, "system": serial, "backend": rt.backend},
+                               [m.model for m in rt.models])
         return self._execute(rt, inputs)
+
+
+def only_summary(config, program, serial: str | None) -> str:
+    """What a validate_only / compile_only run says when its compile is done (stdout)."""
+    what = "validate_only" if config.validate_only else "compile_only"
+    head = (f"cstorch {what}: step {program.name!r} is valid for {serial} ({program.execmode}, mode "
+            f"{program.mode}): {program.op_count} ops, batch size {program.batch_size}, one program")
+    if config.validate_only:
+        return head + ". Nothing was compiled, programmed or executed."
+    return (head + f"; compiled in {program.compile_time:.3f} s, est. {program.est_samples_per_sec:g} "
+            f"samples/s, checksum {program.checksum[:16]}, artifacts in {program.directory}. "
+            f"The fabric was not programmed; nothing executed.")
 
 
 def compile_step(fn) -> StepFunction:

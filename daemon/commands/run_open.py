@@ -6,7 +6,8 @@ args: mode (str, required): `train` or `eval` (`train_and_eval` is refused: the 
       aborted if no call from its runtime arrives for this long (default: csd --lease-seconds);
       workers (int, 0..64): input worker slots (default 0): with N > 0 the reply carries a
       `joinToken` that N input workers pass to run.join (on this host or another, each with its
-      own operator key) to stream into this run.
+      own operator key) to stream into this run; model_dir (str): where the runtime keeps the
+      run's artifacts (a cstorch model_dir), shown by runs.show for people (csd never opens it).
 Only when ACTIVE (INVALID_STATE otherwise). BUSY while another run holds the fabric, naming it.
 The run belongs to the calling client: only it may program, close or abort it, and only it
 renews its lease; its input workers may stream and heartbeat.
@@ -18,7 +19,7 @@ result: the run (runs.show's keys), `message` and, with workers, `joinToken`.
 from csadmin.statemachine.programs import parse_mode
 
 from .. import join_tokens
-from ..args import Arg, lease_seconds, label
+from ..args import Arg, label, lease_seconds, path
 
 NAME = "run.open"
 MUTATING = True
@@ -28,6 +29,7 @@ ARGS = {
     "owner": Arg(str, parse=label, help="the runtime's label, e.g. a job name"),
     "lease_seconds": Arg(float, parse=lease_seconds, help="seconds without a call before the run is aborted"),
     "workers": join_tokens.WORKERS,
+    "model_dir": Arg(str, parse=path, help="the runtime's artifact directory (shown, never opened)"),
 }
 
 
@@ -37,7 +39,7 @@ def execute(ctx, args, caller):
     token, digest = join_tokens.draw(slots)
     run = ctx.device.open_run(
         args.get("owner") or caller.name, caller.client, args["mode"], None if lease is None else int(lease * 1000),
-        worker_slots=slots, token_digest=digest,
+        worker_slots=slots, token_digest=digest, model_dir=args.get("model_dir"),
     )
     message = f"Run {run['runId']} is open and holds the fabric; program it with run.program."
     return join_tokens.handed_out({**run, "message": message}, token, slots)

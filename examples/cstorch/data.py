@@ -1,10 +1,14 @@
 """The examples' synthetic task: four Gaussian clusters in 16 dimensions, the label is the
 cluster. Deterministic (seeded), so a run resumed from a checkpoint sees the same batches an
-uninterrupted run would have: `input_fn(start=k)` begins at batch k of the same cycle."""
+uninterrupted run would have: `input_fn(start=k)` begins at batch k of the same cycle. With
+input workers (`--workers N`), worker k of N takes every N-th sample from the k-th on (its shard,
+disjoint from the others'), from `cstorch.utils.data.worker_info()`."""
 
 from __future__ import annotations
 
 import torch
+
+from csadmin.cstorch.utils.data import worker_info
 
 FEATURES, CLASSES = 16, 4  # clusters that overlap: accuracy well below 1
 
@@ -21,6 +25,9 @@ def input_fn(batch_size: int = 32, samples: int = 1024, seed: int = 0, start: in
     """A torch DataLoader of fixed-size batches (drop_last=True: the fabric runs one batch
     shape), rotated to begin at batch `start`."""
     inputs, labels = dataset(samples, seed)
+    shard = worker_info()  # (0, 1) in the training process itself
+    inputs, labels = inputs[shard.task_id::shard.num_tasks], labels[shard.task_id::shard.num_tasks]
+    samples = len(labels)
     shift = (start * batch_size) % (samples - samples % batch_size)
     inputs, labels = inputs.roll(-shift, 0), labels.roll(-shift, 0)
     data = torch.utils.data.TensorDataset(inputs, labels)

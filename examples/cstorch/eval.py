@@ -3,7 +3,9 @@
     python -m csadmin.cstorch examples/cstorch/eval.py --checkpoint out/checkpoint_60.mdl
 
 Prints the accuracy cstorch's AccuracyMetric computed on the system and, with --check, the same
-model's accuracy computed in plain PyTorch on the same batches (they are equal).
+model's accuracy computed in plain PyTorch on the same batches with the system's numerics (they
+are equal): the system computes in float16 with float32 weights (001), so the plain run is under
+`torch.autocast("cpu", dtype=torch.float16)`, the casts the runtime inserts in every step.
 """
 
 import argparse
@@ -87,12 +89,12 @@ with torch.no_grad():
 print(f"Eval Loss: {total_loss / total_steps:.6f}")
 print(f"Eval Accuracy: {float(accuracy)}")
 
-if args.check:  # the same weights and batches in plain PyTorch, without cstorch
+if args.check:  # the same weights and batches in plain PyTorch, without cstorch, with the system's numerics
     plain = build_model()
     plain.load_state_dict(state_dict["model"])
     plain.eval()
     correct = seen = 0
-    with torch.no_grad():
+    with torch.no_grad(), torch.autocast("cpu", dtype=torch.float16):
         for step, (inputs, targets) in enumerate(input_fn(batch_size=args.batch_size, seed=1)):
             if step == args.num_steps:
                 break

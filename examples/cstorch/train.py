@@ -6,7 +6,16 @@
 csd comes from $CS_CONNECT / $CS_KEY (or --mgmt-address / --key); the system must be ACTIVE in
 weight streaming. Checkpoints go to <model-dir>/checkpoint_<step>.mdl on the checkpoint steps
 (and the last); `--checkpoint FILE` resumes from one, to the same weights an uninterrupted run
-reaches. performance.json lands in <model-dir>/performance/.
+reaches. performance.json lands in <model-dir>/performance/, with the compile directory's link,
+the run's yaml (train/params_train.yaml) and the TensorBoard event files.
+
+Mixed precision is automatic, as on the system (001): the weights stay float32 and the step
+computes in float16 (`cstorch.amp.use_bfloat16(True)` before the first step for bfloat16); with
+`--loss-scale dynamic` a GradScaler keeps small float16 gradients from underflowing.
+
+    --workers 4        four input worker processes, each with its shard of the data (csd's
+                       `cs runs show` lists what each fed)
+    --compile-only / --validate-only   stop after compiling / checking the step (nothing runs)
 """
 
 import argparse
@@ -34,6 +43,10 @@ p.add_argument("--checkpoint-steps", type=int, default=20)
 p.add_argument("--checkpoint", dest="checkpoint_path", help="resume from this checkpoint")
 p.add_argument("--loss-scale", default="0", help="0 (no gradient scaling), 'dynamic' or a static scale")
 p.add_argument("--batch-size", type=int, default=32)
+p.add_argument("--workers", type=int, default=1, help="input worker processes (num_workers_per_csx)")
+only = p.add_mutually_exclusive_group()
+only.add_argument("--compile-only", action="store_true", help="compile and write the artifacts; run nothing")
+only.add_argument("--validate-only", action="store_true", help="check the step against the system; compile nothing")
 args = p.parse_args()
 loss_scale = args.loss_scale if args.loss_scale == "dynamic" else float(args.loss_scale)
 
@@ -43,6 +56,9 @@ cstorch.configure(
     model_dir=args.model_dir,
     compile_dir=args.compile_dir or os.path.join(args.model_dir, "compile"),
     checkpoint_steps=checkpoint_steps,
+    num_workers_per_csx=args.workers,
+    compile_only=args.compile_only,
+    validate_only=args.validate_only,
     **{k: v for k, v in (("mgmt_address", args.mgmt_address), ("key", args.key)) if v},
 )
 
@@ -144,4 +160,5 @@ for i, batch in enumerate(dataloader):
     if step % checkpoint_steps == 0 or step == last_step:
         save_checkpoint(step)
 
-print(f"performance: {os.path.join(args.model_dir, 'performance', 'performance.json')}")
+if not (args.compile_only or args.validate_only):
+    print(f"performance: {os.path.join(args.model_dir, 'performance', 'performance.json')}")

@@ -23,6 +23,21 @@ def weight_streaming(daemon: Daemon) -> None:
         c.wait_for(state="ACTIVE", execmode="WEIGHT_STREAMING", timeout=20)
 
 
+def as_the_system():
+    """The numerics the runtime gives a step, for an eager baseline: CPU autocast to float16 (001:
+    the computation other than the weight update happens in float16, the casts inserted for you).
+    Spelled in plain torch, not through cstorch, so a baseline does not lean on what it checks."""
+    return torch.autocast("cpu", dtype=torch.float16)
+
+
+def eagerly(step):
+    """`step` as plain eager PyTorch with the system's numerics: each call runs under as_the_system()."""
+    def run(*args, **kwargs):
+        with as_the_system():
+            return step(*args, **kwargs)
+    return run
+
+
 def configure(daemon: Daemon, tmp_path, **kwargs):
     return cstorch.configure(
         model_dir=str(tmp_path / "model"), compile_dir=str(tmp_path / "compile"),

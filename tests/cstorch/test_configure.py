@@ -53,8 +53,7 @@ def test_a_second_call_is_refused_with_the_documents_reason(tmp_path):
 @pytest.mark.parametrize("kwargs, message", [
     ({"num_csx": 2}, "configure: num_csx=2 cannot be honoured: csd manages one CS-2 system."),
     ({"num_csx": 0}, "configure: num_csx must be an integer ≥ 1, not 0."),
-    ({"num_workers_per_csx": 4}, "configure: num_workers_per_csx=4 cannot be honoured: this runtime streams "
-                                 "from its own process."),
+    ({"num_workers_per_csx": 0}, "configure: num_workers_per_csx must be an integer ≥ 1, not 0."),
     ({"checkpoint_steps": -1}, "configure: checkpoint_steps must be an integer ≥ 0, not -1."),
     ({"checkpoint_steps": True}, "configure: checkpoint_steps must be an integer ≥ 0, not True."),
     ({"max_wgt_servers": "24"}, "configure: max_wgt_servers must be an integer ≥ 1, not '24'."),

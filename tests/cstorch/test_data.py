@@ -6,6 +6,7 @@ import torch
 from torch.utils.data import DataLoader as TorchLoader
 from torch.utils.data import IterableDataset, TensorDataset
 
+import csadmin.cstorch as cstorch
 from csadmin.cstorch.utils.data import DataLoader
 from csadmin.errors import InvalidArgument, ReprogramForbidden
 from tests.cstorch.run_state import fresh_run  # noqa: F401
@@ -109,3 +110,9 @@ def test_a_batch_of_another_size_is_refused_with_the_drop_last_advice():
         "for one batch shape). To ensure a fixed batch size across all steps, set drop_last=True when batching "
         "in the input function (torch.utils.data.DataLoader(..., drop_last=True)).")
     assert len(list(DataLoader(input_fn, num_steps=10, samples=20, batch_size=8, drop_last=True))) == 10
+
+
+def test_worker_info_in_the_training_process_is_one_task():
+    info = cstorch.utils.data.worker_info()
+    assert info == (0, 1) and (info.task_id, info.num_tasks) == (0, 1)
+    assert (cstorch.utils.data.task_id(), cstorch.utils.data.num_tasks()) == (0, 1)

@@ -1,7 +1,8 @@
 """examples/cstorch: the document's full training and evaluation examples, run as scripts
 against a real csd: the model learns, checkpoints land on the checkpoint steps, a resumed run
 reaches the same weights as an uninterrupted one, the evaluation's accuracy equals plain
-PyTorch's, and csd shows one run per script, programmed once, with its samples."""
+PyTorch's with the same numerics (float16 autocast: the runtime computes every step in float16,
+001), and csd shows one run per script, programmed once, with its samples."""
 
 import os
 import re
@@ -27,6 +28,18 @@ def run(ws_csd, *args, alias=True):
 def newest_run(ws_csd) -> dict:
     with ws_csd.client() as c:
         return c.runs_list()["runs"][0]
+
+
+def test_train_learns_in_float16_with_dynamic_loss_scaling(ws_csd, tmp_path):
+    """The step computes in float16 (001); the document's GradScaler, as the example builds it
+    with --loss-scale dynamic, scales the loss so small float16 gradients do not underflow."""
+    out = run(ws_csd, TRAIN, "--model-dir", str(tmp_path), "--num-steps", "40", "--checkpoint-steps", "40",
+              "--loss-scale", "dynamic")
+    losses = [float(x) for x in re.findall(r"loss (\d+\.\d+)", out)]
+    assert losses[-1] < losses[0] / 2, out
+    log = "".join(open(os.path.join(root, f)).read() for root, _, fs in os.walk(tmp_path / "compile")
+                  for f in fs if f == "compile.log")
+    assert "mixed precision: float32 weights, float16 compute" in log
 
 
 def test_train_learns_checkpoints_resumes_to_the_same_weights_and_eval_matches_plain_pytorch(ws_csd, tmp_path):
@@ -66,3 +79,22 @@ def test_train_learns_checkpoints_resumes_to_the_same_weights_and_eval_matches_p
     assert ours == plain and 0.5 < ours < 1.0, out
     record = newest_run(ws_csd)
     assert (record["mode"], record["totalSamples"]) == ("eval", 16 * 32)
+
+
+def test_train_with_input_workers_counts_each_workers_samples(ws_csd, tmp_path):
+    out = run(ws_csd, TRAIN, "--model-dir", str(tmp_path / "w"), "--num-steps", "30", "--workers", "2")
+    assert "performance:" in out
+    record = newest_run(ws_csd)
+    assert (record["status"], record["totalSamples"]) == ("CLOSED", 30 * 32)
+    rows = {row["name"]: row["samples"] for row in record["workers"]}
+    assert sorted(rows) == ["worker-0", "worker-1"] and sum(rows.values()) == 30 * 32
+    assert os.path.isfile(tmp_path / "w" / "train" / "params_train.yaml")
+
+
+def test_train_validate_only_and_compile_only_end_with_a_summary(ws_csd, tmp_path):
+    before = newest_run(ws_csd)["runId"]
+    out = run(ws_csd, TRAIN, "--model-dir", str(tmp_path / "v"), "--validate-only")
+    assert "cstorch validate_only: step 'training_step' is valid for" in out and "performance:" not in out
+    out = run(ws_csd, TRAIN, "--model-dir", str(tmp_path / "c"), "--compile-only")
+    assert "cstorch compile_only: step 'training_step' is valid for" in out
+    assert newest_run(ws_csd)["runId"] == before  # neither opened a run

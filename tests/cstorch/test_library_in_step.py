@@ -13,7 +13,7 @@ from csadmin.cstorch import current, runtime
 from csadmin.cstorch.metrics import AccuracyMetric, PerplexityMetric
 from csadmin.cstorch.optim import lr_scheduler as schedules
 from csadmin.cstorch.utils.data import DataLoader
-from tests.cstorch.helpers import batches, configure, model
+from tests.cstorch.helpers import as_the_system, batches, configure, eagerly, model
 
 CASES = {
     "SGD+StepLR": (lambda ps: cstorch.optim.SGD(ps, lr=0.1),
@@ -51,7 +51,7 @@ def test_each_optimizer_and_schedule_replays_as_its_eager_steps(ws_csd, tmp_path
     optimizer, eager_optimizer = make_optimizer(net.parameters()), make_optimizer(eager_net.parameters())
     scheduler, eager_scheduler = make_schedule(optimizer), make_schedule(eager_optimizer)
     step = cstorch.compile_step(_train_step(net, cstorch.compile(net, backend="wse_ws"), optimizer, scheduler))
-    eager = _train_step(eager_net, eager_net, eager_optimizer, eager_scheduler)
+    eager = eagerly(_train_step(eager_net, eager_net, eager_optimizer, eager_scheduler))
     for x, y in batches(12):
         assert torch.equal(step(x, y), eager(x, y))
         assert torch.equal(optimizer.param_groups[0]["lr"], eager_optimizer.param_groups[0]["lr"])
@@ -75,7 +75,7 @@ def test_the_grad_scaler_skips_overflowing_replayed_steps_as_eagerly(ws_csd, tmp
                                             min_loss_scale=1.0, max_loss_scale=2.0**10, overflow_tolerance=0.2)))
     (optimizer, scheduler, scaler), (eager_optimizer, eager_scheduler, eager_scaler) = made
     step = cstorch.compile_step(_train_step(net, cstorch.compile(net, backend="wse_ws"), optimizer, scheduler, scaler))
-    eager = _train_step(eager_net, eager_net, eager_optimizer, eager_scheduler, eager_scaler)
+    eager = eagerly(_train_step(eager_net, eager_net, eager_optimizer, eager_scheduler, eager_scaler))
     scales = []
     for i, (x, y) in enumerate(batches(16)):
         if i in (4, 5, 9):
@@ -120,7 +120,7 @@ def test_metrics_accumulate_in_an_eval_step_and_only_the_final_value_reads(ws_cs
             if i == 2:
                 with pytest.raises(errors.InvalidState, match="read after step 3 of 6: Eval metrics are only allowed"):
                     float(accuracy)
-    with torch.no_grad():
+    with torch.no_grad(), as_the_system():  # plain PyTorch with the step's numerics
         outputs = [net(x) for x, _ in data]
         correct = sum((o.argmax(-1) == y).sum().item() for o, (_, y) in zip(outputs, data))
         mean_loss = sum(torch.nn.functional.cross_entropy(o, y).item() for o, (_, y) in zip(outputs, data)) / 6

@@ -14,7 +14,7 @@ import torch
 import csadmin.cstorch as cstorch
 from csadmin import errors
 from csadmin.cstorch import current, runtime, session
-from tests.cstorch.helpers import Trainer, batches, configure, files, model, run_record
+from tests.cstorch.helpers import Trainer, as_the_system, batches, configure, eagerly, files, model, run_record
 
 READ_RULE = "it is not allowed to read a tensor's contents outside of a step closure"
 
@@ -27,9 +27,10 @@ def test_the_replayed_step_trains_exactly_as_eager_pytorch(ws_csd, tmp_path):
     losses = []
     for x, y in batches(30):
         losses.append(t.step(x, y))
-        ref_opt.zero_grad()
-        torch.nn.functional.cross_entropy(reference(x), y).backward()
-        ref_opt.step()
+        with as_the_system():  # the step's numerics: float16 compute, float32 weights
+            ref_opt.zero_grad()
+            torch.nn.functional.cross_entropy(reference(x), y).backward()
+            ref_opt.step()
     for ours, theirs in zip(t.net.parameters(), reference.parameters()):
         assert torch.equal(ours, theirs)
         assert torch.equal(ours.grad, theirs.grad)  # the step's gradients are left on the parameters
@@ -279,33 +280,62 @@ def test_an_eval_run_is_opened_in_eval_mode(ws_csd, tmp_path):
 
     with torch.no_grad():
         for x, _ in batches(3):
-            assert torch.equal(step(x), net(x).argmax(-1))
+            with as_the_system():
+                expected = net(x).argmax(-1)
+            assert torch.equal(step(x), expected)
     assert run_record(ws_csd)["mode"] == "eval"
     with pytest.raises(errors.IncompatibleProgram, match="compiled_model.train\\(\\) after this run's program"):
         compiled.train()
 
 
-def test_compile_only_writes_the_artifacts_and_opens_no_run(ws_csd, tmp_path):
+def _fabric_events(daemon) -> list:
+    with daemon.client() as c:
+        return [e for e in c.events_show() if e["type"].startswith(("EventProgramming", "EventTraining"))]
+
+
+def test_compile_only_writes_the_artifacts_and_opens_no_run(ws_csd, tmp_path, capsys):
     configure(ws_csd, tmp_path, compile_only=True)
     runs_before = len(ws_csd.client().runs_list()["runs"])
+    events_before = _fabric_events(ws_csd)
     t = Trainer(model())
     before = [p.detach().clone() for p in t.net.parameters()]
     for x, y in batches(3):
         t.step(x, y)
     assert len(ws_csd.client().runs_list()["runs"]) == runs_before
+    assert _fabric_events(ws_csd) == events_before  # csd never programmed, nothing trained
     assert all(torch.equal(a, b) for a, b in zip(before, t.net.parameters()))  # nothing executed
     (artifacts,) = files(tmp_path / "compile")
     assert "compile_time" in (tmp_path / "compile" / artifacts / "compile.log").read_text()
+    out = capsys.readouterr().out
+    assert "cstorch compile_only: step 'body' is valid for" in out
+    assert f"checksum {artifacts[3:]}" in out and "The fabric was not programmed; nothing executed." in out
 
 
-def test_validate_only_traces_without_the_system(tmp_path):
-    cstorch.configure(model_dir=str(tmp_path), compile_dir=str(tmp_path / "c"), validate_only=True,
-                      mgmt_address=f"ipc://{tmp_path}/nobody.sock")
+def test_validate_only_checks_the_system_and_writes_nothing(ws_csd, tmp_path, capsys):
+    configure(ws_csd, tmp_path, validate_only=True)
+    runs_before = len(ws_csd.client().runs_list()["runs"])
+    events_before = _fabric_events(ws_csd)
     t = Trainer(model())
     t.step(*batches(1)[0])
-    assert not os.path.exists(tmp_path / "c")
+    assert not os.path.exists(tmp_path / "compile")
     with pytest.raises(errors.ReprogramForbidden, match="batch size 32 → 16"):
         t.step(*batches(1, batch_size=16)[0])
+    assert len(ws_csd.client().runs_list()["runs"]) == runs_before
+    assert _fabric_events(ws_csd) == events_before
+    assert "cstorch validate_only: step 'body' is valid for" in capsys.readouterr().out
+
+
+def test_validate_only_refuses_a_system_in_the_other_mode(ws_csd, tmp_path):
+    configure(ws_csd, tmp_path, validate_only=True)
+    with pytest.raises(errors.IncompatibleProgram, match="backend='wse_pl' compiles for PIPELINED"):
+        cstorch.compile(model(), backend="wse_pl")
+
+
+def test_validate_only_needs_the_system(tmp_path):
+    cstorch.configure(model_dir=str(tmp_path), compile_dir=str(tmp_path / "c"), validate_only=True,
+                      mgmt_address=f"ipc://{tmp_path}/nobody.sock")
+    with pytest.raises(errors.Unreachable):
+        cstorch.compile(model(), backend="wse_ws")
 
 
 def test_streaming_batches_csd_round_trips(ws_csd, tmp_path, monkeypatch):
@@ -348,14 +378,15 @@ def _library(seed):
 
 
 def test_the_documents_full_step_replays_exactly_as_its_eager_run(ws_csd, tmp_path):
-    """AdamW, a SequentialLR schedule, dynamic loss scaling with clipping, mixed precision: the
+    """AdamW, a SequentialLR schedule, dynamic loss scaling with clipping, the step's own autocast
+    inside the runtime's (harmless), against the same step run eagerly under autocast: the
     library's tensors updated in place are persistent state the replay keeps updating."""
     configure(ws_csd, tmp_path)
     net, optimizer, scheduler, scaler = _library(0)
     compiled = cstorch.compile(net, backend="wse_ws")
     step = cstorch.compile_step(_full_step(net, compiled, optimizer, scheduler, scaler))
     eager_net, *eager_rest = _library(0)
-    eager = _full_step(eager_net, eager_net, *eager_rest)
+    eager = eagerly(_full_step(eager_net, eager_net, *eager_rest))
     for x, y in batches(12):
         assert torch.equal(step(x, y), eager(x, y))
     for ours, theirs in zip(net.parameters(), eager_net.parameters()):
@@ -382,10 +413,11 @@ def test_random_ops_draw_as_eager_pytorch_does(ws_csd, tmp_path):
     torch.manual_seed(7)
     theirs = []
     for x, y in data:
-        ref_opt.zero_grad()
-        loss = torch.nn.functional.cross_entropy(reference(x), y)
-        loss.backward()
-        ref_opt.step()
+        with as_the_system():
+            ref_opt.zero_grad()
+            loss = torch.nn.functional.cross_entropy(reference(x), y)
+            loss.backward()
+            ref_opt.step()
         theirs.append(loss.detach())
     assert all(torch.equal(a, b) for a, b in zip(ours, theirs))
     assert all(torch.equal(a, b) for a, b in zip(t.net.parameters(), reference.parameters()))
@@ -409,7 +441,7 @@ def test_aliases_made_outside_the_dispatcher_replay_as_the_tensors_they_view(ws_
 
     step = cstorch.compile_step(lambda x: body(compiled, x))
     for x, _ in batches(4):
-        assert torch.equal(step(x), body(reference, x))
+        assert torch.equal(step(x), eagerly(body)(reference, x))
     assert all(torch.equal(a, b) for a, b in zip(net.parameters(), reference.parameters()))
 
 

@@ -416,3 +416,19 @@ def test_the_example_train_loop_runs_against_a_real_csd(csd, tmp_path):
         capture_output=True, text=True, env=csd.env(), cwd=ROOT, timeout=60,
     )
     assert r.returncode == errors.EXIT_STATE and "INCOMPATIBLE_PROGRAM" in r.stderr
+
+
+def test_a_runs_model_dir_is_kept_shown_and_survives_a_restart(own_csd):
+    with own_csd.client() as c:
+        for bad in ("", " /x", "a\nb", "x" * 4097, 5):
+            err = _error(c, "run.open", mode="train", model_dir=bad)
+            assert err.code == "INVALID_ARGUMENT" and "model_dir" in err.message, bad
+        run = c.open_run(owner="job-7", model_dir="/data/runs/job-7")
+        assert run.record["modelDir"] == "/data/runs/job-7"
+        run.close()
+        assert c.runs_show(run.id)["modelDir"] == "/data/runs/job-7"
+    own_csd.restart()
+    with own_csd.client() as c:
+        assert c.runs_show(run.id)["modelDir"] == "/data/runs/job-7"
+    shown = own_csd.cs("runs", "show", run.id)
+    assert "Model dir" in shown.stdout and "/data/runs/job-7" in shown.stdout, shown.stdout

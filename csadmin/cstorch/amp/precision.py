@@ -1,9 +1,10 @@
 """Mixed precision as the system does it (001, "Floating Point Precision"): weights are stored as
 float32, and everything but the weight update computes in a half type, float16 unless
 `use_bfloat16(True)`. `autocast()` is torch's CPU autocast to that type, which inserts the casts
-(001: "you do not need to insert them manually"): a step runs its forward and loss under it.
-`check_float32_weights(model)` (cstorch.compile calls it) refuses a model whose weights are not
-float32.
+(001: "you do not need to insert them manually"): compile_step captures every step under it, so
+a step need not enter it (doing so again is harmless). The update stays float32 because the
+optimizers' elementwise ops are not among the ops autocast casts. `check_float32_weights(model)`
+(cstorch.compile calls it) refuses a model whose weights are not float32.
 """
 
 from __future__ import annotations
@@ -16,7 +17,8 @@ _half = torch.float16
 
 
 def use_bfloat16(use: bool) -> None:
-    """Compute in bfloat16 instead of float16 (call before the first step)."""
+    """Compute in bfloat16 instead of float16 (call before the first step: a compiled program
+    keeps the precision it was captured in)."""
     global _half
     if not isinstance(use, bool):
         raise InvalidArgument(f"use_bfloat16 takes True or False, not {use!r}.")
@@ -29,7 +31,7 @@ def half_dtype() -> torch.dtype:
 
 
 def autocast() -> torch.autocast:
-    """The context a step's forward and loss run in: CPU autocast to `half_dtype()`."""
+    """The context every step is captured in: CPU autocast to `half_dtype()`."""
     return torch.autocast("cpu", dtype=_half)
 
 

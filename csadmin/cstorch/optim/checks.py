@@ -24,3 +24,16 @@ def whole(owner: str, name: str, value, low: int = 0) -> int:
     if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < low:
         raise InvalidArgument(f"{owner}: {name} must be a whole number ≥ {low}; got {value!r}.")
     return int(value)
+
+
+def plain_value(value):
+    """`value` as YAML can hold it (numbers, strings, booleans, lists of them; a one-element
+    tensor as its number), or None when it is something else."""
+    if hasattr(value, "numel") and hasattr(value, "item"):  # a tensor (this module needs no torch)
+        return value.item() if value.numel() == 1 else None
+    if isinstance(value, (bool, int, float, str)):
+        return value
+    if isinstance(value, (list, tuple)):
+        items = [plain_value(v) for v in value]
+        return None if any(v is None for v in items) else items
+    return None

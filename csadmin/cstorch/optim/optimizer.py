@@ -34,6 +34,8 @@ import torch
 import csadmin.cstorch.current as current
 from csadmin.errors import InvalidArgument, InvalidState
 
+from .checks import plain_value
+
 STATE_RULE = "no state variables may be initialized outside of the preinitialize method"
 
 
@@ -52,6 +54,15 @@ class Optimizer(torch.optim.Optimizer, abc.ABC):
                 for p in self.parameters():
                     self.state[p]["step"] = torch.zeros((), dtype=torch.float32)
         self._frozen = True
+        current.announce(self)  # the model directory's yaml and TensorBoard describe it
+
+    def settings(self) -> dict:
+        """What the run's yaml says of this optimizer: its type and its hyperparameters (the
+        first param group's; learning rates as they are now)."""
+        groups = self.param_groups
+        hyper = {k: plain_value(v) for k, v in groups[0].items() if k != "params"} if groups else {}
+        return {"optimizer_type": type(self).__name__, **{k: v for k, v in hyper.items() if v is not None},
+                "param_groups": len(groups)}
 
     # -- what a subclass writes --------------------------------------------------------------------
 

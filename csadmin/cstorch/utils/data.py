@@ -1,5 +1,5 @@
 """cstorch.utils.data.DataLoader: the run's batches from a user's input function (004,
-"Initializing the DataLoader"), in this process (several input workers are another issue).
+"Initializing the DataLoader"), in this process or in num_workers_per_csx input worker processes.
 
     dataloader = cstorch.utils.data.DataLoader(input_fn, num_steps=1000, batch_size=32)
 
@@ -13,6 +13,10 @@ mutually exclusive groups:
                                input's length); at most max_steps if given.
   neither                      one pass over the input, at most max_steps.
 
+With `num_workers_per_csx` = N > 1 (cstorch.configure), N worker processes each call
+`input_fn(*args, **kwargs)` (sharding with `worker_info()`), restarting their input when it runs
+out, and the batches come from them in turn (pool.py); the step count must then be given.
+
 `len(dataloader)` is that total; iterating sets it as the run's last step (cstorch.current), the
 step on which weights may always be fetched. Every batch must have the first batch's size (the
 fabric is programmed for one batch shape): another is refused before the step runs, with the
@@ -23,17 +27,19 @@ from __future__ import annotations
 
 import itertools
 
-import torch
 
 import csadmin.cstorch.current as current
 from csadmin.errors import InvalidArgument, ReprogramForbidden
 
-from ..optim.checks import whole
+from ..config import current_config, require_config
+from ..optim.checks import plain_value, whole
+from .input_analysis import measure_and_exit, requested as analysis_requested
+from .batches import EMPTY, EMPTY_HINT, repeated, tensors
+from .pool import WorkerPool
+from .tasks import WorkerInfo, num_tasks, task_id, worker_info  # noqa: F401  (the API's names)
 
 ADVICE = ("To ensure a fixed batch size across all steps, set drop_last=True when batching in the input "
           "function (torch.utils.data.DataLoader(..., drop_last=True)).")
-EMPTY = "the input function's dataloader yielded no batch."
-EMPTY_HINT = "With drop_last=True, the dataset must hold at least one full batch."
 
 
 class DataLoader:
@@ -44,6 +50,8 @@ class DataLoader:
         if not callable(input_fn):
             raise InvalidArgument(f"DataLoader: input_fn must be a function returning a dataloader; got "
                                   f"a {type(input_fn).__name__}.")
+        if analysis_requested():  # cs_input_analyzer: measure input_fn in this process, and end it
+            measure_and_exit(input_fn, args, kwargs)
         counts = dict(num_steps=num_steps, max_steps=max_steps, num_epochs=num_epochs, steps_per_epoch=steps_per_epoch)
         for name, value in counts.items():
             if value is not None:
@@ -54,18 +62,33 @@ class DataLoader:
         if steps_per_epoch is not None and num_epochs is None:
             raise InvalidArgument("DataLoader: steps_per_epoch needs num_epochs.", hint="Add num_epochs=N.")
         self.input_fn = input_fn
+        current.announce(self)  # the model directory's yaml describes it
+        self.num_steps, self.max_steps = num_steps, max_steps
+        self.num_epochs = num_epochs
+        self.batch_size: int | None = None
+        self._sizes: list | None = None
+        config = current_config()
+        self.workers = 1 if config is None else config.num_workers_per_csx
+        self.pool = None
+        self.args, self.kwargs = args, kwargs
+        if self.workers > 1:  # the workers call input_fn, each in its own process
+            self.loader = None
+            self.steps_per_epoch = steps_per_epoch
+            self.total_steps = self._total()
+            if self.total_steps is None or (num_epochs is not None and steps_per_epoch is None):
+                raise InvalidArgument(
+                    f"DataLoader: with num_workers_per_csx={self.workers}, give num_steps (or num_epochs with "
+                    "steps_per_epoch, or max_steps): each worker's input restarts when it runs out, so only the "
+                    "step count ends the run.")
+            return
         self.loader = input_fn(*args, **kwargs)
         if not hasattr(self.loader, "__iter__"):
             raise InvalidArgument(f"DataLoader: input_fn returned a {type(self.loader).__name__}, not an iterable "
                                   "of batches (e.g. a torch.utils.data.DataLoader).")
         if self._length() == 0:
             raise InvalidArgument(f"DataLoader: {EMPTY}", hint=EMPTY_HINT)
-        self.num_steps, self.max_steps = num_steps, max_steps
-        self.num_epochs = num_epochs
         self.steps_per_epoch = self._steps_per_epoch(steps_per_epoch) if num_steps is None else None
         self.total_steps = self._total()
-        self.batch_size: int | None = None
-        self._sizes: list | None = None
 
     def _steps_per_epoch(self, given):
         length = self._length()
@@ -94,6 +117,16 @@ class DataLoader:
             total = self.max_steps if total is None else min(total, self.max_steps)
         return total
 
+    def settings(self) -> dict:
+        """What the run's yaml says of the input: the step counts, the batch size (once the
+        first batch is known), the workers, and the input function with its plain arguments."""
+        given = {k: plain_value(v) for k, v in self.kwargs.items()}
+        return {"input_fn": getattr(self.input_fn, "__qualname__", repr(self.input_fn)),
+                "input_fn_kwargs": {k: v for k, v in given.items() if v is not None},
+                "num_steps": self.num_steps, "max_steps": self.max_steps, "num_epochs": self.num_epochs,
+                "steps_per_epoch": self.steps_per_epoch, "total_steps": self.total_steps,
+                "batch_size": self.batch_size, "num_workers_per_csx": self.workers}
+
     def __len__(self) -> int:
         if self.total_steps is None:
             raise TypeError("This DataLoader's length is unknown: its input has no length and no step count was given.")
@@ -102,14 +135,34 @@ class DataLoader:
     def __iter__(self):
         run = current.state()
         run.last_step = None if self.total_steps is None else run.step + self.total_steps
+        if self.workers > 1:
+            yield from self._from_workers()
+            return
         for index, batch in enumerate(itertools.islice(self._batches(), self.total_steps)):
             self._check_size(index, batch)
             yield batch
 
+    def _from_workers(self):
+        """total_steps batches from num_workers_per_csx worker processes (pool.py), each checked
+        before its step; the workers end when the run closes, or when iterating stops."""
+        self.pool = pool = WorkerPool(self.input_fn, self.args, self.kwargs, self.workers, require_config())
+        try:
+            for index in range(self.total_steps):
+                _, batch = pool.next_batch()
+                self._check_size(index, batch)
+                yield batch
+        except GeneratorExit:  # the loop stopped early: the workers still report what they fed
+            pool.finish()
+            raise
+        except BaseException:
+            pool.shutdown()
+            raise
+        pool.finish()
+
     def _batches(self):
         """Every batch the counts allow, uncapped by max_steps (__iter__ caps, pulling no more)."""
         if self.num_steps is not None:
-            yield from _repeated(self.loader)
+            yield from repeated(self.loader)
             return
         for epoch in range(self.num_epochs or 1):
             count = 0
@@ -121,7 +174,7 @@ class DataLoader:
                                       f"is {self.steps_per_epoch}.", hint="Lower steps_per_epoch to what the input yields.")
 
     def _check_size(self, index: int, batch) -> None:
-        sizes = [t.shape[0] if t.dim() else None for t in _tensors(batch)]
+        sizes = [t.shape[0] if t.dim() else None for t in tensors(batch)]
         if self._sizes is None:
             self._sizes = sizes
             self.batch_size = next((size for size in sizes if size is not None), None)
@@ -134,25 +187,3 @@ class DataLoader:
         was, now = next((a, b) for a, b in zip(self._sizes, sizes) if a != b)
         raise ReprogramForbidden(f"Inconsistent batch sizes detected: batch {index + 1} has size {now}, the first "
                                  f"batch had {was} (the fabric is programmed for one batch shape).", hint=ADVICE)
-
-
-def _repeated(loader):
-    """The input's batches, started again each time it runs out (a fresh pass: reshuffled)."""
-    while True:
-        empty = True
-        for batch in loader:
-            empty = False
-            yield batch
-        if empty:
-            raise InvalidArgument(f"DataLoader: {EMPTY}", hint=EMPTY_HINT)
-
-
-def _tensors(batch) -> list[torch.Tensor]:
-    """The tensors of a batch (a tensor, or dicts/lists/tuples of them), in order."""
-    if isinstance(batch, torch.Tensor):
-        return [batch]
-    if isinstance(batch, dict):
-        return [t for value in batch.values() for t in _tensors(value)]
-    if isinstance(batch, (list, tuple)):
-        return [t for value in batch for t in _tensors(value)]
-    return []

@@ -22,9 +22,10 @@ import abc
 
 import torch
 
+import csadmin.cstorch.current as current
 from csadmin.errors import InvalidArgument
 
-from ..checks import whole
+from ..checks import plain_value, whole
 
 LR_DTYPE = torch.float64  # torch's schedules are Python floats; a float64 tensor keeps their values
 
@@ -38,6 +39,7 @@ class LRScheduler(abc.ABC):
         if not hasattr(optimizer, "param_groups"):
             raise InvalidArgument(f"{owner} schedules an optimizer; got a {type(optimizer).__name__}.")
         self.optimizer = optimizer
+        current.announce(self)  # the model directory's yaml describes it
         self.total_iters = None if total_iters is None else whole(owner, "total_iters", total_iters, 1)
         self.last_epoch = torch.tensor(float(whole(owner, "last_epoch", last_epoch, -1)), dtype=LR_DTYPE)
         for group in optimizer.param_groups:
@@ -59,6 +61,21 @@ class LRScheduler(abc.ABC):
             lr = self._get_closed_form_lr()
             for group in self.optimizer.param_groups:
                 group["lr"].copy_(lr)
+
+    def settings(self) -> dict:
+        """What the run's yaml says of this schedule: its type and its public settings."""
+        out = {"scheduler": type(self).__name__}
+        for name, value in vars(self).items():
+            if name.startswith("_") or name in ("optimizer", "last_epoch"):
+                continue
+            plain = plain_value(value)
+            if plain is not None:
+                out[name] = plain
+        return out
+
+    def parts(self) -> list:
+        """The schedules this one is made of (a SequentialLR's, a ChainedLR's); none here."""
+        return []
 
     def get_last_lr(self) -> list[torch.Tensor]:
         """Each param group's current learning rate (tensors: read them in a step closure)."""

@@ -35,6 +35,12 @@ class SequentialLR(LRScheduler):
             raise InvalidArgument(f"SequentialLR: milestones must increase; got {self.milestones}.")
         super().__init__(optimizer, None, last_epoch)
 
+    def settings(self) -> dict:
+        return {**super().settings(), "schedulers": [part.settings() for part in self._schedulers]}
+
+    def parts(self) -> list:
+        return list(self._schedulers)
+
     def _get_closed_form_lr(self):
         s = self.last_epoch
         lr = self._schedulers[0]._closed_form_at(s)
@@ -56,6 +62,12 @@ class ChainedLR(LRScheduler):
                 raise InvalidArgument(f"ChainedLR: schedulers[{i}] starts at learning rate 0; a chained "
                                       "schedule scales by each later scheduler's lr(step)/lr(0).")
         super().__init__(optimizer, None, last_epoch)
+
+    def settings(self) -> dict:
+        return {**super().settings(), "schedulers": [part.settings() for part in self._schedulers]}
+
+    def parts(self) -> list:
+        return list(self._schedulers)
 
     def _get_closed_form_lr(self):
         s = self.last_epoch

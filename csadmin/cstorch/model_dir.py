@@ -1,0 +1,81 @@
+"""The model directory as 003 lists it, beyond performance.json (session.py) and the checkpoints
+(the script's `cstorch.save`):
+
+    <model_dir>/cs_<checksum>            the compile directory: a link to compile_dir/cs_<checksum>
+                                         (the captured program, compile.log, program.json with the
+                                         estimate); the directory itself when compile_dir is model_dir
+    <model_dir>/<mode>/params_<mode>.yaml  the run's yaml: the configure arguments, the run and its
+                                         program, the models, optimizers, schedules and DataLoaders
+    <model_dir>/events.out.tfevents.*    TensorBoard scalars (summaries.py)
+
+`write_params` writes the yaml atomically (program.write_file) with yaml.safe_dump, so
+yaml.safe_load gives back exactly the dict `run_params` built.
+"""
+
+from __future__ import annotations
+
+import os
+
+import yaml
+
+import csadmin.cstorch.current as current
+
+from .config import PARAMETERS, Config
+from .optim.lr_scheduler.base import LRScheduler
+from .optim.optimizer import Optimizer
+from .program import Program, write_file
+from .utils.data import DataLoader
+
+
+def link_compile_dir(model_dir: str, program: Program) -> str:
+    """`<model_dir>/cs_<checksum>` → the program's compile directory (replaced atomically)."""
+    name = os.path.basename(program.directory)
+    link = os.path.join(model_dir, name)
+    if os.path.realpath(program.directory) == os.path.realpath(link):
+        return link  # compile_dir is model_dir: the directory itself is there
+    tmp = f"{link}.tmp-{os.getpid()}"
+    if os.path.lexists(tmp):
+        os.unlink(tmp)
+    os.symlink(os.path.abspath(program.directory), tmp)
+    os.replace(tmp, link)
+    return link
+
+
+def params_path(model_dir: str, mode: str) -> str:
+    return os.path.join(model_dir, mode, f"params_{mode}.yaml")
+
+
+def run_params(config: Config, program: Program, run: dict, models: list) -> dict:
+    """The yaml's content (plain values only: it round-trips through yaml.safe_dump/safe_load)."""
+    runconfig = {}
+    for name in PARAMETERS:
+        value = getattr(config, name)
+        if name != "key":  # a key file's path says nothing about the run
+            runconfig[name] = list(value) if isinstance(value, tuple) else value
+    schedulers = current.announced(LRScheduler)
+    inner = {id(part) for s in schedulers for part in s.parts()}
+    return {
+        "runconfig": runconfig,
+        "run": {**run, "mode": program.mode, "execmode": program.execmode, "step": program.name,
+                "compile_checksum": program.checksum[:16], "fingerprint": f"sha256:{program.checksum}",
+                "compile_dir": os.path.abspath(program.directory) if program.directory else None,
+                "batch_size": program.batch_size},
+        "model": [_model(m) for m in models],
+        "optimizer": [o.settings() for o in current.announced(Optimizer)],
+        "lr_scheduler": [s.settings() for s in schedulers if id(s) not in inner],
+        f"{program.mode}_input": [d.settings() for d in current.announced(DataLoader)],
+    }
+
+
+def _model(module) -> dict:
+    """A model's class, size and layers (each leaf module as PyTorch prints it: its settings)."""
+    leaves = {name: repr(m) for name, m in module.named_modules() if name and not list(m.children())}
+    return {"class": type(module).__name__, "parameters": sum(p.numel() for p in module.parameters()),
+            "layers": leaves}
+
+
+def write_params(config: Config, program: Program, run: dict, models: list) -> str:
+    path = params_path(config.model_dir, program.mode)
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    write_file(path, yaml.safe_dump(run_params(config, program, run, models), sort_keys=False))
+    return path

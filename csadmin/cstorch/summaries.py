@@ -1,0 +1,78 @@
+"""TensorBoard event files in the model directory (003: "Tensorboard event files are stored in
+<model_dir>"), written with torch.utils.tensorboard's SummaryWriter.
+
+Logged steps: the first, every LOG_EVERY_STEPS-th and the run's last. Each logs, at its step:
+  loss               the step's result, when it is one floating-point number (a 0-d tensor)
+  samples_per_sec    the samples executed since the previous logged step over the host time since
+                     it (steps, closures, data loading: what the user waited for)
+  learning_rate      each announced cstorch optimizer's learning rate now ("learning_rate" for one
+                     optimizer with one param group, else "learning_rate/<optimizer>.<group>")
+Read them with TensorBoard, or tensorboard's EventAccumulator.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import signal
+import threading
+import time
+
+import torch
+
+import csadmin.cstorch.current as current
+
+from .optim.optimizer import Optimizer
+
+LOG_EVERY_STEPS = 10
+
+
+class Summaries:
+    def __init__(self, model_dir: str):
+        self.model_dir = model_dir
+        self.writer = None  # made at the first logged step (importing tensorboard takes ~0.2 s)
+        self._samples = 0
+        self._since = time.monotonic()
+
+    def step_done(self, step: int, result, samples: int, last: bool) -> None:
+        self._samples += samples
+        if not (step == 1 or step % LOG_EVERY_STEPS == 0 or last):
+            return
+        # Ctrl-C waits until the writes are done: a KeyboardInterrupt inside SummaryWriter leaves
+        # its queue to the writer thread half-updated, and closing it at the run's end then hangs.
+        with _sigint_deferred():
+            self._log(step, result)
+
+    def _log(self, step: int, result) -> None:
+        if self.writer is None:
+            from torch.utils.tensorboard import SummaryWriter
+
+            self.writer = SummaryWriter(log_dir=self.model_dir)
+        now = time.monotonic()
+        if isinstance(result, torch.Tensor) and result.numel() == 1 and result.is_floating_point():
+            self.writer.add_scalar("loss", result.item(), step)
+        self.writer.add_scalar("samples_per_sec", self._samples / max(now - self._since, 1e-9), step)
+        self._samples, self._since = 0, now
+        optimizers = current.announced(Optimizer)
+        for k, optimizer in enumerate(optimizers):
+            for g, group in enumerate(optimizer.param_groups):
+                one = len(optimizers) == 1 and len(optimizer.param_groups) == 1
+                self.writer.add_scalar("learning_rate" if one else f"learning_rate/{k}.{g}", float(group["lr"]), step)
+
+    def close(self) -> None:
+        """Flush and close the event file (the run's end)."""
+        if self.writer is not None:
+            self.writer.close()  # flushes every event to the file
+            self.writer = None
+
+
+@contextlib.contextmanager
+def _sigint_deferred():
+    """Hold SIGINT back in the body (main thread only); one that came meanwhile is delivered after."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})

@@ -1,0 +1,199 @@
+"""The trainer's side of its input workers: start them, take their batches in order, end them.
+
+    pool = WorkerPool(input_fn, args, kwargs, count=4, config=config)
+    task, batch = pool.next_batch()     # the next batch, from the worker whose turn it is
+    pool.finish()                       # before the run closes: workers stream the rest and leave
+
+Order: the workers take turns (0, 1, …, N-1, 0, …). The turn's worker is waited for, unless
+another worker already has its whole prefetch (PREFETCH batches) waiting, which means the
+turn's worker is the one holding the run up: then the next worker in turn order with a batch
+ready goes first. While every worker keeps up, the order is strictly round-robin; a slow worker
+feeds fewer batches, and csd's fair-share report names it.
+
+Each taken batch is acknowledged to its worker, which counts those samples as consumed and
+streams them into the run (worker.py); the trainer streams nothing itself, so each sample is
+counted once, by the worker that made it. Workers learn the run's id and join token once the
+first step has opened the run (`hand_out`, over the CURVE socket).
+
+A worker's exception, or a worker process that ends without saying bye (killed), ends the run
+ABORTED and raises InputWorkerFailed in the training process, with the worker's traceback.
+"""
+
+from __future__ import annotations
+
+import collections
+import multiprocessing
+import signal
+import time
+
+from csadmin.errors import InputWorkerFailed
+
+import csadmin.cstorch.runtime as runtime
+
+from .batches import samples_of
+from .transport import TrainerSocket, unpack_batch
+from .worker import PREFETCH, process_main
+
+HELLO_TIMEOUT = 60.0  # a worker process must start and say hello within this
+BYE_TIMEOUT = 30.0  # … and stream its last samples, leave the run and say bye within this
+POLL_MS = 100  # how often a wait checks the worker processes are alive
+
+
+def worker_name(task: int) -> str:
+    """The name a worker feeds under in csd's run record."""
+    return f"worker-{task}"
+
+
+class WorkerPool:
+    """N input worker processes feeding this process (see the module docstring)."""
+
+    def __init__(self, input_fn, args: tuple, kwargs: dict, count: int, config):
+        self.count = count
+        self.socket = TrainerSocket()
+        csd = {"address": config.mgmt_address, "key": config.key}
+        context = multiprocessing.get_context("fork")  # the input function needs no pickling
+        self.processes = [
+            context.Process(target=process_main, args=(spec, input_fn, args, kwargs, csd),
+                            name=f"cstorch-{worker_name(spec.task)}", daemon=True)
+            for spec in self.socket.specs(count)]
+        self.identities: dict[int, bytes] = {}
+        self.queues = [collections.deque() for _ in range(count)]
+        self.fed = [0] * count  # samples taken from each worker
+        self.byes: dict[int, dict] = {}
+        self.turn = 0
+        self.run_id: str | None = None
+        self.closed = False
+        runtime.get().before_close.append(self.finish)
+        for p in self.processes:
+            p.start()
+        deadline = time.monotonic() + HELLO_TIMEOUT
+        while len(self.identities) < count:
+            if time.monotonic() > deadline:
+                missing = sorted(set(range(count)) - set(self.identities))
+                self._fail(f"input worker(s) {missing} did not start within {HELLO_TIMEOUT:g} s")
+            self._wait()
+
+    # -- batches -------------------------------------------------------------------------------
+
+    def next_batch(self) -> tuple[int, object]:
+        """(task, batch): the next batch in turn order (see the module docstring)."""
+        self._hand_out()
+        while True:
+            self._drain(0)
+            self._check_alive()  # a killed worker ends the run even while the others keep up
+            task = self._pick()
+            if task is not None:
+                return task, self._take(task)
+            self._wait()
+
+    def _pick(self) -> int | None:
+        if self.queues[self.turn]:
+            return self.turn
+        if not any(len(q) >= PREFETCH for q in self.queues):
+            return None  # nobody is held up by the turn's worker yet: wait for it
+        order = [(self.turn + k) % self.count for k in range(1, self.count)]
+        return next(t for t in order if self.queues[t])
+
+    def _take(self, task: int):
+        header, payload = self.queues[task].popleft()
+        try:
+            batch = unpack_batch(payload)
+        except Exception as exc:  # noqa: BLE001 — whatever the bytes were, the worker is at fault
+            self._fail(f"input worker {task} sent a batch that is not tensors ({type(exc).__name__}: "
+                       f"{str(exc)[:200]})", short=f"input worker {task} sent a batch that is not tensors")
+        samples = samples_of(batch)
+        self.socket.send(self.identities[task], "ack", {"samples": samples})
+        self.fed[task] += samples
+        self.turn = (task + 1) % self.count
+        return batch
+
+    # -- the run -------------------------------------------------------------------------------
+
+    def _hand_out(self) -> None:
+        """Once the run is open: give every worker its id and join token (a secret, encrypted)."""
+        session = runtime.get().session
+        run = None if session is None else session.run
+        if run is None or self.run_id is not None or self.closed:
+            return
+        self.run_id = run.id
+        for task, identity in self.identities.items():
+            self.socket.send(identity, "join", {"run_id": run.id, "token": run.join_token, "name": worker_name(task)})
+
+    def finish(self) -> None:
+        """Before the run closes: every worker streams what was consumed, leaves, says bye."""
+        if self.closed:
+            return
+        self._hand_out()
+        for identity in self.identities.values():
+            self.socket.send(identity, "stop", {})
+        deadline = time.monotonic() + BYE_TIMEOUT
+        try:
+            while len(self.byes) < self.count:
+                if time.monotonic() > deadline:
+                    self._fail(f"input worker(s) {sorted(set(range(self.count)) - set(self.byes))} did not "
+                               f"finish within {BYE_TIMEOUT:g} s")
+                self._wait()
+        finally:
+            self.shutdown()
+
+    def shutdown(self) -> None:
+        """Stop every worker process now (idempotent)."""
+        if self.closed:
+            return
+        self.closed = True
+        for p in self.processes:
+            if p.is_alive():
+                p.terminate()
+        for p in self.processes:
+            p.join(5)
+        self.socket.close()
+
+    # -- messages and failures -----------------------------------------------------------------
+
+    def _wait(self) -> None:
+        self._drain(POLL_MS)
+        self._check_alive()
+
+    def _drain(self, timeout_ms: int) -> None:
+        while (message := self.socket.recv(timeout_ms)) is not None:
+            timeout_ms = 0
+            self._handle(*message)
+
+    def _handle(self, identity: bytes, kind: str, header: dict, payload) -> None:
+        if kind == "hello":
+            task = header.get("task")
+            if header.get("secret") == self.socket.hello_secret and task in range(self.count):
+                self.identities[task] = identity
+            return
+        task = next((t for t, i in self.identities.items() if i == identity), None)
+        if task is None:
+            return  # not one of this run's workers: ignored
+        if kind == "batch" and payload is not None:
+            self.queues[task].append((header, payload))
+        elif kind == "bye":
+            self.byes[task] = header
+        elif kind == "error":
+            self._fail(f"input worker {task} raised:\n{header.get('traceback', '(no traceback)').rstrip()}",
+                       short=f"input worker {task} raised {_last_line(header.get('traceback', ''))}")
+
+    def _check_alive(self) -> None:
+        for task, p in enumerate(self.processes):
+            if p.exitcode is not None and task not in self.byes and not self.closed:
+                self._drain(0)  # its error message may be waiting
+                how = (f"was killed by signal {signal.Signals(-p.exitcode).name}" if p.exitcode < 0
+                       else f"exited with status {p.exitcode}")
+                self._fail(f"input worker {task} (pid {p.pid}) {how} without finishing")
+
+    def _fail(self, message: str, short: str | None = None) -> None:
+        """End the workers and the run (ABORTED, saying why), then raise."""
+        self.shutdown()
+        error = InputWorkerFailed(f"{message}\nThe run was ended.")
+        error.reason = short or message  # the run's abort reason
+        if not runtime.get().finished:  # (inside runtime.finish, it closes the run with this reason)
+            runtime.finish(error.reason)
+        raise error
+
+
+def _last_line(text: str) -> str:
+    lines = [line for line in text.strip().splitlines() if line.strip()]
+    return lines[-1].strip() if lines else "an exception"

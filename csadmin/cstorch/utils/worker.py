@@ -1,0 +1,133 @@
+"""One input worker process: it builds its own dataloader and feeds the trainer (004: workers
+"cannot share a PyTorch dataloader", so "each worker will call this input function").
+
+    main(spec, input_fn, args, kwargs, csd)     # the process's whole life; returns its exit status
+
+The worker says who it is (`cstorch.utils.data.worker_info()` → its task and the worker count),
+calls `input_fn(*args, **kwargs)`, and sends batches to the trainer, at most PREFETCH ahead of
+what the trainer has acknowledged; its input restarts when it runs out, until the trainer says
+stop. Once the trainer hands it the run's id and join token it joins the run on csd
+(`Client.join_run`, named `worker-<task>`) and streams the samples the trainer *consumed* (each
+`ack`), so every sample csd counts went through a step exactly once. On `stop` it streams the rest,
+leaves the run and says `bye` with what it produced, had consumed and streamed. Any exception —
+in input_fn, in a batch, in csd's answers — goes to the trainer as `error` with the traceback.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+import traceback
+
+from csadmin import errors
+from csadmin.client import Client
+
+from .batches import repeated, samples_of
+from .tasks import enter_worker
+from .transport import Spec, WorkerSocket, pack_batch
+
+PREFETCH = 4  # batches a worker may have sent ahead of the trainer's acknowledgements
+STREAM_EVERY_SECONDS = 1.0  # run.stream at most this often (and at the end)
+CLIENT_TIMEOUT = 5.0
+
+
+def csd_client(address: str | None, key: str | None, timeout: float = CLIENT_TIMEOUT) -> Client:
+    """A client for csd at `address` (a connection file or an endpoint), as cstorch.configure takes it."""
+    endpoint = address if address and "://" in address else None
+    connect = None if endpoint or not address else address
+    return Client(endpoint, timeout=timeout, connect=connect, key=key)
+
+
+def main(spec: Spec, input_fn, args: tuple, kwargs: dict, csd: dict) -> int:
+    enter_worker(spec.task, spec.count)
+    sock = WorkerSocket(spec)
+    try:
+        return Feeder(spec, sock, csd).feed(input_fn, args, kwargs)
+    except BaseException:  # noqa: BLE001 — everything goes to the trainer, which raises it
+        sock.send("error", {"task": spec.task, "traceback": traceback.format_exc()})
+        return 1
+    finally:
+        sock.close()
+
+
+def process_main(*args) -> None:
+    """multiprocessing's target: run main() and end the process without the parent's atexit
+    hooks (a forked copy of the trainer must never close the trainer's run). Ctrl-C at a
+    terminal reaches the whole process group: the trainer owns it (it ends the run and stops
+    its workers), so a worker ignores SIGINT rather than report it as its own failure."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    os._exit(main(*args))
+
+
+class Feeder:
+    """The worker's loop (see the module docstring)."""
+
+    def __init__(self, spec: Spec, sock: WorkerSocket, csd: dict):
+        self.spec, self.sock, self.csd = spec, sock, csd
+        self.parent = os.getppid()
+        self.credits = PREFETCH
+        self.produced = self.consumed = self.streamed = 0
+        self.client = self.run = None
+        self.last_stream = time.monotonic()
+
+    def feed(self, input_fn, args, kwargs) -> int:
+        self.sock.send("hello", {"task": self.spec.task, "pid": os.getpid(), "secret": self.spec.hello_secret})
+        batches = repeated(input_fn(*args, **kwargs))
+        try:
+            while True:
+                message = self.sock.recv(0 if self.credits else 1000)
+                if message is None:
+                    if self.credits:
+                        self._send(next(batches))
+                    elif os.getppid() != self.parent:
+                        return 1  # the trainer is gone
+                    continue
+                kind, header, _ = message
+                if kind == "stop":
+                    break
+                self._handle(kind, header)
+            self._stream(final=True)
+            if self.run is not None:
+                try:
+                    self.run.leave()
+                except (errors.RunAborted, errors.InvalidState):
+                    pass  # the run ended first (the trainer learns why from csd)
+        finally:
+            if self.client is not None:
+                self.client.close()
+        self.sock.send("bye", {"task": self.spec.task, "produced": self.produced, "consumed": self.consumed,
+                               "streamed": self.streamed})
+        return 0
+
+    def _send(self, batch) -> None:
+        self.sock.send("batch", {"seq": self.produced, "samples": samples_of(batch)}, pack_batch(batch))
+        self.credits -= 1
+        self.produced += 1
+
+    def _handle(self, kind: str, header: dict) -> None:
+        if kind == "ack":
+            self.credits += 1
+            self.consumed += int(header["samples"])
+            self._stream()
+        elif kind == "join":
+            self.client = csd_client(self.csd.get("address"), self.csd.get("key"))
+            try:
+                self.run = self.client.join_run(header["run_id"], header["token"], name=header["name"])
+            except errors.RunAborted:
+                return  # csd ended the run already: the trainer's next step says why
+            self._stream(final=True)
+
+    def _stream(self, final: bool = False) -> None:
+        """Report the consumed samples not yet reported: at most once a second, and at the end."""
+        pending = self.consumed - self.streamed
+        due = final or time.monotonic() - self.last_stream >= STREAM_EVERY_SECONDS
+        if self.run is None or not pending or not due:
+            return
+        try:
+            self.run.stream(pending)
+        except errors.RunAborted:
+            self.run = None  # csd ended the run (standby --force, a fault, runs abort): the trainer's
+            return  # next step raises RunAborted with csd's reason; this worker just stops reporting
+        self.streamed += pending
+        self.last_stream = time.monotonic()
