@@ -4,7 +4,8 @@
 # more generated metrics requests, scenario texts and Slurm environments than CI's (tests/fuzz; CI
 # sends a few thousand frames, damages 16 and runs a few hundred of each of the rest). Each
 # creates or refreshes the local virtualenv in .venv first. `make completions` regenerates
-# completions/ (bash, zsh) from the command table.
+# completions/ (bash, zsh) from the command table. `make test-fast`: only the unit tier (the model
+# and single units, no process; tests/conftest.py), in under 30 s, to run before every commit.
 PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
@@ -14,7 +15,7 @@ STAMP := $(VENV)/.installed
 # (pip's find-links) instead of PyPI's newest build with ~3 GB of CUDA packages.
 TORCH ?= torch==2.13.0
 
-.PHONY: run test fuzz install completions clean
+.PHONY: run test test-fast fuzz install completions clean
 
 $(VENV)/bin/python:
 	$(PYTHON) -m venv $(VENV)
@@ -38,6 +39,9 @@ run: $(PRODUCT_STAMP)
 
 test: $(STAMP)
 	$(PY) -m pytest
+
+test-fast: $(STAMP)
+	$(PY) -m pytest -q -m unit
 
 FUZZ_FRAMES ?= 100000
 FUZZ_DAMAGE ?= 400

@@ -124,7 +124,7 @@ class Client(Transport):
         return self.call("system.fault.list")
 
     def fault_scenario(self, text: str, source: str | None = None, dry_run: bool = False) -> dict:
-        """Load a fault scenario from its TOML text (admins; statemachine/fault_scenario.py)."""
+        """Load a fault scenario from its TOML text (admins; statemachine/faults/scenario.py)."""
         return self.call("system.fault.scenario", text=text, **_given(source=source, dry_run=dry_run or None))
 
     def execmode_show(self) -> dict:

@@ -3,7 +3,7 @@ checked before any TOML parser sees the text: tomllib recurses once per nested a
 table (5,000 nested arrays end in RecursionError) and holds the whole document in memory (a 41 MB
 file of 10^6 faults took 11 s and 692 MB).
 
-Pure and stdlib only: the model (statemachine/fault_scenario.py, which checks every text it
+Pure and stdlib only: the model (statemachine/faults/scenario.py, which checks every text it
 parses, so a scenario sent over the wire is held to it too), csd and `cs` (csadmin/scenario_file.py,
 which reads at most MAX_BYTES + 1 bytes of a file) all use these numbers.
 

@@ -70,7 +70,7 @@ EXECMODE_SPELLINGS = (*(m.value for m in ExecMode), *(m.value.lower().replace("_
 
 class Health(str, Enum):
     """The `systemHealth` values this model produces (a subset of the real enum): the
-    lifecycle's, and those its faults imply (statemachine/faults.py ranks them)."""
+    lifecycle's, and those its faults imply (statemachine/faults/__init__.py ranks them)."""
 
     OK = "OK"
     DEGRADED = "DEGRADED"

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from csadmin.protocol import REASON_MAX_CHARS
-from csadmin.statemachine.fault_scenario import MAX_SECONDS  # a year: what a scenario file may say too
+from csadmin.statemachine.faults.scenario import MAX_SECONDS  # a year: what a scenario file may say too
 
 INT_MIN, INT_MAX = -(2**63), 2**63 - 1
 MAX_STRING_CHARS = 1000  # any string argument; `parse` functions bound most far lower
@@ -177,7 +177,7 @@ def seconds_for(value: float) -> float:
 
 
 def fault_name(value: str) -> str:
-    """A fault's name (statemachine/faults.py checks it against the catalogue)."""
+    """A fault's name (statemachine/faults/__init__.py checks it against the catalogue)."""
     if not value or len(value) > 100 or not value.isprintable():
         raise ValueError("must be a fault name of 1 to 100 printable characters, e.g. temperature-high-warn")
     return value

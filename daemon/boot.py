@@ -1,12 +1,12 @@
 """Starting csd: everything that happens before it answers anyone, in order.
 
-1. The state store is opened and checked (daemon/store.py, daemon/identity.py), and the model
+1. The state store is opened and checked (daemon/store.py, daemon/store_identity.py), and the model
    recovers from it in one call (Device.recover: a transition a stop interrupted is rolled
    forward, the run left open is aborted); what recovery did is committed at once.
 2. csd's keypair and the key registry; the ZAP authenticator, bound before any CURVE socket
    (daemon/auth.py says why).
 3. The sockets bound (daemon/sockets.py), the connection gate (daemon/capacity.py), the metrics
-   listener when `metrics_endpoint` is set (daemon/instruments.py), and the connection file written.
+   listener when `metrics_endpoint` is set (daemon/metrics_facade.py), and the connection file written.
 Only then does the loop (daemon/server.py) serve, and systemd hear READY=1. `Booted.close()`
 undoes it all in reverse at a clean stop.
 """
@@ -21,7 +21,7 @@ import zmq
 from csadmin import __version__, connection
 from csadmin.statemachine.defaults import EVENTS_IN_MEMORY, KEEP_RUNS, Timings
 from csadmin.statemachine.device import Device
-from csadmin.statemachine.fault_state import text_digest
+from csadmin.statemachine.faults.state import text_digest
 
 from .audit import AuditTrail
 from .auth import Authenticator, check_libzmq
@@ -29,9 +29,9 @@ from .capacity import ConnectionGate
 from .config import Config, read_scenario
 from .context import Context
 from .dispatch import Dispatcher
-from .instruments import start as start_metrics
+from .metrics_facade import start as start_metrics
 from .keys import KeyStore, Registry
-from .memory import release_large_blocks
+from .mmap_threshold import release_large_blocks
 from .sockets import Sockets, bind
 from .store import Store
 
@@ -56,7 +56,7 @@ class Booted:
     dispatcher: Dispatcher
     connection_file: str
     log: object
-    metrics: object  # daemon/metrics.py's Metrics, or instruments.NO_METRICS
+    metrics: object  # daemon/metrics.py's Metrics, or metrics_facade.NO_METRICS
     metrics_listener: object | None
 
     def close(self) -> None:

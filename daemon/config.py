@@ -135,9 +135,9 @@ def _check_value(key: str, value, where: str | None) -> None:
 
 def read_scenario(path: str) -> tuple[str, str]:
     """The fault scenario file at `path`: (its text, its name for messages), checked by
-    statemachine/fault_scenario.py; ConfigError listing every problem with its line."""
+    statemachine/faults/scenario.py; ConfigError listing every problem with its line."""
     from csadmin import scenario_file
-    from csadmin.statemachine.fault_scenario import ScenarioError, parse
+    from csadmin.statemachine.faults.scenario import ScenarioError, parse
 
     try:
         text = scenario_file.read(path)  # bounded: csadmin/scenario_limits.py

@@ -7,7 +7,7 @@ from typing import Callable
 
 from csadmin.statemachine.device import Device
 
-from .instruments import NO_METRICS
+from .metrics_facade import NO_METRICS
 
 
 @dataclass(frozen=True)
@@ -42,4 +42,4 @@ class Context:
     audit_entries: Callable[[int], list[dict]] | None = None  # the newest N audit records
     # The kept events matching events.show's filters (Store.events); None: the model's own tail.
     events: Callable[..., list[dict]] | None = None
-    metrics: object = NO_METRICS  # what commands count beyond requests (daemon/instruments.py)
+    metrics: object = NO_METRICS  # what commands count beyond requests (daemon/metrics_facade.py)

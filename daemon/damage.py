@@ -13,7 +13,7 @@ from __future__ import annotations
 import contextlib
 import sqlite3
 
-from .identity import recovery_steps
+from .store_identity import recovery_steps
 
 # SQLite's primary result codes that mean the file's content is wrong, not its surroundings.
 _DAMAGE_CODES = {11: "SQLITE_CORRUPT", 24: "SQLITE_FORMAT", 26: "SQLITE_NOTADB"}

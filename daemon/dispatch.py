@@ -12,14 +12,16 @@ change.py) and is made durable (device snapshot, new events, changed runs, the r
 audit record, in one SQLite transaction) before its reply leaves; refused, failed, or not saved
 (a full disk), the change is undone, nothing is published, and the reply says so.
 
-Group commit (daemon/group.py): the loop `submit()`s every request it drained in one turn; the
-durable changes among them are applied in order, each in its own inner change, and wait; the
-loop then calls `commit_group()`, which writes all of them in one transaction and only then
-queues their replies (`take_ready()`) and publishes their events. A commit that fails undoes
-every one of them and refuses each (INTERNAL, "not saved", not remembered: a retry may succeed).
-Anything else that looks at the model — a read, a dry run, a hot op, a retry of a request still
-in the group — first commits the group, so no reply ever shows a state that is not durable.
-`handle()` answers one request on its own (a group of one). Mutating
+One persistence path: every change to the model — a request's, a hot op's, a timer's — is
+staged in the group (daemon/group.py), committed by `commit_group()` (the device, the events, the
+runs, the replies and audit records, in one transaction) and only then published. The loop
+`submit()`s every request it drained in one turn; the durable changes among them are applied in
+order, each in its own inner change, and wait; the loop then calls `commit_group()`, which writes
+all of them at once and only then queues their replies (`take_ready()`) and publishes their
+events. A commit that fails undoes every request in the group and refuses each (INTERNAL, "not
+saved", not remembered: a retry may succeed); a timer's change is kept instead (below). Anything
+else that looks at the model — a read, a dry run, a hot op, a retry of a request still in the
+group — first commits the group, so no reply ever shows a state that is not durable. Mutating
 requests are idempotent on (client, request id): a retry
 (same op, same args) gets the first reply, never a second side effect; an id reused for another
 request is refused (daemon/replies.py). Nothing here raises to the loop (the loop guards anyway)
@@ -31,7 +33,12 @@ kept in memory only (a client waits for a reply before its next request, so the 
 only one it retries: a retry within the daemon's life gets the first reply, so samples are never
 counted twice, and a stream costs no memory per call), and the runs they touched are written by `tick()` at most `FLUSH_SECONDS` later, or with
 the next durable change. A crash loses at most that much of their counters, and a restart aborts
-the open run anyway. If a hot op does emit events, it is committed like any other change.
+the open run anyway. If a hot op does emit events, it is committed at once like any other change.
+
+A timer's change (`tick()`: a transition completing, a fault firing, a lease lapsing) is staged
+and committed the same way; if its commit fails it is kept, not undone (it would fire again on
+every loop turn while the disk is full): its events are published at once, as the model's
+state, and written with the next commit.
 """
 
 from __future__ import annotations
@@ -48,7 +55,7 @@ from .audit import AuditTrail
 from .commands import COMMANDS
 from .context import Caller, Context
 from .group import Group, Staged
-from .instruments import NO_METRICS
+from .metrics_facade import NO_METRICS
 from .keys import role_allows
 from .reads import ReadCache
 from .replies import LastReplies, ReplyCache, Reused, fingerprint
@@ -56,9 +63,16 @@ from .store import Store, StoreDamaged
 
 FLUSH_SECONDS = 1.0  # how stale the stored counters of hot ops may get
 
+# What an op module declares beyond NAME, ROLE, ARGS, MUTATING, when it does not say (daemon/commands/).
+DECLARED_DEFAULTS = {
+    "DURABLE": True,  # False: a hot op, kept in memory (above)
+    "CACHED": False,  # True: a read answered from the read cache while the model is unchanged (daemon/reads.py)
+}
 
-class _NotSaved(Exception):
-    """The store could not commit a change (a full disk, an I/O error): it was undone."""
+
+def declared(command, flag: str) -> bool:
+    """What the op module `command` declares for `flag`, or its default (DECLARED_DEFAULTS)."""
+    return getattr(command, flag, DECLARED_DEFAULTS[flag])
 
 
 def _not_saved() -> errors.Internal:
@@ -96,7 +110,7 @@ class Dispatcher:
         self.publish = publish
         self.log = log
         self.audit = audit_trail or AuditTrail(store, log)
-        self.metrics = metrics  # daemon/instruments.py: counts requests, denials and commits
+        self.metrics = metrics  # daemon/metrics_facade.py: counts requests, denials and commits
         self._last_flush = time.monotonic()
         self._replies = ReplyCache(keep_replies, replies)
         # Hot ops' replies apart, so a streaming runtime cannot push out the durable ones; and
@@ -117,14 +131,6 @@ class Dispatcher:
         self._logger = logger
         is_enabled_for = getattr(logger, "is_enabled_for", None)
         self._debug = is_enabled_for(logging.DEBUG) if is_enabled_for else True
-
-    def handle(self, client: bytes, frame: bytes, caller: Caller, parts: int = 1) -> bytes:
-        """Answer one request on its own: a durable change is committed before this returns."""
-        reply = self.submit(client, frame, caller, parts)
-        if reply is None:
-            self.commit_group()
-            (_, reply), = self.take_ready()
-        return reply
 
     def take_ready(self) -> list[tuple[bytes, bytes]]:
         """The (client, reply) of the changes committed (or refused) by commit_group(), in order."""
@@ -169,7 +175,8 @@ class Dispatcher:
                 ))
             # A dry run changes nothing: it is answered like a read (no replay, no commit, no audit).
             mutating = command.MUTATING and args.get("dry_run") is not True
-            loud = mutating and getattr(command, "DURABLE", True)  # hot ops log at DEBUG
+            hot = mutating and not declared(command, "DURABLE")
+            loud = mutating and not hot  # hot ops log at DEBUG
             if self._group and (not loud or self._group.holds(client, request_id)):
                 self.commit_group()  # what follows must see (or answer) only durable state
             fp = fingerprint(op, args) if mutating else ""
@@ -179,12 +186,12 @@ class Dispatcher:
                     reply, outcome = replayed
                     self._log(loud, request_id, op, caller, outcome, started)
                     return reply
-            if loud:
-                reply, outcome = self._stage(command, request_id, args, client, fp, caller, started)
-                if reply is None:
-                    return None
+            if mutating:
+                reply, outcome = self._stage(command, request_id, args, client, fp, caller, started, hot)
+                if outcome is None:  # staged (its reply waits for the commit), or answered and logged
+                    return reply
             else:
-                reply, outcome = self._execute(command, mutating, request_id, args, client, fp, caller)
+                reply, outcome = self._read(command, request_id, args, caller)
         except protocol.ProtocolError as exc:
             request_id = exc.request_id if request_id is None else request_id
             reply = protocol.error(request_id, exc.error)
@@ -249,9 +256,11 @@ class Dispatcher:
                 self._audit(caller, command.NAME, args, refusal.code, refusal.message)
             return None, protocol.error(request_id, refusal), refusal.code
 
-    def _stage(self, command, request_id, args, client, fp, caller, started) -> tuple[bytes | None, str]:
-        """Apply a durable change to the group: (None, "") once staged (its reply waits for the
-        commit), or the reply and code of a request refused for its arguments."""
+    def _stage(self, command, request_id, args, client, fp, caller, started, hot) -> tuple[bytes | None, str | None]:
+        """Apply a change to the group. A durable one waits for the commit: (None, None). A hot
+        op that emitted no event changed only memory: answered at once, (reply, outcome); one
+        that did is committed at once: (reply, None), logged. A request refused for its arguments:
+        (reply, outcome)."""
         parsed, reply, outcome = self._validated(command, True, request_id, args, caller)
         if parsed is None:
             return reply, outcome
@@ -267,37 +276,61 @@ class Dispatcher:
         except Exception:
             failure = self._bug(command, request_id)
             reply, outcome, message = protocol.error(request_id, failure), failure.code, failure.message
+        if hot and not self._group.events:  # counters and deadlines in memory: kept, not audited
+            self._group.close()
+            self._hot_replies.remember(client, request_id, fp, reply)
+            return reply, outcome
         self._group.add(Staged(client, request_id, protocol.id_key(request_id), fp, reply, outcome, command.NAME, args,
-                               caller, started, row, message))
-        return None, ""
+                               caller, started, row, message, hot))
+        if not hot:
+            return None, None
+        self.commit_group()  # a hot op's reply never waits for the loop's commit
+        return self._ready.pop()[1], None
 
-    def commit_group(self) -> None:
-        """Commit the durable changes staged since the last call, in one transaction; then
-        queue their replies (take_ready()) and publish their events, in order. If the commit
-        fails, every one of them is undone and refused."""
+    def commit_group(self, timer: bool = False) -> None:
+        """Commit the changes staged since the last call, in one transaction; then queue their
+        replies (take_ready()) and publish their events, in order. If the commit fails, every
+        request in the group is undone and refused. `timer`: the group holds a timer's change,
+        or nothing (the hot ops' counters are due to be written): it is written even if empty,
+        and kept if it cannot be (its events go with the next commit)."""
         group = self._group
-        if not group:
+        if not group and not timer:
             return
-        self._reads.clear()  # the group changed the model (or is about to be undone): cached reads are stale
+        if group:
+            self._reads.clear()  # the group changed the model (or is about to be undone): cached reads are stale
+        device = self.ctx.device
         runs = []
         try:
-            if group.events or any(s.row for s in group.staged):  # else refusals only: nothing changed
-                runs = group.dirty_runs()
+            if timer or group.events or any(s.row for s in group.staged):  # else refusals only: nothing changed
+                runs = device.unsaved_runs()
                 self._write(group.events, runs,
                             [(s.client, s.key, s.fp, s.reply) for s in group.staged if s.row],
                             [s.row for s in group.staged if s.row])
-        except Exception as exc:  # not saved (or a bug): the model goes back to before the group
-            staged = group.close(exc)
+        except Exception as exc:  # not saved (or a bug)
+            if timer:
+                # A timer's change is kept: the model is ahead of the disk until the next commit
+                # writes the device and these events (or a restart rolls the transition forward
+                # again), so serving carries on, and its events go out as the model's state now.
+                self.log.exception("persist_failed", op="timer")
+                self._unsaved_events.extend(group.events)
+                self._publish(group.events, group.close())
+                return
+            staged = group.close(exc)  # the model goes back to before the group
             self.log.exception("persist_failed", ops=[s.op for s in staged], ids=[s.request_id for s in staged])
             failure = _damaged(exc) if isinstance(exc, StoreDamaged) else _not_saved()
             for s in staged:  # not remembered: a retry may succeed
                 self._audit(s.caller, s.op, s.args, failure.code, failure.message)
                 self._ready.append((s.client, protocol.error(s.request_id, failure)))
-                self._log(True, s.request_id, s.op, s.caller, failure.code, s.started)
+                self._log(not s.hot, s.request_id, s.op, s.caller, failure.code, s.started)
             return
         emitted = group.events
         staged = group.close()
-        self.ctx.device.runs_saved(runs)
+        device.runs_saved(runs)
+        self._publish(emitted, staged)
+
+    def _publish(self, emitted, staged) -> None:
+        """What follows a commit: remember and queue each staged request's reply, then publish
+        the events, in order."""
         for s in staged:
             # Refusals are remembered too (in memory), so a retry gets the same answer and an id
             # reused for another request is told apart.
@@ -305,63 +338,17 @@ class Dispatcher:
             if s.row is None:
                 self._audit(s.caller, s.op, s.args, s.outcome, s.message)
             self._ready.append((s.client, s.reply))
-            self._log(True, s.request_id, s.op, s.caller, s.outcome, s.started)
+            self._log(not s.hot, s.request_id, s.op, s.caller, s.outcome, s.started)
         for event in emitted:
             self.publish(event.to_dict())
 
-    def _execute(self, command, mutating, request_id, args, client, fp, caller) -> tuple[bytes, str]:
-        """Return the reply and its outcome ("ok" or the error code) of a read or a hot op. A
-        hot op that emitted events is committed in its change like any other; refused, failed or
-        not saved, it is undone and nothing is published."""
-        parsed, reply, outcome = self._validated(command, mutating, request_id, args, caller)
+    def _read(self, command, request_id, args, caller) -> tuple[bytes, str]:
+        """Answer a read (or a dry run): from the read cache when the op is CACHED."""
+        parsed, reply, outcome = self._validated(command, False, request_id, args, caller)
         if parsed is None:
             return reply, outcome
-        if not mutating:
-            return self._read(command, request_id, parsed, caller)
-        # Hot ops (run.stream, run.heartbeat) stay in memory and out of the audit log, unless
-        # they changed something that must be durable (emitted an event).
-        durable = getattr(command, "DURABLE", True)
-        emitted = []
         try:
-            with self.ctx.device.change() as change:
-                try:
-                    result = command.execute(self.ctx, parsed, caller)
-                    reply, outcome = protocol.ok(request_id, result), "ok"
-                except errors.CsError as exc:
-                    if not exc.keeps_change:
-                        raise
-                    # Attempted and failed (an injected transition fault): refused, but the
-                    # attempt's events are history and are committed like a change.
-                    reply, outcome, result = protocol.error(request_id, exc), exc.code, {"message": exc.message}
-                durable = durable or bool(change.events)
-                if durable:
-                    self._commit(change, caller, command.NAME, args, result, request_id, (client, fp, reply), outcome)
-            emitted = change.events
-        except errors.CsError as exc:  # a refusal: the model's rules said no
-            reply, outcome = protocol.error(request_id, exc), exc.code
-            if durable:
-                self._audit(caller, command.NAME, args, exc.code, exc.message)
-        except (_NotSaved, StoreDamaged) as exc:
-            failure = _damaged(exc) if isinstance(exc, StoreDamaged) else _not_saved()
-            self._audit(caller, command.NAME, args, failure.code, failure.message)
-            return protocol.error(request_id, failure), failure.code  # not remembered: a retry may succeed
-        except Exception:
-            failure = self._bug(command, request_id)
-            reply, outcome = protocol.error(request_id, failure), failure.code
-            if durable:
-                self._audit(caller, command.NAME, args, failure.code, failure.message)
-        # Refusals are remembered too (in memory), so a retry gets the same answer and an id
-        # reused for another request is told apart.
-        (self._replies if durable else self._hot_replies).remember(client, request_id, fp, reply)
-        if durable:  # the model may have changed (a hot op without events changes no answer a read caches)
-            self._reads.clear()
-        for event in emitted:
-            self.publish(event.to_dict())
-        return reply, outcome
-
-    def _read(self, command, request_id, parsed, caller) -> tuple[bytes, str]:
-        try:
-            if getattr(command, "CACHED", False):
+            if declared(command, "CACHED"):
                 return self._reads.answer(command.NAME, parsed, request_id,
                                           lambda: command.execute(self.ctx, parsed, caller)), "ok"
             return protocol.ok(request_id, command.execute(self.ctx, parsed, caller)), "ok"
@@ -377,22 +364,6 @@ class Dispatcher:
         """Log the exception being handled (with its traceback) and say it on the wire without one."""
         self.log.exception("internal_error", op=command.NAME, id=request_id)
         return errors.Internal(f"csd failed while handling {command.NAME}.")
-
-    def _commit(self, change, caller: Caller, op: str, args, result: dict, request_id, answer: tuple,
-                outcome: str = "ok") -> None:
-        """Write the change, its reply (`answer`: client, fingerprint, reply) and its audit record
-        in one transaction; raise _NotSaved if the store cannot."""
-        runs = change.dirty_runs()
-        client, fp, reply = answer
-        row = audit.record(caller.name, caller.role, op, args, outcome, str(result.get("message", "")))
-        try:
-            self._write(change.events, runs, [(client, protocol.id_key(request_id), fp, reply)], [row])
-        except StoreDamaged:
-            raise  # not a change that failed to save: csd stops (daemon/server.py)
-        except Exception as exc:
-            self.log.exception("persist_failed", op=op, id=request_id)
-            raise _NotSaved() from exc
-        self.ctx.device.runs_saved(runs)
 
     def _write(self, events, runs, replies=(), rows=()) -> None:
         """One transaction: the device, `events`, `runs`, `replies`, the audit `rows`, and what
@@ -411,8 +382,9 @@ class Dispatcher:
         self._unsaved_events = []
 
     def tick(self) -> None:
-        """Complete a timed transition whose time has come; persist, then publish. Write the
-        audit records that are due."""
+        """Complete what a timer made due (in the group: staged, committed, then published), or
+        write the hot ops' counters once they are FLUSH_SECONDS old. Write the audit records
+        that are due."""
         self.commit_group()  # the loop commits it first; a timer must never fire inside a group
         self.audit.tick()
         try:
@@ -421,39 +393,19 @@ class Dispatcher:
             self.log.error("identity_write_failed", path=self.store.identity.path, reason=str(exc))
         device = self.ctx.device
         due = device.next_deadline()
-        advanced = False
-        if due is not None and due <= device.now():  # a transaction only when a timer is due
-            with device.change() as change:
-                advanced = device.advance()
+        advanced = due is not None and due <= device.now() and self._group.apply(device.advance)
         if not advanced:
-            if device.has_unsaved_runs() and time.monotonic() - self._last_flush >= FLUSH_SECONDS:
-                self._flush([])
-            return
-        self._reads.clear()
-        emitted = change.events
-        self._flush(emitted)
-        for event in emitted:
-            self.publish(event.to_dict())
-        self.log.info(
-            "timers_fired", state=device.lifecycle.value, fabric=device.fabric(),
-            seq=device.events.last_seq, types=[e.type for e in emitted],
-        )
-
-    def _flush(self, emitted) -> None:
-        """Write the device, `emitted` events and the runs changed since they were last written."""
-        device = self.ctx.device
-        runs = device.unsaved_runs()
+            self._group.close()  # nothing changed (or nothing was due)
+            if not (device.has_unsaved_runs() and time.monotonic() - self._last_flush >= FLUSH_SECONDS):
+                return
+        emitted = self._group.events
         self._last_flush = time.monotonic()
-        # A failed commit here leaves the model ahead of the disk; the next commit writes the
-        # device and these events (or a restart rolls the transition forward again), so
-        # serving carries on.
-        try:
-            self._write(emitted, runs)
-        except Exception:
-            self._unsaved_events.extend(emitted)
-            self.log.exception("persist_failed", op="timer")
-            return
-        device.runs_saved(runs)
+        self.commit_group(timer=True)
+        if advanced:
+            self.log.info(
+                "timers_fired", state=device.lifecycle.value, fabric=device.fabric(),
+                seq=device.events.last_seq, types=[e.type for e in emitted],
+            )
 
     def _log(self, mutating, request_id, op, caller, outcome, started) -> None:
         seconds = time.perf_counter() - started

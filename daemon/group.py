@@ -37,6 +37,7 @@ class Staged:
     started: float  # perf_counter() when it arrived, for its log line
     row: tuple | None  # its audit record if it changed the model (committed with it); None if refused
     message: str = ""  # the refusal's message (audited once the group is committed)
+    hot: bool = False  # a hot op that emitted events: committed at once, logged at DEBUG
 
 
 class Group:

@@ -12,7 +12,7 @@ import time
 
 from . import rows, wal
 from .damage import StoreDamaged, StoreError
-from .identity import recovery_steps
+from .store_identity import recovery_steps
 from .schema import columns
 
 

@@ -11,7 +11,7 @@ newest few in memory, and a restart reads only those.
 
 The kept events, replies and audit records are trimmed to their limits in bounded steps
 (daemon/trim.py), inside the commits. The database is
-checked against `csd.identity` before use (daemon/identity.py): an empty, replaced or rolled-back
+checked against `csd.identity` before use (daemon/store_identity.py): an empty, replaced or rolled-back
 database stops csd instead of passing for a fresh system; so does a write-ahead log that is
 missing, emptied, cut short or damaged after an unclean stop (daemon/wal.py). Every row carries
 a checksum checked whenever it is read (daemon/rows.py), and every damage is refused with one
@@ -32,7 +32,7 @@ from csadmin.statemachine.events import Event
 
 from . import provenance, rows
 from .damage import StoreDamaged, StoreError, damage_name, guarded, is_damage
-from .identity import Identity, IdentityError
+from .store_identity import Identity, IdentityError
 from .schema import SCHEMA, migrate
 from .progress import Progress
 from .trim import Trimmer

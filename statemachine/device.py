@@ -6,8 +6,9 @@ wire's dicts, never a live object of the model), and every change can be made a 
 `change()` (statemachine/change.py), undone as a whole when it is refused or cannot be saved.
 
 The rules are data (statemachine/lifecycle_rules.py for the lifecycle, statemachine/run_rules.py
-for runs, statemachine/fault_rules.py for faults); the device looks each request up and applies
-what it finds. Its fault methods are in statemachine/device_faults.py (inherited: one door still).
+for runs, statemachine/faults/rules.py for faults); the device looks each request up and applies
+what it finds. Its faults are a collaborator, statemachine/faults/injector.py, which it calls and
+which knows the device only as a `FaultHost`; the device's fault methods stay here (one door).
 """
 
 from __future__ import annotations
@@ -22,12 +23,12 @@ from csadmin.states import PENDING_STATES, ExecMode, Health, Lifecycle
 
 from .change import Change
 from .defaults import EVENTS_IN_MEMORY, KEEP_RUNS, SERIAL, Timings
-from .device_faults import DeviceFaults
 from .events import Event, EventLog
-from .fault_state import ACTIVE, FaultState, parsed_scenario
-from .faults import Transition, system_health
+from .faults import Transition
+from .faults.injector import FaultInjector
+from .faults.state import FaultState
 from .lifecycle_rules import (
-    LIFECYCLE_TRANSITIONS, REQUEST_RULES, SET_EXECMODE_EVENTS, SETTLED_EVENTS, SETTLED_TRANSITION,
+    HEALTH, LIFECYCLE_TRANSITIONS, PENDING_TRANSITION, REQUEST_RULES, SET_EXECMODE_EVENTS, SETTLED_EVENTS,
 )
 from .programs import RunMode
 from .rules import Already, Refuse
@@ -54,7 +55,7 @@ class Recovery:
         return self.fresh or bool(self.events or self.runs)
 
 
-class Device(DeviceFaults):
+class Device:
     """One CS-2. Every public method that changes something returns a result dict and appends
     its events to `self.events`; refusals raise a `csadmin.errors` class (code, message, next
     step). With `dry_run=True` they apply the same rules and change nothing: the refusal they
@@ -86,7 +87,8 @@ class Device(DeviceFaults):
         )
         # Runs and the fabric (statemachine/runs.py); their history is kept apart from snapshot().
         self._runs = Runs(clock, self.events, timings, keep_runs)
-        self._faults = FaultState()  # the faults present and the scenario (statemachine/fault_state.py)
+        self._fault_state = FaultState()  # the faults present and the scenario (statemachine/faults/state.py)
+        self._faults = FaultInjector(self._fault_state, clock, self._emit, self._runs.abort_holder, host=self)
 
     # -- reading -----------------------------------------------------------------------------
 
@@ -97,27 +99,15 @@ class Device(DeviceFaults):
     @property
     def health(self) -> Health:
         """The lifecycle's health, or the worst active fault's if that ranks higher."""
-        lifecycle = Health.OK if self.lifecycle is A else Health(self.lifecycle.value)
-        return Health(system_health(lifecycle.value, [e.fault for e in self._faults.with_status(ACTIVE)]))
+        return self._faults.health(HEALTH[self.lifecycle])
 
     def faults(self) -> list[dict]:
-        """Every fault present (scheduled, armed, firing or active; the active last), with the
-        catalogue's words: what `system.show` carries as `activeFaults`."""
-        return [{**e.to_dict(), "event": e.fault.event, "severity": e.fault.severity.value,
-                 "health": e.fault.health, "effect": e.fault.effect.value, "summary": e.fault.summary}
-                for e in self._faults.ordered()]
+        """Every fault present, as `system.show` carries them (`activeFaults`; FaultInjector.listing)."""
+        return self._faults.listing()
 
     def scenario(self) -> dict | None:
-        """The loaded fault scenario: its source, description, steps in words, when it was
-        loaded, runs opened since, and the run-anchored steps still waiting."""
-        loaded = self._faults.scenario
-        if loaded is None:
-            return None
-        parsed = parsed_scenario(loaded.text, loaded.source)
-        return {"source": loaded.source, "description": parsed.description, "loadedAt": loaded.loaded_at,
-                "digest": loaded.digest, "runsOpened": loaded.runs_opened,
-                "steps": [step.describe() for step in parsed.steps],
-                "waiting": [parsed.steps[i].describe() for i in loaded.waiting]}
+        """The loaded fault scenario, in words (FaultInjector.scenario), or None."""
+        return self._faults.scenario()
 
     def now(self) -> int:
         """The model's time (ms), from its injected clock."""
@@ -160,7 +150,7 @@ class Device(DeviceFaults):
         """Changes whenever what `show()` reports may have changed: the newest event's seq, and a
         count of the fault changes that emit no event (a fault armed or scheduled, a scenario
         loaded). A cache of `show()` (or of the metrics' view) is current while this is unchanged."""
-        return self.events.last_seq, self._faults.revision
+        return self.events.last_seq, self._fault_state.revision
 
     def fabric(self) -> str:
         """The wafer's fabric: the holder's, or UNPROGRAMMED when no run holds it."""
@@ -169,7 +159,7 @@ class Device(DeviceFaults):
     def next_deadline(self) -> int | None:
         """When something timed is next due (ms): the pending transition's completion, the
         fabric's programming completion or the holder's lease expiry; for the daemon's timer."""
-        deadlines = [d for d in (self.pending_until, self._runs.next_deadline(), self._faults.next_deadline())
+        deadlines = [d for d in (self.pending_until, self._runs.next_deadline(), self._fault_state.next_deadline())
                      if d is not None]
         return min(deadlines) if deadlines else None
 
@@ -208,7 +198,7 @@ class Device(DeviceFaults):
         now = self._clock()
         self._emit("EventStandbyIssued", now, origin)
         self.begin_standby()
-        self.pending_until = now + self._transition_ms(Transition.STANDBY, self.timings.standby_ms)
+        self.pending_until = now + self._faults.transition_ms(Transition.STANDBY, self.timings.standby_ms)
         self._emit("EventPendingStandby", now, origin, expectedCompletion=now + self.timings.standby_ms)
         return self._result("System is going to STANDBY.", changed=True)
 
@@ -216,13 +206,13 @@ class Device(DeviceFaults):
         rule = self._rule("activate")
         if isinstance(rule, Already):
             return self._result(rule.message, changed=False, dry_run=dry_run)
-        self._refuse_if_blocked("activate", "the system cannot activate")
+        self._faults.refuse_if_blocked("activate", "the system cannot activate")
         if dry_run:
             return self._result(f"System would activate in {self.configured_mode.value}.", changed=True, dry_run=True)
         now = self._clock()
         self._emit("EventActivateIssued", now, origin, execmode=self.configured_mode.value)
         self.begin_activate()
-        self.pending_until = now + self._transition_ms(Transition.ACTIVATE, self.timings.activate_ms)
+        self.pending_until = now + self._faults.transition_ms(Transition.ACTIVATE, self.timings.activate_ms)
         self._emit(
             "EventPendingActive", now, origin, execmode=self.configured_mode.value,
             expectedCompletion=now + self.timings.activate_ms,
@@ -237,9 +227,9 @@ class Device(DeviceFaults):
             return self._result(f"Execution mode would be configured as {mode.value}.", changed=True, dry_run=True)
         now = self._clock()
         self._emit("EventConfigOpIssued", now, origin, op="execmode", execmode=mode.value)
-        armed = self._armed(Transition.EXECMODE)
+        armed = self._faults.armed(Transition.EXECMODE)
         if armed is not None:
-            self._fire_transition_fault(armed, now, origin, execmode=mode.value)
+            self._faults.transition_failed(armed, now, origin, execmode=mode.value)
             raise TransitionFailed(
                 f"Setting the execution mode to {mode.value} failed: {armed.fault.summary} (injected fault "
                 f"{armed.name}); the execution mode is still {self.configured_mode.value}.",
@@ -249,7 +239,7 @@ class Device(DeviceFaults):
         self.configured_mode = mode
         self._emit(SET_EXECMODE_EVENTS[mode], now, origin, execmode=mode.value)
         self._emit("EventConfigOpCompleted", now, origin, op="execmode", execmode=mode.value)
-        self._clear_transition_faults(Transition.EXECMODE, now)
+        self._faults.transition_succeeded(Transition.EXECMODE, now)
         return self._result(
             f"Execution mode configured as {mode.value}; it takes effect on `system activate`.", changed=True
         )
@@ -260,7 +250,7 @@ class Device(DeviceFaults):
         """Complete whatever is due: faults injected, cleared or lapsing on their schedule, the
         pending transition (or its failure), the fabric's programming, a lapsed lease. Returns
         whether anything changed."""
-        changed = self._fire_due_faults()
+        changed = self._faults.fire_due()
         changed = self._runs.advance() or changed
         if self.pending_until is None or self._clock() < self.pending_until:
             return changed
@@ -277,13 +267,13 @@ class Device(DeviceFaults):
         another run holds it. With `worker_slots`, that many input workers may join it with the
         token whose digest (workers.token_digest) is `token_digest`; `model_dir` is the
         runtime's artifact directory, kept for people. Returns the run's record."""
-        self._refuse_if_blocked("open", "no run can be opened")
+        self._faults.refuse_if_blocked("open", "no run can be opened")
         rule = OPEN_RULES[self.lifecycle]
         if isinstance(rule, Refuse):
             raise rule.refusal()
         job = self.slurm_job.job_id if self.slurm_job else None
         run = self._runs.open(owner, client, mode, lease_ms, job, worker_slots, token_digest, model_dir)
-        self._scenario_run_opened(run.opened_at)
+        self._faults.run_opened(run.opened_at)
         return self._runs.record(run)
 
     def join_run(self, run_id: str, client: str, token: str, name: str | None = None) -> dict:
@@ -307,7 +297,7 @@ class Device(DeviceFaults):
         with `worker_slots`, the run admits input workers from now on, as with open_run.
         Returns the run's record (PROGRAMMING until `programmingUntil`)."""
         if self._runs.get(run_id, client).is_open:  # unknown, another's, ended: those say more
-            self._refuse_if_blocked("program", "the fabric cannot be programmed")
+            self._faults.refuse_if_blocked("program", "the fabric cannot be programmed")
         return self._runs.record(self._runs.program(
             run_id, client, program, self.serial, self.active_mode, worker_slots, token_digest
         ))
@@ -378,9 +368,18 @@ class Device(DeviceFaults):
             message = f"Slurm job {job_id} does not hold the wafer; nothing to do."
         return {"message": message, "changed": bool(aborted or forgot), "abortedRun": aborted}
 
-    def _settle(self, recovered: bool) -> None:
+    def _complete_transition(self, recovered: bool) -> None:
+        """The pending transition's time has come (or csd restarted during it: `recovered`). A
+        fault firing on it breaks it: the system goes where the failure leads and the fault is
+        active. Otherwise it settles, with its events, and the faults it had left active are over."""
+        transition = PENDING_TRANSITION[self.lifecycle]
         now = self._clock()
         self.pending_until = None
+        breaking = self._faults.firing(transition)
+        if breaking is not None:
+            self.fail_transition()
+            self._faults.transition_failed(breaking, now, None, recovered=recovered)
+            return
         self.settle()
         details = {"recovered": recovered}
         if self.lifecycle is A:
@@ -388,7 +387,37 @@ class Device(DeviceFaults):
             details = {"execmode": self.active_mode.value, **details}
         for event_type in SETTLED_EVENTS[self.lifecycle]:
             self.events.emit(event_type, now, **details)
-        self._clear_transition_faults(SETTLED_TRANSITION[self.lifecycle], now)
+        self._faults.transition_succeeded(transition, now)
+
+    def drop_to_standby(self, now: int, origin: dict | None, **details) -> None:
+        """STANDBY at once, without the ramp (a fault's effect; FaultHost): the pending transition,
+        if any, is dropped, and the settled events say why (`details`)."""
+        self.pending_until = None
+        self.emergency_standby()
+        for event_type in SETTLED_EVENTS[S]:
+            self._emit(event_type, now, origin, **details)
+
+    # -- faults (statemachine/faults/injector.py does the work) -------------------------------
+
+    def inject_fault(self, name: str, origin: dict | None = None, for_ms: int | None = None,
+                     after_ms: int | None = None, dry_run: bool = False) -> dict:
+        """Inject the fault `name`: now, or `after_ms` from now; it clears `for_ms` after it is
+        injected (FaultInjector.inject)."""
+        return self._fault_result(*self._faults.inject(name, origin, for_ms, after_ms, dry_run), dry_run)
+
+    def clear_fault(self, name: str | None, origin: dict | None = None, dry_run: bool = False) -> dict:
+        """Clear the fault `name`, or every fault (None) (FaultInjector.clear)."""
+        return self._fault_result(*self._faults.clear(name, origin, dry_run), dry_run)
+
+    def load_scenario(self, text: str, source: str, origin: dict | None = None, dry_run: bool = False) -> dict:
+        """Load a fault scenario from its TOML `text` (FaultInjector.load_scenario); the result
+        lists its steps."""
+        message, changed, steps = self._faults.load_scenario(text, source, origin, dry_run)
+        return {**self._fault_result(message, changed, dry_run), "steps": steps}
+
+    def _fault_result(self, message: str, changed: bool, dry_run: bool = False) -> dict:
+        return {**self._result(message, changed, dry_run), "systemHealth": self.health.value,
+                "activeFaults": self.faults()}
 
     def _result(self, message: str, changed: bool, dry_run: bool = False) -> dict:
         result = {
@@ -407,7 +436,7 @@ class Device(DeviceFaults):
         """A transaction on the model: `with device.change() as change:` collects the events
         emitted (`change.events`) and the runs to write (`change.dirty_runs()`), and undoes all
         of it if the block raises. Changes nest (statemachine/change.py)."""
-        return Change(self.events, self._runs, _OwnFields(self), self._faults)
+        return Change(self.events, self._runs, _OwnFields(self), self._fault_state)
 
     def snapshot(self) -> dict:
         """The device's own state as JSON-ready data, for the store (events and runs are kept
@@ -419,7 +448,7 @@ class Device(DeviceFaults):
             "activeExecmode": self.active_mode.value,
             "pendingUntil": self.pending_until,
             "slurmJob": self.slurm_job.to_dict() if self.slurm_job else None,
-            "faults": self._faults.snapshot(),
+            "faults": self._fault_state.snapshot(),
         }
 
     def has_unsaved_runs(self) -> bool:
@@ -451,7 +480,7 @@ class Device(DeviceFaults):
             aborted = self._runs.abort_holder(RESTART_REASON, "daemon_restarted")
             # What fell due while csd was down, in time order: a `--for` that expired clears, an
             # `--after` (or a scenario step) that came due is injected.
-            self._fire_due_faults()
+            self._faults.fire_due()
         return Recovery(
             fresh=snapshot is None, rolled_forward=rolled_forward,
             aborted_run=self._runs.record(aborted) if aborted is not None else None,
@@ -466,7 +495,7 @@ class Device(DeviceFaults):
         job = snap.get("slurmJob")  # absent in stores written before the Slurm integration
         self.slurm_job = SlurmJob.from_dict(job) if job else None
         self.machine.set_state(Lifecycle(snap["state"]).value)
-        self._faults.restore(snap.get("faults"))  # absent in stores written before faults
+        self._fault_state.restore(snap.get("faults"))  # absent in stores written before faults
 
 
 class _OwnFields:

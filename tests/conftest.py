@@ -1,13 +1,127 @@
+"""The suite's fixtures and its tiers (docs/design.md, "Tests").
+
+Every test falls in one tier, by the file it is in (a test marked by hand keeps its mark):
+- `unit`: the model and single units in this process; no csd, no child process (enforced below,
+  so a unit test that starts one fails and says so). `make test-fast` runs these.
+- `real`: real external components beyond csd itself: systemd, Slurm daemons, a Prometheus
+  server, the fuzz suite.
+- `integration`: everything else, against real csd processes.
+`make test` runs all three."""
+
+import signal
+import subprocess
+from pathlib import Path
+
 import pytest
 
 from tests.harness import Daemon
 
+TESTS = Path(__file__).parent
+
+# Run in the background of a script (`make test &`, nohup), pytest starts with SIGINT ignored, and
+# an ignored signal stays ignored across exec: every csd, shell and runtime the tests start would
+# shrug off the Ctrl-C the interrupt tests send it. Its default handler is reset at exec instead.
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+
+# Files (or folders, ending in "/") whose tests need no process, relative to tests/.
+UNIT = (
+    "statemachine/",
+    "cstorch/test_amp.py", "cstorch/test_checkpoint.py", "cstorch/test_data.py",
+    "cstorch/test_lr_scheduler.py", "cstorch/test_metrics.py", "cstorch/test_optim.py",
+    "csadmin/test_command_table.py", "csadmin/test_completer.py", "csadmin/test_states.py",
+    "daemon/test_args.py", "daemon/test_audit.py", "daemon/test_commands.py", "daemon/test_dispatch.py",
+    "daemon/test_read_path.py", "daemon/test_replies.py", "daemon/test_roles_doc.py", "daemon/test_store.py",
+)
+# Tests of real components other than csd (they skip, saying why, where the component is missing).
+REAL = (
+    "systemd/", "slurm/", "fuzz/",
+    "daemon/test_metrics_prometheus.py", "daemon/test_metrics_dashboard.py",
+)
+
+
+def tier_of(path: Path) -> str:
+    """The tier of the tests in `path` (a test file under tests/)."""
+    name = path.relative_to(TESTS).as_posix()
+    if any(name == entry or name.startswith(entry) for entry in UNIT):
+        return "unit"
+    if any(name == entry or name.startswith(entry) for entry in REAL):
+        return "real"
+    return "integration"
+
+
+TIERS = ("unit", "integration", "real")
+
+
+def pytest_collection_modifyitems(items):
+    for item in items:
+        # A test marked with its tier by hand (one that needs a process in a unit file) keeps it.
+        if not any(item.get_closest_marker(tier) for tier in TIERS):
+            item.add_marker(tier_of(Path(item.path)))
+
+
+@pytest.fixture(autouse=True)
+def _unit_tests_start_no_process(request, monkeypatch):
+    """A `unit` test that starts a child process (a csd, a shell, git) belongs in another tier:
+    fail it here, so `make test-fast` stays fast and honest."""
+    if request.node.get_closest_marker("unit") is None:
+        return
+
+    def refuse(self, args, *rest, **kwargs):
+        raise AssertionError(f"a unit test started a process ({args!r}): move its file out of UNIT "
+                             "in tests/conftest.py")
+
+    monkeypatch.setattr(subprocess.Popen, "__init__", refuse)
+
+
+# What a test sharing its module's csd must leave as it found it (`system.show`, less its clock).
+SHARED_STATE = ("state", "systemHealth", "activeExecmode", "configuredExecmode", "pendingUntil", "runHolder",
+                "slurmJob", "activeFaults")
+
+
+def _shared_state(daemon: Daemon) -> dict | None:
+    """The part of csd's state a shared daemon must keep, or None if csd no longer answers."""
+    if daemon.proc.poll() is not None:
+        return None
+    try:
+        with daemon.client(timeout=5.0, retries=0) as c:
+            shown = c.system_show()
+    except Exception:  # noqa: BLE001 - any failure to answer means: replace this csd
+        return None
+    return {key: shown[key] for key in SHARED_STATE}
+
+
+@pytest.fixture(scope="module")
+def _module_csd():
+    """The csd a module's `shared_csd` tests share, started on first use; replaced when a test
+    leaves it changed or stopped (see `csd`)."""
+    held: dict = {}  # "daemon": the Daemon, "state": its SHARED_STATE at start
+    yield held
+    if "daemon" in held:
+        held["daemon"].cleanup()
+
 
 @pytest.fixture
-def csd():
-    daemon = Daemon().start()
+def csd(request):
+    """A real csd, started for this test. A test (or module, `pytestmark`) marked `shared_csd`
+    shares one csd with the other such tests of its module instead, unless marked `own_csd`:
+    for tests that change nothing they do not undo, or whose changes no later test can see
+    (a read, a refusal, a key of their own). Each still starts from the same state: when a test
+    leaves csd's state changed (`SHARED_STATE`) or csd stopped, the next test gets a fresh one."""
+    if not request.node.get_closest_marker("shared_csd") or request.node.get_closest_marker("own_csd"):
+        daemon = Daemon().start()
+        yield daemon
+        daemon.cleanup()
+        return
+    held = request.getfixturevalue("_module_csd")
+    if "daemon" not in held:
+        held["daemon"] = Daemon().start()
+        held["state"] = _shared_state(held["daemon"])
+    daemon = held["daemon"]
     yield daemon
-    daemon.cleanup()
+    if _shared_state(daemon) != held["state"]:
+        daemon.cleanup()
+        del held["daemon"]
 
 
 @pytest.fixture

@@ -30,3 +30,14 @@ def test_make_test_still_installs_the_test_tools_and_cstorch(tmp_path):
     planned = make("-n", "test", f"VENV={tmp_path / 'fresh'}").stdout
     assert "pip install --quiet -e '.[test,cstorch]'" in planned and "torch==" in planned
     assert planned.rstrip().endswith("-m pytest")
+
+
+def test_make_test_fast_runs_the_unit_tier_and_its_files_exist():
+    """`make test-fast` is `pytest -m unit`; every file the tiers name exists, so a renamed test
+    file cannot drop out of its tier unnoticed."""
+    from tests.conftest import REAL, TESTS, UNIT
+
+    planned = make("-n", "test-fast").stdout
+    assert planned.rstrip().endswith("-m pytest -q -m unit"), planned
+    missing = [entry for entry in UNIT + REAL if not (TESTS / entry).exists()]
+    assert not missing, missing

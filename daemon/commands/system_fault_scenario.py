@@ -1,6 +1,6 @@
 """system.fault.scenario — load a fault scenario (admins only): a TOML text of faults to inject on
 a schedule, relative to the load or to the opening of the Nth run after it (docs/operations.md,
-"Fault scenarios"; statemachine/fault_scenario.py). `cs system fault scenario FILE` reads the
+"Fault scenarios"; statemachine/faults/scenario.py). `cs system fault scenario FILE` reads the
 file and sends its text.
 
 Loading replaces the scenario loaded before (its steps still to come are cancelled; faults already

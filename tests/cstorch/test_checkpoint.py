@@ -223,6 +223,7 @@ while True:
 """
 
 
+@pytest.mark.integration  # a real child process, interrupted mid-save
 def test_ctrl_c_during_a_save_leaves_a_whole_checkpoint_and_no_temporary(tmp_path):
     """A real process saving 64 MiB checkpoints in a loop, sent SIGINT while a temporary file is
     being written: the checkpoint is the old one or the new one, whole, and nothing else is left."""

@@ -9,6 +9,9 @@ import zmq
 
 from csadmin import errors, protocol
 
+# Refusals change nothing, so the tests share one csd; the retry test restarts csd: its own.
+pytestmark = pytest.mark.shared_csd
+
 
 @pytest.fixture
 def raw(csd):
@@ -89,6 +92,7 @@ def test_refusal_is_coded_with_hint(csd):
     assert "STANDBY" in info.value.message and "system standby" in info.value.hint
 
 
+@pytest.mark.own_csd
 def test_retry_with_same_id_replays_first_reply(csd):
     """A retried mutating request (same client, same id) is answered with its first reply and
     changes nothing twice, even across a daemon crash."""

@@ -65,7 +65,11 @@ def rig(tmp_path):
     def ask(caller, op, request_id=None, **args) -> dict:
         request_id = next(ids) if request_id is None else request_id
         frame = protocol.request(request_id, op, args)
-        return json.loads(dispatcher.handle(caller.session.encode(), frame, caller))
+        reply = dispatcher.submit(caller.session.encode(), frame, caller)
+        if reply is None:  # a durable change: answered once the loop commits its group, as csd's loop does
+            dispatcher.commit_group()
+            (_, reply), = dispatcher.take_ready()
+        return json.loads(reply)
 
     def submit(caller, op, request_id=None, **args):
         """Hand a request to the group as the loop does; its reply, or None while it waits."""
@@ -129,9 +133,12 @@ def test_a_timed_completion_that_cannot_be_saved_is_kept_and_written_with_the_ne
     assert rig.ask(ADMIN, "system.standby")["ok"]
     rig.clock.tick(1_000)
     rig.disk.full = True
+    rig.published.clear()
     rig.dispatcher.tick()
     assert rig.device.lifecycle.value == "STANDBY"
     assert ("exception", "persist_failed") in [line[:2] for line in rig.log.lines]
+    # Kept, so its events go out now, as the model's state (they are written with the next commit).
+    assert [e["type"] for e in rig.published] == ["EventEnteredStandby", "EventStandbyCompleted"]
     rig.disk.full = False
     assert rig.ask(ADMIN, "config.execmode.setup", mode="WEIGHT_STREAMING")["ok"]
     assert json.loads(rig.store.db.execute("SELECT snapshot FROM device").fetchone()[0])["state"] == "STANDBY"
@@ -266,3 +273,29 @@ def test_a_group_of_refusals_only_commits_nothing_and_leaves_unsaved_runs_unsave
     (refused,) = rig.replies()
     assert refused["error"]["code"] == "NOT_FOUND" and disk.commits == 0
     assert [r["runId"] for r in rig.device.unsaved_runs()] == [run]  # still to be written by the flush
+
+
+def test_a_hot_op_that_emits_an_event_goes_the_same_way_as_a_request_when_it_cannot_be_saved(rig):
+    """run.stream just past the programming deadline (before the timer fired) finishes the
+    programming: an event, so the stream is committed at once, through the same stage, commit and
+    publish as any change; unsaved, it is undone whole and refused, and its retry succeeds."""
+    assert rig.ask(ADMIN, "slurm.job.begin", job_id="42", user="alice")["ok"]
+    run = rig.ask(RUNTIME, "run.open", mode="train")["result"]["runId"]
+    program = {**PROGRAM, "size_bytes": 2_000_000_000}  # a second of programming
+    programmed = rig.ask(RUNTIME, "run.program", run_id=run, program=program)["result"]
+    assert programmed["fabric"] == "PROGRAMMING"
+    rig.clock.tick(programmed["programmingUntil"] - rig.device.now())
+    rig.published.clear()
+    before = everything(rig.device, rig.store)
+
+    rig.disk.full = True
+    reply = rig.ask(RUNTIME, "run.stream", request_id="s", run_id=run, samples=5)
+    assert reply["error"]["code"] == "INTERNAL" and "could not be saved" in reply["error"]["message"]
+    assert everything(rig.device, rig.store) == before and rig.published == []
+
+    rig.disk.full = False
+    retried = rig.ask(RUNTIME, "run.stream", request_id="s", run_id=run, samples=5)
+    assert retried["ok"] is True and retried["result"]["fabric"] == "PROGRAMMED"
+    assert [e["type"] for e in rig.published] == ["EventProgrammingFinished"]
+    assert rig.device.unsaved_runs() == []  # written with its event
+    assert rig.ask(RUNTIME, "run.stream", request_id="s", run_id=run, samples=5) == retried  # remembered

@@ -2,6 +2,7 @@
 answer and csd keeps serving with its state unchanged (issue 10's crashers, one test each)."""
 
 import json
+import os
 import subprocess
 import sys
 
@@ -11,11 +12,18 @@ import zmq
 from csadmin import errors, protocol
 from tests.harness import ROOT
 
+# Each frame is refused and csd's state unchanged, so the tests share one csd; the two that read
+# the audit log back (or revoke a key) have their own.
+pytestmark = pytest.mark.shared_csd
+
 
 @pytest.fixture
 def keys(csd):
-    return {"viewer": csd.add_key("viewer", "viewer"), "operator": csd.add_key("runtime", "operator"),
-            "admin": csd.admin_key}
+    def key(name, role):  # registered once per csd
+        path = csd.key_path(name)
+        return path if os.path.exists(path) else csd.add_key(name, role)
+
+    return {"viewer": key("viewer", "viewer"), "operator": key("runtime", "operator"), "admin": csd.admin_key}
 
 
 @pytest.fixture
@@ -81,6 +89,7 @@ def test_lone_surrogates_from_a_viewer(csd, keys, send, frame):
     _still_serving(csd)
 
 
+@pytest.mark.own_csd
 def test_lone_surrogate_from_a_revoked_keys_open_connection_is_denied_and_audited(csd, keys, send):
     ctx = zmq.Context()
     sock = ctx.socket(zmq.DEALER)
@@ -105,6 +114,7 @@ def test_lone_surrogate_from_a_revoked_keys_open_connection_is_denied_and_audite
     assert [e["outcome"] for e in denied] == ["PERMISSION_DENIED", "PERMISSION_DENIED"]
 
 
+@pytest.mark.own_csd
 def test_a_change_with_a_lone_surrogate_is_refused_and_audited(csd, keys, send):
     """A denial whose args held a lone surrogate was not audited (audit_write_failed)."""
     frame = b'{"v":1,"id":"u","op":"system.standby","args":{"force":"\\udc00"}}'

@@ -8,7 +8,7 @@ import shutil
 
 import pytest
 
-from csadmin.daemon.identity import FILE_NAME
+from csadmin.daemon.store_identity import FILE_NAME
 from csadmin.daemon.store import Store, StoreError
 from csadmin.statemachine.events import Event
 

@@ -21,7 +21,7 @@ from hypothesis import HealthCheck, Phase, given, settings, strategies as st
 
 from csadmin import errors
 from csadmin.scenario_limits import MAX_BYTES, problem
-from csadmin.statemachine.fault_scenario import ScenarioError, parse
+from csadmin.statemachine.faults.scenario import ScenarioError, parse
 from tests.harness import ROOT, Daemon
 
 from . import scenario_corpus

@@ -1,4 +1,4 @@
-"""Faults in the device model (statemachine/fault_state.py, fault_rules.py, device.py), on an
+"""Faults in the device model (statemachine/faults/state.py, faults/rules.py, device.py), on an
 injected clock: each effect, health as the worst active fault, clearing, schedules, transition
 faults, durability (snapshot → recover) and transactions.
 """

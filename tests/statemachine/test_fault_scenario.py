@@ -1,11 +1,11 @@
-"""Fault scenario files (statemachine/fault_scenario.py): what a runtime's test suite writes, what
+"""Fault scenario files (statemachine/faults/scenario.py): what a runtime's test suite writes, what
 csd will schedule from it, and the line-naming errors a mistake gets."""
 
 from __future__ import annotations
 
 import pytest
 
-from csadmin.statemachine.fault_scenario import LOAD, MAX_STEPS, RUN, ScenarioError, Step, parse
+from csadmin.statemachine.faults.scenario import LOAD, MAX_STEPS, RUN, ScenarioError, Step, parse
 from csadmin.statemachine.faults import BY_NAME
 
 # The issue's own example: "after 30 s of run, temperature warning for 10 s; at 60 s PSU error".

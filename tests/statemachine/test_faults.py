@@ -1,4 +1,4 @@
-"""The fault catalogue (statemachine/faults.py), pinned down by tables and checked against the real
+"""The fault catalogue (statemachine/faults/__init__.py), pinned down by tables and checked against the real
 system's reference files (tests/reference/: the event catalogue and the systemHealth values with
 their rank)."""
 

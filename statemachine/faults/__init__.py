@@ -1,4 +1,6 @@
-"""The fault catalogue: what can go wrong with a CS-2, as data (stdlib only, no I/O).
+"""The fault catalogue: what can go wrong with a CS-2, as data (stdlib only, no I/O); the
+package holds the rest of the faults too: `rules` (what each effect does), `state` (the faults
+present), `scenario` (scenario files) and `injector` (the device's faults, a collaborator).
 
 Each named fault says which real event reports it (the real catalogue: tests/reference/
 cs2-events.tsv), that event's severity, the `systemHealth` the fault implies while it is active,

@@ -5,7 +5,7 @@ due), `armed` (a transition fault waiting for its transition), `firing` (a trans
 transition is under way and will fail) or `active` (affecting health and what is allowed). Entries
 are immutable and the set is a tuple, so a change's savepoint (statemachine/change.py) is the
 tuple itself: nothing is copied on the hot path. The rules that move entries are in
-statemachine/fault_rules.py; statemachine/device.py applies them.
+statemachine/faults/rules.py; statemachine/device.py applies them.
 """
 
 from __future__ import annotations
@@ -14,8 +14,8 @@ import hashlib
 from dataclasses import dataclass, replace
 from functools import lru_cache
 
-from . import fault_scenario
-from .faults import BY_NAME, Fault
+from . import scenario as fault_scenario
+from . import BY_NAME, Fault
 
 SCHEDULED, ARMED, FIRING, ACTIVE = "scheduled", "armed", "firing", "active"
 # How `system show` orders them: what matters most last, so a reader keyed by name keeps it.

@@ -1,7 +1,7 @@
 """What each kind of fault does, as data: statemachine/device.py applies these rules when a fault
 takes effect, and consults BLOCKING before each request a fault may refuse.
 
-The catalogue (statemachine/faults.py) gives each fault its `Effect`; this table says what that
+The catalogue (statemachine/faults/__init__.py) gives each fault its `Effect`; this table says what that
 effect means for the device: whether the fault waits for its transition (`arms`), aborts the run
 holding the fabric, drops the system to STANDBY, and which requests it refuses with FAULT_ACTIVE
 while it is active.
@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .faults import Effect
+from . import Effect
 
 
 @dataclass(frozen=True)

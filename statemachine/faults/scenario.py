@@ -14,7 +14,7 @@ suites of training runtimes ("after 30 s of the first run, a temperature warning
     name = "psu-hardware-error"
     at = 60             # seconds after the scenario is loaded
 
-Each `[[fault]]` has a `name` (a catalogued fault: statemachine/faults.py; any case, or the
+Each `[[fault]]` has a `name` (a catalogued fault: statemachine/faults/__init__.py; any case, or the
 event it raises) and exactly one of `at` (seconds after the scenario is loaded) and `after_run`
 (seconds after the run numbered `run`, counted from 1 among the runs opened since the scenario
 was loaded, opens); `for` (seconds) clears it that long after it was injected; for a transition
@@ -30,7 +30,7 @@ from dataclasses import dataclass
 
 from csadmin import scenario_limits
 
-from .faults import Fault, parse_fault
+from . import Fault, parse_fault
 
 MAX_STEPS = 1_000
 MAX_SECONDS = 366 * 24 * 3600  # a year: beyond any test, far below what breaks the arithmetic
