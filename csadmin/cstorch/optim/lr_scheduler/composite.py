@@ -21,7 +21,19 @@ def _parts(owner: str, optimizer, schedulers) -> list[LRScheduler]:
     return list(schedulers)
 
 
-class SequentialLR(LRScheduler):
+class _Composite(LRScheduler):
+    """What a schedule made of schedules reports: its parts, and their settings in its own."""
+
+    _schedulers: list[LRScheduler]
+
+    def settings(self) -> dict:
+        return {**super().settings(), "schedulers": [part.settings() for part in self._schedulers]}
+
+    def parts(self) -> list:
+        return list(self._schedulers)
+
+
+class SequentialLR(_Composite):
     """schedulers[i] from milestones[i-1] on, each counting its steps from its own start (as
     torch's SequentialLR): lr(s) = schedulers[i](s - milestones[i-1])."""
 
@@ -35,12 +47,6 @@ class SequentialLR(LRScheduler):
             raise InvalidArgument(f"SequentialLR: milestones must increase; got {self.milestones}.")
         super().__init__(optimizer, None, last_epoch)
 
-    def settings(self) -> dict:
-        return {**super().settings(), "schedulers": [part.settings() for part in self._schedulers]}
-
-    def parts(self) -> list:
-        return list(self._schedulers)
-
     def _get_closed_form_lr(self):
         s = self.last_epoch
         lr = self._schedulers[0]._closed_form_at(s)
@@ -49,7 +55,7 @@ class SequentialLR(LRScheduler):
         return lr
 
 
-class ChainedLR(LRScheduler):
+class ChainedLR(_Composite):
     """The first schedule scaled by every later one's factor: lr(s) = schedulers[0](s) *
     Π schedulers[i](s) / schedulers[i](0) (torch's ChainedScheduler, for closed forms)."""
 
@@ -62,12 +68,6 @@ class ChainedLR(LRScheduler):
                 raise InvalidArgument(f"ChainedLR: schedulers[{i}] starts at learning rate 0; a chained "
                                       "schedule scales by each later scheduler's lr(step)/lr(0).")
         super().__init__(optimizer, None, last_epoch)
-
-    def settings(self) -> dict:
-        return {**super().settings(), "schedulers": [part.settings() for part in self._schedulers]}
-
-    def parts(self) -> list:
-        return list(self._schedulers)
 
     def _get_closed_form_lr(self):
         s = self.last_epoch
