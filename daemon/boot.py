@@ -13,6 +13,7 @@ undoes it all in reverse at a clean stop.
 
 from __future__ import annotations
 
+import contextlib
 import time
 from dataclasses import dataclass
 
@@ -83,6 +84,19 @@ def boot(config: Config, log) -> Booted:
     release_large_blocks()
     # What recovery reads is read (and checked) before the store is written to at all.
     store = Store(config.state_dir, keep_events=config.keep_events, preload=(EVENTS_IN_MEMORY, KEEP_RUNS))
+    try:
+        return _start(config, log, store)
+    except BaseException:
+        # A start that fails once the store is open (a taken port, say) still closes it: SQLite
+        # folds the write-ahead log into the database and removes it, and csd.identity must record
+        # that stop as clean, or the next start takes the missing log for one lost in a crash.
+        with contextlib.suppress(OSError):
+            store.close()
+        raise
+
+
+def _start(config: Config, log, store: Store) -> Booted:
+    """boot() once the store is open: recover, then bind."""
     audit = AuditTrail(store, log)
     device, replies = _recover(config, store, log)
 

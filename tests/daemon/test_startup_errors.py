@@ -43,3 +43,28 @@ def test_an_address_csd_may_not_use_says_so_without_blaming_another_process():
     log = failed_start(["--metrics-endpoint", "192.0.2.1:9464", "--log-format", "console"])  # not this host's
     assert "cannot listen on 192.0.2.1:9464, the metrics_endpoint setting (--metrics-endpoint" in log
     assert "Choose another with --metrics-endpoint." in log and "Stop what holds it" not in log
+
+
+def test_starts_that_fail_on_a_taken_port_stop_cleanly_and_keep_the_state(taken_port):
+    # systemd's Restart= starts csd again and again while the port is taken: every start must name
+    # the port (not take the write-ahead log, which SQLite folds in and removes when the failed
+    # start closes the store, for one lost in a crash), and the state is all there afterwards.
+    daemon = Daemon()
+    try:
+        daemon.start()
+        with daemon.client() as c:
+            c.system_standby()
+        daemon.stop()
+        daemon.extra_args = ["--tcp-endpoint", f"tcp://127.0.0.1:{taken_port}", "--log-format", "console"]
+        for _ in range(3):
+            daemon.spawn()
+            assert daemon.proc.wait(timeout=60) == 1
+            log = daemon.log()
+            assert log.count(f"cannot listen on tcp://127.0.0.1:{taken_port}") >= 1
+            assert "write-ahead log" not in log, log
+        daemon.extra_args = []
+        daemon.start()
+        with daemon.client() as c:
+            assert c.system_show()["state"] in ("PENDING_STANDBY", "STANDBY")
+    finally:
+        daemon.cleanup()
