@@ -37,8 +37,12 @@ install: $(STAMP)
 run: $(PRODUCT_STAMP)
 	$(VENV)/bin/cs --embedded
 
+# The suite in TEST_JOBS worker processes (pytest-xdist): most tests wait on a csd, a pty or a
+# daemon rather than compute, so more workers than cores pay; each worker takes whole modules
+# (tests/conftest.py, worker_group). TEST_JOBS=0 runs it in this one process.
+TEST_JOBS ?= 4
 test: $(STAMP)
-	$(PY) -m pytest
+	$(PY) -m pytest -n $(TEST_JOBS)
 
 test-fast: $(STAMP)
 	$(PY) -m pytest -q -m unit

@@ -58,6 +58,44 @@ def pytest_collection_modifyitems(items):
         # A test marked with its tier by hand (one that needs a process in a unit file) keeps it.
         if not any(item.get_closest_marker(tier) for tier in TIERS):
             item.add_marker(tier_of(Path(item.path)))
+    _groups_first_real_then_integration_then_unit(items)
+
+
+# A parallel run (`make test`: pytest-xdist) hands each worker whole groups of tests, run one after
+# another in file order as in a serial run: a module's tests share its fixtures of module scope (a
+# shared csd, a Slurm cluster, a booted container) and what one test leaves for the next. A folder
+# listed here is one group: its real components are host-wide (a systemd container's tests compare
+# the host's mount table and /run/systemd before and after, so no two may run at once).
+HOST_WIDE = ("systemd/",)
+
+
+def worker_group(nodeid: str) -> str:
+    """The group of the test `nodeid` (as pytest names it, from the root: "tests/…::test_…")."""
+    path = nodeid.split("::", 1)[0]
+    name = Path(path).relative_to(TESTS.name).as_posix() if path.startswith(TESTS.name + "/") else path
+    return next((folder for folder in HOST_WIDE if name.startswith(folder)), name)
+
+
+def _groups_first_real_then_integration_then_unit(items):
+    """Order the run so that the longest groups, the real components', start first and the many
+    short unit tests fill the workers' last gaps (collection order within a group is kept)."""
+    rank = {"real": 0, "integration": 1, "unit": 2}
+    items.sort(key=lambda item: rank[next(t for t in TIERS if item.get_closest_marker(t))])
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config, log):
+    from xdist.scheduler import LoadScopeScheduling
+
+    class ByGroup(LoadScopeScheduling):
+        """xdist's scheduling by scope, where the scope is `worker_group` and groups are handed out
+        in collection order (see `_groups_first_real_then_integration_then_unit`)."""
+
+        def _split_scope(self, nodeid: str) -> str:
+            return worker_group(nodeid)
+
+    config.option.loadscopereorder = False
+    return ByGroup(config, log)
 
 
 @pytest.fixture(autouse=True)

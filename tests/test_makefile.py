@@ -29,7 +29,7 @@ def test_make_run_installs_the_product_only(tmp_path):
 def test_make_test_still_installs_the_test_tools_and_cstorch(tmp_path):
     planned = make("-n", "test", f"VENV={tmp_path / 'fresh'}").stdout
     assert "pip install --quiet -e '.[test,cstorch]'" in planned and "torch==" in planned
-    assert planned.rstrip().endswith("-m pytest")
+    assert planned.rstrip().endswith("-m pytest -n 4")  # the whole suite, in parallel workers
 
 
 def test_make_test_fast_runs_the_unit_tier_and_its_files_exist():
