@@ -1,6 +1,6 @@
 # `make run`: the product (a private csd and the cs> shell on it), installed with only what the
-# product needs. `make test`: the whole suite, with the test tools and the cstorch extra (torch,
-# h5py). `make fuzz`: 10^5 hostile frames at a real csd, 400 damaged state directories, and many
+# product needs. `make test`: the whole suite, in parallel workers, with the test tools and the
+# cstorch extra (torch, h5py). `make fuzz`: 10^5 hostile frames at a real csd, 400 damaged state directories, and many
 # more generated metrics requests, scenario texts and Slurm environments than CI's (tests/fuzz; CI
 # sends a few thousand frames, damages 16 and runs a few hundred of each of the rest). Each
 # creates or refreshes the local virtualenv in .venv first. `make completions` regenerates
