@@ -48,8 +48,9 @@ def test_one_run_programmed_once_with_every_sample_and_performance_json(ws_csd, 
     # ran: each waits STREAM_EVERY_SECONDS too), and what is left goes at the close, in one more.
     during = rt.session.round_trips
     assert during <= 25 // session.STREAM_EVERY_STEPS
+    left = rt.session._steps  # none if steps so slow (a loaded machine) that the last one streamed
     runtime.finish()
-    assert rt.session.round_trips == during + 1
+    assert rt.session.round_trips == during + (1 if left else 0)
     record = run_record(ws_csd)
     assert (record["status"], record["mode"], record["totalSamples"]) == ("CLOSED", "train", 25 * 32)
     with open(tmp_path / "model" / "performance" / "performance.json") as f:

@@ -60,11 +60,12 @@ def workers_of(daemon, run_id: str) -> dict:
 def test_four_workers_count_every_sample_once_and_the_slow_one_is_named(ws_csd, tmp_path):
     configure(ws_csd, tmp_path, num_workers_per_csx=4)
     t = Trainer(model())
-    # worker-3 takes 1 s a batch: at most its 4 prefetched batches and one a second more, well
-    # under half its fair share of 120 steps even when a loaded machine makes a step 40 ms
+    # worker-3 takes 4 s a batch: at most its 4 prefetched batches and one per 4 s more, under half
+    # its fair share of 120 steps (15 batches) even when a loaded machine (4 test workers on 2
+    # cores) makes a step 300 ms; at 1 s a batch, 90 ms steps were enough to hide it
     steps, batch_size = 120, 4
     loader = cstorch.utils.data.DataLoader(id_batches, num_steps=steps, batch_size=batch_size, n=4 * steps * batch_size,
-                                           delay_for={3: 1.0})
+                                           delay_for={3: 4.0})
     assert len(loader) == steps
     seen = []
     for x, y in loader:
