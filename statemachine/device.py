@@ -1,7 +1,8 @@
 """The device: one CS-2's lifecycle, execution mode, runs and Slurm job, on an injected clock.
 
 This class is the model's only door. Everything csd asks of the model is a method here (the runs
-too: the book of runs in statemachine/runs.py is the device's own), answers are plain data (the
+too: the run requests in statemachine/runs.py and their book, statemachine/run_book.py, are the
+device's own), answers are plain data (the
 wire's dicts, never a live object of the model), and every change can be made a transaction with
 `change()` (statemachine/change.py), undone as a whole when it is refused or cannot be saved.
 
@@ -33,6 +34,8 @@ from .lifecycle_rules import (
 from .programs import RunMode
 from .rules import Already, Refuse
 from .run_rules import OPEN_RULES
+from .run_book import RunBook
+from .run_report import holder_summary, record
 from .runs import Runs
 from .slurm_jobs import SlurmJob, ended_reason
 
@@ -86,7 +89,8 @@ class Device:
             auto_transitions=False,
         )
         # Runs and the fabric (statemachine/runs.py); their history is kept apart from snapshot().
-        self._runs = Runs(clock, self.events, timings, keep_runs)
+        self._run_book = RunBook(keep_runs)
+        self._runs = Runs(clock, self.events, timings, self._run_book)
         self._fault_state = FaultState()  # the faults present and the scenario (statemachine/faults/state.py)
         self._faults = FaultInjector(self._fault_state, clock, self._emit, self._runs.abort_holder, host=self)
 
@@ -122,7 +126,7 @@ class Device:
             "activeExecmode": self.active_mode.value,
             "configuredExecmode": self.configured_mode.value,
             "pendingUntil": self.pending_until,
-            "runHolder": self._runs.holder_summary(),
+            "runHolder": holder_summary(self._runs.holder, self._clock()),
             "slurmJob": self.slurm_job.to_dict() if self.slurm_job else None,
             "activeFaults": self.faults(),
             "seq": self.events.last_seq,
@@ -138,12 +142,12 @@ class Device:
 
     def show_run(self, run_id: str) -> dict:
         """One kept run, open or ended (its performance so far while open)."""
-        return self._runs.record(self._runs.get(run_id))
+        return self._record(self._runs.get(run_id))
 
     def list_runs(self, max_count: int | None = None) -> dict:
         """The kept runs, newest first, and the one holding the fabric."""
-        runs = self._runs
-        return {"runs": [runs.record(r) for r in runs.listing(max_count)], "runHolder": runs.holder_summary()}
+        return {"runs": [self._record(r) for r in self._runs.listing(max_count)],
+                "runHolder": holder_summary(self._runs.holder, self._clock())}
 
     @property
     def revision(self) -> tuple[int, int]:
@@ -274,7 +278,7 @@ class Device:
         job = self.slurm_job.job_id if self.slurm_job else None
         run = self._runs.open(owner, client, mode, lease_ms, job, worker_slots, token_digest, model_dir)
         self._faults.run_opened(run.opened_at)
-        return self._runs.record(run)
+        return self._record(run)
 
     def join_run(self, run_id: str, client: str, token: str, name: str | None = None) -> dict:
         """Admit `client` as an input worker of the run (statemachine/workers.py): from now on it
@@ -282,13 +286,13 @@ class Device:
         that admits no workers), BUSY once every slot is taken. Returns the run's record,
         `worker` (the name it feeds under) and `changed` (False: it had joined already)."""
         run, worker, changed = self._runs.join(run_id, client, token, name)
-        return {**self._runs.record(run), "worker": worker.name, "changed": changed}
+        return {**self._record(run), "worker": worker.name, "changed": changed}
 
     def leave_run(self, run_id: str, client: str) -> dict:
         """An input worker is done feeding the run: it is reported LEFT, not LOST. Returns the
         run's record, `worker` and `changed` (False: it had left already)."""
         run, worker, changed = self._runs.leave(run_id, client)
-        return {**self._runs.record(run), "worker": worker.name, "changed": changed}
+        return {**self._record(run), "worker": worker.name, "changed": changed}
 
     def program_run(
         self, run_id: str, client: str, program: dict, worker_slots: int = 0, token_digest: str | None = None
@@ -298,7 +302,7 @@ class Device:
         Returns the run's record (PROGRAMMING until `programmingUntil`)."""
         if self._runs.get(run_id, client).is_open:  # unknown, another's, ended: those say more
             self._faults.refuse_if_blocked("program", "the fabric cannot be programmed")
-        return self._runs.record(self._runs.program(
+        return self._record(self._runs.program(
             run_id, client, program, self.serial, self.active_mode, worker_slots, token_digest
         ))
 
@@ -319,13 +323,13 @@ class Device:
         """End the run and release the fabric; with `reason` it ends ABORTED (its runtime gave
         up). Returns its record and `changed` (False: it was already closed)."""
         run, changed = self._runs.close(run_id, client, reason)
-        return {**self._runs.record(run), "changed": changed}
+        return {**self._record(run), "changed": changed}
 
     def abort_run(self, run_id: str, reason: str, dry_run: bool = False) -> dict:
         """Abort a run whoever holds it (admins). Returns its record and `changed` (False: it
         was already aborted); with `dry_run`, what it would be, changing nothing."""
         run, changed = self._runs.abort(run_id, reason, dry_run=dry_run)
-        return {**self._runs.record(run), "changed": changed, **({"dryRun": True} if dry_run else {})}
+        return {**self._record(run), "changed": changed, **({"dryRun": True} if dry_run else {})}
 
     # -- the Slurm job holding the wafer (statemachine/slurm_jobs.py) ---------------------------
 
@@ -419,6 +423,9 @@ class Device:
         return {**self._result(message, changed, dry_run), "systemHealth": self.health.value,
                 "activeFaults": self.faults()}
 
+    def _record(self, run) -> dict:
+        return record(run, self._clock())
+
     def _result(self, message: str, changed: bool, dry_run: bool = False) -> dict:
         result = {
             "message": message,
@@ -436,7 +443,7 @@ class Device:
         """A transaction on the model: `with device.change() as change:` collects the events
         emitted (`change.events`) and the runs to write (`change.dirty_runs()`), and undoes all
         of it if the block raises. Changes nest (statemachine/change.py)."""
-        return Change(self.events, self._runs, _OwnFields(self), self._fault_state)
+        return Change(self.events, self._run_book, _OwnFields(self), self._fault_state)
 
     def snapshot(self) -> dict:
         """The device's own state as JSON-ready data, for the store (events and runs are kept
@@ -453,15 +460,15 @@ class Device:
 
     def has_unsaved_runs(self) -> bool:
         """Whether runs changed since they were last written (hot ops leave them so)."""
-        return self._runs.has_unsaved
+        return self._run_book.has_unsaved
 
     def unsaved_runs(self) -> list[dict]:
         """The records of the runs changed since they were last written."""
-        return self._runs.unsaved()
+        return self._run_book.unsaved()
 
     def runs_saved(self, records: list[dict]) -> None:
         """These run records (from unsaved_runs() or a change's dirty_runs()) are in the store."""
-        self._runs.saved(records)
+        self._run_book.saved(records)
 
     def recover(self, snapshot: dict | None, events: Iterable[Event], runs: list[dict]) -> Recovery:
         """At start, before csd answers anyone: load what the store kept (`snapshot` is None
@@ -471,7 +478,7 @@ class Device:
         self.events.restore(events)
         if snapshot is not None:
             self._restore(snapshot)
-        self._runs.load(runs)
+        self._run_book.load(runs)
         with self.change() as change:
             rolled_forward = None
             if self.lifecycle in PENDING_STATES:
@@ -483,7 +490,7 @@ class Device:
             self._faults.fire_due()
         return Recovery(
             fresh=snapshot is None, rolled_forward=rolled_forward,
-            aborted_run=self._runs.record(aborted) if aborted is not None else None,
+            aborted_run=self._record(aborted) if aborted is not None else None,
             events=change.events, runs=change.dirty_runs(),
         )
 
