@@ -23,6 +23,7 @@ from csadmin.errors import TransitionFailed
 from csadmin.states import PENDING_STATES, ExecMode, Health, Lifecycle
 
 from .change import Change
+from .device_runs import DeviceRuns
 from .defaults import EVENTS_IN_MEMORY, KEEP_RUNS, SERIAL, Timings
 from .events import Event, EventLog
 from .faults import Transition
@@ -33,11 +34,9 @@ from .lifecycle_rules import (
 )
 from .programs import RunMode
 from .rules import Already, Refuse
-from .run_rules import OPEN_RULES
 from .run_book import RunBook
-from .run_report import holder_summary, record
 from .runs import Runs
-from .slurm_jobs import SlurmJob, ended_reason
+from .slurm_jobs import SlurmJob, begin_job, end_job
 
 A, S = Lifecycle.ACTIVE, Lifecycle.STANDBY
 RESTART_REASON = "daemon restarted"  # why a run left open when csd stopped is aborted at start
@@ -93,6 +92,7 @@ class Device:
         self._runs = Runs(clock, self.events, timings, self._run_book)
         self._fault_state = FaultState()  # the faults present and the scenario (statemachine/faults/state.py)
         self._faults = FaultInjector(self._fault_state, clock, self._emit, self._runs.abort_holder, host=self)
+        self._run_requests = DeviceRuns(self._runs, self._faults, clock, host=self)
 
     # -- reading -----------------------------------------------------------------------------
 
@@ -126,7 +126,7 @@ class Device:
             "activeExecmode": self.active_mode.value,
             "configuredExecmode": self.configured_mode.value,
             "pendingUntil": self.pending_until,
-            "runHolder": holder_summary(self._runs.holder, self._clock()),
+            "runHolder": self._run_requests.holder(),
             "slurmJob": self.slurm_job.to_dict() if self.slurm_job else None,
             "activeFaults": self.faults(),
             "seq": self.events.last_seq,
@@ -141,13 +141,12 @@ class Device:
         }
 
     def show_run(self, run_id: str) -> dict:
-        """One kept run, open or ended (its performance so far while open)."""
-        return self._record(self._runs.get(run_id))
+        """One kept run, open or ended (DeviceRuns.show)."""
+        return self._run_requests.show(run_id)
 
     def list_runs(self, max_count: int | None = None) -> dict:
-        """The kept runs, newest first, and the one holding the fabric."""
-        return {"runs": [self._record(r) for r in self._runs.listing(max_count)],
-                "runHolder": holder_summary(self._runs.holder, self._clock())}
+        """The kept runs, newest first, and the one holding the fabric (DeviceRuns.listing)."""
+        return self._run_requests.listing(max_count)
 
     @property
     def revision(self) -> tuple[int, int]:
@@ -261,116 +260,45 @@ class Device:
         self._complete_transition(recovered=False)
         return True
 
-    # -- runs (statemachine/runs.py keeps the book, statemachine/run_rules.py the rules) -----
+    # -- runs: statemachine/device_runs.py answers them (its methods say the contracts) --------
 
-    def open_run(
-        self, owner: str, client: str, mode: RunMode, lease_ms: int | None = None, worker_slots: int = 0,
-        token_digest: str | None = None, model_dir: str | None = None,
-    ) -> dict:
-        """Open a run holding the fabric, owned by `client`; only when ACTIVE, BUSY while
-        another run holds it. With `worker_slots`, that many input workers may join it with the
-        token whose digest (workers.token_digest) is `token_digest`; `model_dir` is the
-        runtime's artifact directory, kept for people. Returns the run's record."""
-        self._faults.refuse_if_blocked("open", "no run can be opened")
-        rule = OPEN_RULES[self.lifecycle]
-        if isinstance(rule, Refuse):
-            raise rule.refusal()
-        job = self.slurm_job.job_id if self.slurm_job else None
-        run = self._runs.open(owner, client, mode, lease_ms, job, worker_slots, token_digest, model_dir)
-        self._faults.run_opened(run.opened_at)
-        return self._record(run)
+    def open_run(self, owner: str, client: str, mode: RunMode, lease_ms: int | None = None, worker_slots: int = 0,
+                 token_digest: str | None = None, model_dir: str | None = None) -> dict:
+        return self._run_requests.open(owner, client, mode, lease_ms, worker_slots, token_digest, model_dir)
 
     def join_run(self, run_id: str, client: str, token: str, name: str | None = None) -> dict:
-        """Admit `client` as an input worker of the run (statemachine/workers.py): from now on it
-        may stream and heartbeat, nothing else. PERMISSION_DENIED for a wrong token (or a run
-        that admits no workers), BUSY once every slot is taken. Returns the run's record,
-        `worker` (the name it feeds under) and `changed` (False: it had joined already)."""
-        run, worker, changed = self._runs.join(run_id, client, token, name)
-        return {**self._record(run), "worker": worker.name, "changed": changed}
+        return self._run_requests.join(run_id, client, token, name)
 
     def leave_run(self, run_id: str, client: str) -> dict:
-        """An input worker is done feeding the run: it is reported LEFT, not LOST. Returns the
-        run's record, `worker` and `changed` (False: it had left already)."""
-        run, worker, changed = self._runs.leave(run_id, client)
-        return {**self._record(run), "worker": worker.name, "changed": changed}
+        return self._run_requests.leave(run_id, client)
 
-    def program_run(
-        self, run_id: str, client: str, program: dict, worker_slots: int = 0, token_digest: str | None = None
-    ) -> dict:
-        """Program the fabric of a run, once, with a descriptor checked by programs.parse_program;
-        with `worker_slots`, the run admits input workers from now on, as with open_run.
-        Returns the run's record (PROGRAMMING until `programmingUntil`)."""
-        if self._runs.get(run_id, client).is_open:  # unknown, another's, ended: those say more
-            self._faults.refuse_if_blocked("program", "the fabric cannot be programmed")
-        return self._record(self._runs.program(
-            run_id, client, program, self.serial, self.active_mode, worker_slots, token_digest
-        ))
+    def program_run(self, run_id: str, client: str, program: dict, worker_slots: int = 0,
+                    token_digest: str | None = None) -> dict:
+        return self._run_requests.program(run_id, client, program, worker_slots, token_digest)
 
     def stream(self, run_id: str, client: str, samples: int) -> dict:
-        """Count samples fed to the programmed fabric by its opener (renewing the lease) or by
-        one of its input workers (a hot op)."""
-        run = self._runs.stream(run_id, client, samples)
-        return {"runId": run.run_id, "status": run.status.value, "fabric": run.fabric.value,
-                "totalSamples": run.total_samples, "leaseUntil": run.lease_until}
+        return self._run_requests.stream(run_id, client, samples)
 
     def heartbeat(self, run_id: str, client: str) -> dict:
-        """Renew the run's lease, or, from an input worker, say it is alive (a hot op)."""
-        run = self._runs.heartbeat(run_id, client)
-        return {"runId": run.run_id, "status": run.status.value, "fabric": run.fabric.value,
-                "leaseUntil": run.lease_until}
+        return self._run_requests.heartbeat(run_id, client)
 
     def close_run(self, run_id: str, client: str, reason: str | None = None) -> dict:
-        """End the run and release the fabric; with `reason` it ends ABORTED (its runtime gave
-        up). Returns its record and `changed` (False: it was already closed)."""
-        run, changed = self._runs.close(run_id, client, reason)
-        return {**self._record(run), "changed": changed}
+        return self._run_requests.close(run_id, client, reason)
 
     def abort_run(self, run_id: str, reason: str, dry_run: bool = False) -> dict:
-        """Abort a run whoever holds it (admins). Returns its record and `changed` (False: it
-        was already aborted); with `dry_run`, what it would be, changing nothing."""
-        run, changed = self._runs.abort(run_id, reason, dry_run=dry_run)
-        return {**self._record(run), "changed": changed, **({"dryRun": True} if dry_run else {})}
+        return self._run_requests.abort(run_id, reason, dry_run)
 
-    # -- the Slurm job holding the wafer (statemachine/slurm_jobs.py) ---------------------------
+    # -- the Slurm job holding the wafer: statemachine/slurm_jobs.py has the rules -------------
 
     def begin_slurm_job(self, job_id: str, user: str) -> dict:
-        """Slurm gave the wafer to `job_id` (its prolog says so): runs opened from now on carry it.
-        A run that belongs to no Slurm job keeps the fabric (BUSY: Slurm cannot give away what
-        someone outside it holds); a run an earlier job left behind (its epilog never came) is
-        aborted, since Slurm gives the wafer to one job at a time. Repeating it changes nothing."""
-        current, holder = self.slurm_job, self._runs.holder
-        if current is not None and current.job_id == job_id:
-            return {"message": f"Slurm job {job_id} already holds the wafer.", "changed": False,
-                    "slurmJob": current.to_dict(), "abortedRun": None}
-        if holder is not None and holder.slurm_job is None:
-            raise self._runs.busy_error(f"Slurm job {job_id} cannot be given the wafer while a run outside Slurm holds it")
-        aborted = None
-        if holder is not None and holder.slurm_job != job_id:
-            aborted = self._runs.abort_holder(ended_reason(holder.slurm_job), "slurm_job_ended").run_id
-        self.slurm_job = SlurmJob(job_id, user, self._clock())
-        message = f"Slurm job {job_id} ({user}) holds the wafer; runs opened from now on carry its id."
-        if aborted:
-            message += f" Run {aborted}, left by Slurm job {holder.slurm_job}, was aborted."
-        return {"message": message, "changed": True, "slurmJob": self.slurm_job.to_dict(), "abortedRun": aborted}
+        """Slurm gave the wafer to `job_id` (slurm_jobs.begin_job)."""
+        self.slurm_job, reply = begin_job(self.slurm_job, self._runs, job_id, user, self._clock())
+        return reply
 
     def end_slurm_job(self, job_id: str) -> dict:
-        """Slurm job `job_id` ended (its epilog says so): abort the run it left holding the
-        fabric (reason "slurm job J ended"), so the next job gets the wafer at once, and forget
-        the job. Repeating it, or ending a job csd never heard of, changes nothing."""
-        holder = self._runs.holder
-        aborted = None
-        if holder is not None and holder.slurm_job == job_id:
-            aborted = self._runs.abort_holder(ended_reason(job_id), "slurm_job_ended").run_id
-        forgot = self.slurm_job is not None and self.slurm_job.job_id == job_id
-        if forgot:
-            self.slurm_job = None
-        if aborted:
-            message = f"Slurm job {job_id} ended; its run {aborted} was aborted and the fabric is free."
-        elif forgot:
-            message = f"Slurm job {job_id} ended; it left no run holding the fabric."
-        else:
-            message = f"Slurm job {job_id} does not hold the wafer; nothing to do."
-        return {"message": message, "changed": bool(aborted or forgot), "abortedRun": aborted}
+        """Slurm job `job_id` ended (slurm_jobs.end_job)."""
+        self.slurm_job, reply = end_job(self.slurm_job, self._runs, job_id)
+        return reply
 
     def _complete_transition(self, recovered: bool) -> None:
         """The pending transition's time has come (or csd restarted during it: `recovered`). A
@@ -422,9 +350,6 @@ class Device:
     def _fault_result(self, message: str, changed: bool, dry_run: bool = False) -> dict:
         return {**self._result(message, changed, dry_run), "systemHealth": self.health.value,
                 "activeFaults": self.faults()}
-
-    def _record(self, run) -> dict:
-        return record(run, self._clock())
 
     def _result(self, message: str, changed: bool, dry_run: bool = False) -> dict:
         result = {
@@ -490,7 +415,7 @@ class Device:
             self._faults.fire_due()
         return Recovery(
             fresh=snapshot is None, rolled_forward=rolled_forward,
-            aborted_run=self._record(aborted) if aborted is not None else None,
+            aborted_run=self._run_requests.record(aborted) if aborted is not None else None,
             events=change.events, runs=change.dirty_runs(),
         )
 
