@@ -1,15 +1,16 @@
 """The device: one CS-2's lifecycle, execution mode, runs and Slurm job, on an injected clock.
 
-This class is the model's only door. Everything csd asks of the model is a method here (the runs
-too: the run requests in statemachine/runs.py and their book, statemachine/run_book.py, are the
-device's own), answers are plain data (the
-wire's dicts, never a live object of the model), and every change can be made a transaction with
-`change()` (statemachine/change.py), undone as a whole when it is refused or cannot be saved.
+This class is the model's only door. Everything csd asks of the model is a method here, answers
+are plain data (the wire's dicts, never a live object of the model), and every change can be made
+a transaction with `change()` (statemachine/change.py), undone as a whole when it is refused or
+cannot be saved.
 
-The rules are data (statemachine/lifecycle_rules.py for the lifecycle, statemachine/run_rules.py
-for runs, statemachine/faults/rules.py for faults); the device looks each request up and applies
-what it finds. Its faults are a collaborator, statemachine/faults/injector.py, which it calls and
-which knows the device only as a `FaultHost`; the device's fault methods stay here (one door).
+Behind the door, each job is a collaborator with an explicit interface, which the device builds
+and calls: the lifecycle and execution mode (statemachine/lifecycle.py, completing a pending
+transition top to bottom), the run requests (statemachine/device_runs.py over statemachine/runs.py
+and the book of runs, statemachine/run_book.py), the faults (statemachine/faults/injector.py, which
+knows the device only as a `FaultHost`) and the Slurm job's rules (statemachine/slurm_jobs.py). The
+rules themselves are data (lifecycle_rules.py, run_rules.py, faults/rules.py).
 """
 
 from __future__ import annotations
@@ -17,28 +18,21 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable, Iterable
 
-from transitions import Machine
-
-from csadmin.errors import TransitionFailed
 from csadmin.states import PENDING_STATES, ExecMode, Health, Lifecycle
 
 from .change import Change
-from .device_runs import DeviceRuns
 from .defaults import EVENTS_IN_MEMORY, KEEP_RUNS, SERIAL, Timings
+from .device_runs import DeviceRuns
 from .events import Event, EventLog
-from .faults import Transition
 from .faults.injector import FaultInjector
 from .faults.state import FaultState
-from .lifecycle_rules import (
-    HEALTH, LIFECYCLE_TRANSITIONS, PENDING_TRANSITION, REQUEST_RULES, SET_EXECMODE_EVENTS, SETTLED_EVENTS,
-)
+from .lifecycle import SystemLifecycle
+from .lifecycle_rules import HEALTH
 from .programs import RunMode
-from .rules import Already, Refuse
 from .run_book import RunBook
 from .runs import Runs
 from .slurm_jobs import SlurmJob, begin_job, end_job
 
-A, S = Lifecycle.ACTIVE, Lifecycle.STANDBY
 RESTART_REASON = "daemon restarted"  # why a run left open when csd stopped is aborted at start
 
 
@@ -76,29 +70,34 @@ class Device:
         self.timings = timings
         self.serial = serial
         self.events = EventLog(events_in_memory)  # the newest events; it changes only through this class
-        self.configured_mode = ExecMode.PIPELINED
-        self.active_mode = ExecMode.PIPELINED
-        self.pending_until: int | None = None
         self.slurm_job: SlurmJob | None = None  # the Slurm job the wafer is allocated to (slurm_jobs.py)
-        self.machine = Machine(
-            model=self,
-            states=[s.value for s in Lifecycle],
-            transitions=LIFECYCLE_TRANSITIONS,
-            initial=A.value,
-            auto_transitions=False,
-        )
-        # Runs and the fabric (statemachine/runs.py); their history is kept apart from snapshot().
+        # Runs and the fabric; their history is kept apart from snapshot().
         self._run_book = RunBook(keep_runs)
         self._runs = Runs(clock, self.events, timings, self._run_book)
         self._fault_state = FaultState()  # the faults present and the scenario (statemachine/faults/state.py)
         self._faults = FaultInjector(self._fault_state, clock, self._emit, self._runs.abort_holder, host=self)
+        self._system = SystemLifecycle(clock, timings, self._runs, self._faults, self._emit)
         self._run_requests = DeviceRuns(self._runs, self._faults, clock, host=self)
 
     # -- reading -----------------------------------------------------------------------------
 
     @property
     def lifecycle(self) -> Lifecycle:
-        return Lifecycle(self.state)
+        return self._system.lifecycle
+
+    @property
+    def configured_mode(self) -> ExecMode:
+        return self._system.configured_mode
+
+    @property
+    def active_mode(self) -> ExecMode:
+        """The execution mode the system runs in: the configured one as of its last activation."""
+        return self._system.active_mode
+
+    @property
+    def pending_until(self) -> int | None:
+        """When the pending transition completes (ms), or None."""
+        return self._system.pending_until
 
     @property
     def health(self) -> Health:
@@ -134,11 +133,7 @@ class Device:
         }
 
     def execmode(self) -> dict:
-        return {
-            "execmode": self.configured_mode.value,
-            "activeExecmode": self.active_mode.value,
-            "takesEffectOnActivate": self.configured_mode is not self.active_mode,
-        }
+        return self._system.execmode()
 
     def show_run(self, run_id: str) -> dict:
         """One kept run, open or ended (DeviceRuns.show)."""
@@ -166,13 +161,7 @@ class Device:
                      if d is not None]
         return min(deadlines) if deadlines else None
 
-    # -- requests ----------------------------------------------------------------------------
-
-    def _rule(self, request: str):
-        rule = REQUEST_RULES[(request, self.lifecycle)]
-        if isinstance(rule, Refuse):
-            raise rule.refusal()
-        return rule
+    # -- the lifecycle: statemachine/lifecycle.py (its methods say the contracts) -------------
 
     def _emit(self, type_: str, now: int, origin: dict | None, **details) -> None:
         # `by` names who asked (a request's caller), so a console can tell its own events
@@ -182,70 +171,17 @@ class Device:
         self.events.emit(type_, now, **details)
 
     def standby(self, force: bool = False, origin: dict | None = None, dry_run: bool = False) -> dict:
-        """Ramp down. While a run holds the fabric this is refused as BUSY, unless `force`,
-        which aborts the run first (its owner sees why on its next call and in the events)."""
-        rule = self._rule("standby")
-        if isinstance(rule, Already):
-            return self._result(rule.message, changed=False, dry_run=dry_run)
-        if self._runs.holder is not None and not force:
-            holder = self._runs.holder.run_id
-            raise self._runs.busy_error(
-                "the system cannot go to standby",
-                f"Wait for it to close, or go to standby anyway with `system standby --force`, "
-                f"which aborts {holder}; an admin can also abort it first (`cs runs abort {holder}`).",
-            )
-        if dry_run:
-            return self._result("System would go to STANDBY.", changed=True, dry_run=True)
-        if self._runs.holder is not None:
-            self._runs.abort_holder("system standby --force (an admin put the system in standby)", "standby_forced")
-        now = self._clock()
-        self._emit("EventStandbyIssued", now, origin)
-        self.begin_standby()
-        self.pending_until = now + self._faults.transition_ms(Transition.STANDBY, self.timings.standby_ms)
-        self._emit("EventPendingStandby", now, origin, expectedCompletion=now + self.timings.standby_ms)
-        return self._result("System is going to STANDBY.", changed=True)
+        return self._system.standby(force, origin, dry_run)
 
     def activate(self, origin: dict | None = None, dry_run: bool = False) -> dict:
-        rule = self._rule("activate")
-        if isinstance(rule, Already):
-            return self._result(rule.message, changed=False, dry_run=dry_run)
-        self._faults.refuse_if_blocked("activate", "the system cannot activate")
-        if dry_run:
-            return self._result(f"System would activate in {self.configured_mode.value}.", changed=True, dry_run=True)
-        now = self._clock()
-        self._emit("EventActivateIssued", now, origin, execmode=self.configured_mode.value)
-        self.begin_activate()
-        self.pending_until = now + self._faults.transition_ms(Transition.ACTIVATE, self.timings.activate_ms)
-        self._emit(
-            "EventPendingActive", now, origin, execmode=self.configured_mode.value,
-            expectedCompletion=now + self.timings.activate_ms,
-        )
-        return self._result(f"System is activating in {self.configured_mode.value}.", changed=True)
+        return self._system.activate(origin, dry_run)
 
     def setup_execmode(self, mode: ExecMode, origin: dict | None = None, dry_run: bool = False) -> dict:
-        self._rule("execmode_setup")
-        if mode is self.configured_mode:
-            return self._result(f"Execution mode is already configured as {mode.value}.", changed=False, dry_run=dry_run)
-        if dry_run:
-            return self._result(f"Execution mode would be configured as {mode.value}.", changed=True, dry_run=True)
-        now = self._clock()
-        self._emit("EventConfigOpIssued", now, origin, op="execmode", execmode=mode.value)
-        armed = self._faults.armed(Transition.EXECMODE)
-        if armed is not None:
-            self._faults.transition_failed(armed, now, origin, execmode=mode.value)
-            raise TransitionFailed(
-                f"Setting the execution mode to {mode.value} failed: {armed.fault.summary} (injected fault "
-                f"{armed.name}); the execution mode is still {self.configured_mode.value}.",
-                f"Clear it (`cs system fault clear {armed.name}`) or retry: a successful change clears it.",
-                fault=armed.name,
-            )
-        self.configured_mode = mode
-        self._emit(SET_EXECMODE_EVENTS[mode], now, origin, execmode=mode.value)
-        self._emit("EventConfigOpCompleted", now, origin, op="execmode", execmode=mode.value)
-        self._faults.transition_succeeded(Transition.EXECMODE, now)
-        return self._result(
-            f"Execution mode configured as {mode.value}; it takes effect on `system activate`.", changed=True
-        )
+        return self._system.setup_execmode(mode, origin, dry_run)
+
+    def drop_to_standby(self, now: int, origin: dict | None, **details) -> None:
+        """STANDBY at once, without the ramp (FaultHost; SystemLifecycle.drop_to_standby)."""
+        self._system.drop_to_standby(now, origin, **details)
 
     # -- time --------------------------------------------------------------------------------
 
@@ -255,9 +191,9 @@ class Device:
         whether anything changed."""
         changed = self._faults.fire_due()
         changed = self._runs.advance() or changed
-        if self.pending_until is None or self._clock() < self.pending_until:
+        if not self._system.is_due():
             return changed
-        self._complete_transition(recovered=False)
+        self._system.complete(recovered=False)
         return True
 
     # -- runs: statemachine/device_runs.py answers them (its methods say the contracts) --------
@@ -300,35 +236,6 @@ class Device:
         self.slurm_job, reply = end_job(self.slurm_job, self._runs, job_id)
         return reply
 
-    def _complete_transition(self, recovered: bool) -> None:
-        """The pending transition's time has come (or csd restarted during it: `recovered`). A
-        fault firing on it breaks it: the system goes where the failure leads and the fault is
-        active. Otherwise it settles, with its events, and the faults it had left active are over."""
-        transition = PENDING_TRANSITION[self.lifecycle]
-        now = self._clock()
-        self.pending_until = None
-        breaking = self._faults.firing(transition)
-        if breaking is not None:
-            self.fail_transition()
-            self._faults.transition_failed(breaking, now, None, recovered=recovered)
-            return
-        self.settle()
-        details = {"recovered": recovered}
-        if self.lifecycle is A:
-            self.active_mode = self.configured_mode  # the system "reboots" into the configured mode
-            details = {"execmode": self.active_mode.value, **details}
-        for event_type in SETTLED_EVENTS[self.lifecycle]:
-            self.events.emit(event_type, now, **details)
-        self._faults.transition_succeeded(transition, now)
-
-    def drop_to_standby(self, now: int, origin: dict | None, **details) -> None:
-        """STANDBY at once, without the ramp (a fault's effect; FaultHost): the pending transition,
-        if any, is dropped, and the settled events say why (`details`)."""
-        self.pending_until = None
-        self.emergency_standby()
-        for event_type in SETTLED_EVENTS[S]:
-            self._emit(event_type, now, origin, **details)
-
     # -- faults (statemachine/faults/injector.py does the work) -------------------------------
 
     def inject_fault(self, name: str, origin: dict | None = None, for_ms: int | None = None,
@@ -348,19 +255,8 @@ class Device:
         return {**self._fault_result(message, changed, dry_run), "steps": steps}
 
     def _fault_result(self, message: str, changed: bool, dry_run: bool = False) -> dict:
-        return {**self._result(message, changed, dry_run), "systemHealth": self.health.value,
+        return {**self._system.result(message, changed, dry_run), "systemHealth": self.health.value,
                 "activeFaults": self.faults()}
-
-    def _result(self, message: str, changed: bool, dry_run: bool = False) -> dict:
-        result = {
-            "message": message,
-            "changed": changed,
-            "state": self.lifecycle.value,
-            "pendingUntil": self.pending_until,
-        }
-        if dry_run:
-            result["dryRun"] = True
-        return result
 
     # -- transactions and persistence --------------------------------------------------------
 
@@ -368,17 +264,14 @@ class Device:
         """A transaction on the model: `with device.change() as change:` collects the events
         emitted (`change.events`) and the runs to write (`change.dirty_runs()`), and undoes all
         of it if the block raises. Changes nest (statemachine/change.py)."""
-        return Change(self.events, self._run_book, _OwnFields(self), self._fault_state)
+        return Change(self.events, self._run_book, self._system, _SlurmJobField(self), self._fault_state)
 
     def snapshot(self) -> dict:
         """The device's own state as JSON-ready data, for the store (events and runs are kept
         apart: they have their own tables)."""
         return {
             "serial": self.serial,
-            "state": self.lifecycle.value,
-            "configuredExecmode": self.configured_mode.value,
-            "activeExecmode": self.active_mode.value,
-            "pendingUntil": self.pending_until,
+            **self._system.snapshot(),
             "slurmJob": self.slurm_job.to_dict() if self.slurm_job else None,
             "faults": self._fault_state.snapshot(),
         }
@@ -407,7 +300,7 @@ class Device:
         with self.change() as change:
             rolled_forward = None
             if self.lifecycle in PENDING_STATES:
-                self._complete_transition(recovered=True)
+                self._system.complete(recovered=True)
                 rolled_forward = self.lifecycle
             aborted = self._runs.abort_holder(RESTART_REASON, "daemon_restarted")
             # What fell due while csd was down, in time order: a `--for` that expired clears, an
@@ -421,29 +314,23 @@ class Device:
 
     def _restore(self, snap: dict) -> None:
         self.serial = snap.get("serial", self.serial)
-        self.configured_mode = ExecMode(snap["configuredExecmode"])
-        self.active_mode = ExecMode(snap["activeExecmode"])
-        self.pending_until = snap.get("pendingUntil")
+        self._system.restore(snap)
         job = snap.get("slurmJob")  # absent in stores written before the Slurm integration
         self.slurm_job = SlurmJob.from_dict(job) if job else None
-        self.machine.set_state(Lifecycle(snap["state"]).value)
         self._fault_state.restore(snap.get("faults"))  # absent in stores written before faults
 
 
-class _OwnFields:
-    """The device's own fields as a part of a change: a handful of values, kept whole."""
+class _SlurmJobField:
+    """The device's Slurm job as a part of a change: one immutable value, kept whole."""
 
     def __init__(self, device: Device):
         self._device = device
 
-    def savepoint(self) -> tuple:
-        d = self._device
-        return d.lifecycle, d.configured_mode, d.active_mode, d.pending_until, d.slurm_job
+    def savepoint(self) -> SlurmJob | None:
+        return self._device.slurm_job
 
-    def rollback(self, savepoint: tuple) -> None:
-        d = self._device
-        state, d.configured_mode, d.active_mode, d.pending_until, d.slurm_job = savepoint
-        d.machine.set_state(state.value)
+    def rollback(self, savepoint: SlurmJob | None) -> None:
+        self._device.slurm_job = savepoint
 
-    def release(self, savepoint: tuple) -> None:
+    def release(self, savepoint: SlurmJob | None) -> None:
         pass

@@ -4,7 +4,7 @@ device's changes carry (statemachine/faults/state.py), by the rules in statemach
 
 It knows the device only through `FaultHost` (the lifecycle, the health, and dropping to
 STANDBY) and the callables it is built with; the device calls it, and decides itself how a
-pending transition completes (`Device._complete_transition`), asking it which fault is breaking
+pending transition completes (`SystemLifecycle.complete`, statemachine/lifecycle.py), asking it which fault is breaking
 the transition and telling it how the transition ended.
 """
 
