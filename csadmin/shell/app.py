@@ -16,7 +16,7 @@ from ..client import Client
 from .completer import CommandCompleter
 from .console import ShellConsole
 from .history import shell_history
-from .keys import shell_key_bindings
+from .key_bindings import shell_key_bindings
 from .live import LiveState
 from .toolbar import toolbar_text
 from .watcher import Watcher
