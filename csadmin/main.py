@@ -22,7 +22,7 @@ from .cli import render
 from .cli.console import PlainConsole
 from .cli.parse import json_asked
 from .cli.runner import run_script, run_tokens
-from .cli.session import Session
+from .cli.action_context import ActionContext
 from .client import Client
 
 USAGE = """usage: cs [--system NAME] [--connect FILE] [--key FILE] [--endpoint URL --server-key KEY] [--timeout S]
@@ -178,17 +178,18 @@ def _daemon(g: GlobalOptions):
 def _run(g: GlobalOptions, rest: list[str], client: Client) -> int:
     stdin_is_tty = sys.stdin.isatty()
     if rest:
-        session = Session(client, PlainConsole(interactive=stdin_is_tty), g.output_format, g.timeout, g.key, g.system)
+        context = ActionContext(client, PlainConsole(interactive=stdin_is_tty), g.output_format, g.timeout, g.key,
+                                g.system)
         try:
-            return run_tokens(session, rest)
+            return run_tokens(context, rest)
         except ExitShell:  # `cs exit`: there is no shell to leave, and nothing went wrong
             return errors.EXIT_OK
     if g.script is not None:
-        return run_script(Session(client, PlainConsole(interactive=False), g.output_format, g.timeout, g.key,
+        return run_script(ActionContext(client, PlainConsole(interactive=False), g.output_format, g.timeout, g.key,
                                   g.system), g.script)
     if not stdin_is_tty:
-        session = Session(client, PlainConsole(interactive=False), g.output_format, g.timeout, g.key, g.system)
-        return run_script(session, sys.stdin.read())
+        context = ActionContext(client, PlainConsole(interactive=False), g.output_format, g.timeout, g.key, g.system)
+        return run_script(context, sys.stdin.read())
     from .shell.app import run_shell
     from .shell.ctrl_d import ctrl_d_as_a_key
     from .shell.foreground import own_foreground_group
