@@ -137,13 +137,14 @@ def _reader_gone() -> int:
 
 def _fail(exc: errors.CsError, argv: list[str]) -> int:
     """Say why `cs` could not start; as a JSON object on stdout if JSON was asked for anywhere."""
+    hint = exc.console_hint()
     if json_asked(argv):
-        print(render.as_json({"error": {"code": exc.code, "message": exc.message, "hint": exc.hint}}))
+        print(render.as_json({"error": {"code": exc.code, "message": exc.message, "hint": hint}}))
     else:
         from .cli.colour import Paint, wanted
 
         error = Paint(wanted(sys.stderr)).error("Error")
-        print(f"{error}: {exc.message}" + (f"\n{exc.hint}" if exc.hint else ""), file=sys.stderr)
+        print(f"{error}: {exc.message}" + (f"\n{hint}" if hint else ""), file=sys.stderr)
     return exc.exit_code
 
 

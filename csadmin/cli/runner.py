@@ -27,18 +27,19 @@ def wants_json(s: ActionContext, tokens: list[str]) -> bool:
 def report(s: ActionContext, exc: errors.CsError, line: int | None = None, command: str = "",
            as_json: bool = False) -> int:
     """Say what failed; in a script, `line` (and the `command` there) says where. Returns the
-    failure's exit code."""
+    failure's exit code. The hint is the console's (errors.CsError.console_hint)."""
+    hint = exc.console_hint()
     if as_json or s.output_format == "json":
-        error = {"code": exc.code, "message": exc.message, "hint": exc.hint}
+        error = {"code": exc.code, "message": exc.message, "hint": hint}
         if line is not None:
             error.update(line=line, command=command)
         s.console.out(s.as_json({"error": error}))
     elif exc.asked_for:  # "n" or Ctrl-C: what the person did, not an error
-        s.console.err(exc.message + (f"\n{exc.hint}" if exc.hint else ""))
+        s.console.err(exc.message + (f"\n{hint}" if hint else ""))
     else:
         where = f" at line {line} (`{shown(command, 60)}`)" if line is not None else ""
         error = s.console.err_paint.error("Error")
-        s.console.err(f"{error}{where}: {exc.message}" + (f"\n{exc.hint}" if exc.hint else ""))
+        s.console.err(f"{error}{where}: {exc.message}" + (f"\n{hint}" if hint else ""))
     return exc.exit_code
 
 

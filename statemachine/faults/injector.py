@@ -160,8 +160,9 @@ class FaultInjector:
                 fault = entry.fault
                 raise FaultActive(
                     f"Fault {fault.name} is active ({fault.summary}, injected; systemHealth {fault.health}): {doing}.",
-                    f"See `cs system fault list`; wait for it to clear (wait_for(health=...)) or have an admin "
-                    f"clear it (`cs system fault clear {fault.name}`).",
+                    # How to wait is each surface's own words (errors.FaultActive's steps).
+                    f"See `cs system fault list`; wait for it to clear, or have an admin clear it "
+                    f"(`cs system fault clear {fault.name}`).",
                     fault=fault.name,
                 )
 
