@@ -31,8 +31,8 @@ from .workers import Worker, token_matches
 
 class Runs:
     """The run requests on one book of runs (statemachine/run_book.py). Changes append events to
-    `events` and touch the run in the book; refusals raise and change nothing. Only the Device
-    uses this: its methods are the model's door."""
+    `events` and touch the run in the book; refusals raise and change nothing. Only the model
+    uses this (the device's collaborators): the Device's methods are the model's door."""
 
     def __init__(self, clock: Callable[[], int], events: EventLog, timings: Timings, book: RunBook):
         self._clock = clock
