@@ -23,14 +23,19 @@ from .slurm_jobs import SlurmJob
 
 
 class RunHost(Protocol):
-    """What the run requests read of the device they belong to."""
+    """What the run requests read of the device they belong to (they change none of it)."""
 
     @property
     def lifecycle(self) -> Lifecycle: ...
 
-    serial: str
-    active_mode: ExecMode
-    slurm_job: SlurmJob | None
+    @property
+    def serial(self) -> str: ...
+
+    @property
+    def active_mode(self) -> ExecMode: ...
+
+    @property
+    def slurm_job(self) -> SlurmJob | None: ...
 
 
 class DeviceRuns:
