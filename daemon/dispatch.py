@@ -56,7 +56,7 @@ from .commands import COMMANDS
 from .context import Caller, Context
 from .group import Group, Staged
 from .metrics_facade import NO_METRICS
-from .keys import role_allows
+from .key_registry import role_allows
 from .reads import ReadCache
 from .replies import LastReplies, ReplyCache, Reused, fingerprint
 from .store import Store, StoreDamaged

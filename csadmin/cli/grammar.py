@@ -1,5 +1,5 @@
 """What a `cs` command is, as plain data: its words and options (Command, Option), a command
-line parsed against it (Parsed), and its action (Action), which gets a Session and returns the
+line parsed against it (Parsed), and its action (Action), which gets an ActionContext and returns the
 exit code. The table of commands is commands.py.
 
 (NamedTuples rather than dataclasses: `dataclasses` imports `inspect`, ~5 ms on every one-shot.)
@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Callable, NamedTuple
 
-from .session import Session
+from .action_context import ActionContext
 
 
 class Option(NamedTuple):
@@ -70,4 +70,4 @@ class Parsed(NamedTuple):
     args: list[str]
 
 
-Action = Callable[[Session, Parsed], int]  # returns the exit code
+Action = Callable[[ActionContext, Parsed], int]  # returns the exit code

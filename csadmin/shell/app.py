@@ -8,7 +8,7 @@ from prompt_toolkit.patch_stdout import patch_stdout
 
 from .. import errors
 from ..cli import render
-from ..cli.session import Session
+from ..cli.action_context import ActionContext
 from ..cli.commands import ExitShell
 from ..cli.parse import parse, split
 from ..cli.runner import run_line
@@ -16,7 +16,7 @@ from ..client import Client
 from .completer import CommandCompleter
 from .console import ShellConsole
 from .history import shell_history
-from .keys import shell_key_bindings
+from .key_bindings import shell_key_bindings
 from .live import LiveState
 from .toolbar import toolbar_text
 from .watcher import Watcher
@@ -39,28 +39,28 @@ def _changes_state(line: str) -> bool:
 
 def run_shell(client: Client, g, watch: bool = True) -> int:
     console = ShellConsole()
-    session = Session(client, console, g.output_format, g.timeout, g.key, getattr(g, "system", None))
+    context = ActionContext(client, console, g.output_format, g.timeout, g.key, getattr(g, "system", None))
     try:  # the endpoint the connection file names, not the default the client starts from
         endpoint = client.target()
     except errors.CsError:
         endpoint = client.endpoint  # the watcher says more once it can reach csd
     live = LiveState(endpoint)
-    live.system = session.system
+    live.system = context.system
     event_types: list[str] = []
 
     def provide_event_types():
         if not event_types:
-            event_types.extend(session.client.hello().get("eventTypes", []))
+            event_types.extend(context.client.hello().get("eventTypes", []))
         return event_types
 
     def provide_run_ids():
-        return [run["runId"] for run in session.client.runs_list(max_count=50)["runs"]]
+        return [run["runId"] for run in context.client.runs_list(max_count=50)["runs"]]
 
     fault_names: list[str] = []
 
     def provide_fault_names():  # the catalogue comes from csd: the console never imports the model
         if not fault_names:
-            fault_names.extend(f["name"] for f in session.client.fault_list()["catalogue"])
+            fault_names.extend(f["name"] for f in context.client.fault_list()["catalogue"])
         return fault_names
 
     def provide_system_names():
@@ -69,7 +69,7 @@ def run_shell(client: Client, g, watch: bool = True) -> int:
         return [system.name for system in load().systems]
 
     prompt = PromptSession(
-        message=lambda: f"cs[{session.system}]> " if session.system else "cs> ",
+        message=lambda: f"cs[{context.system}]> " if context.system else "cs> ",
         completer=CommandCompleter({"event_types": provide_event_types, "run_ids": provide_run_ids,
                                      "fault_names": provide_fault_names, "system_names": provide_system_names}),
         complete_while_typing=False,
@@ -81,7 +81,7 @@ def run_shell(client: Client, g, watch: bool = True) -> int:
     watcher = None
     if watch:
         watcher = Watcher(
-            lambda: session.client.sibling(timeout=min(g.timeout, 2.0), retries=0), live,
+            lambda: context.client.sibling(timeout=min(g.timeout, 2.0), retries=0), live,
             lambda e: print(announce_line(e), flush=True), client.session, invalidate=lambda: prompt.app.invalidate(),
         )
         watcher.start()
@@ -92,14 +92,14 @@ def run_shell(client: Client, g, watch: bool = True) -> int:
         for old in switched:
             old.close()
         switched[:] = [new]
-        session.client, session.system = new, name
+        context.client, context.system = new, name
         live.switch(name, new.endpoint)
         fault_names.clear()
         event_types.clear()
         if watcher is not None:
             watcher.retarget()
 
-    session.switch_system = switch_system
+    context.switch_system = switch_system
 
     def read_line() -> str | None:
         # stdout is patched only while the prompt is up: the watcher's lines then go above
@@ -117,12 +117,12 @@ def run_shell(client: Client, g, watch: bool = True) -> int:
         if watcher is not None:
             watcher.busy = True
         try:
-            run_line(session, line)  # Ctrl-C during a command's waits cancels that wait only
+            run_line(context, line)  # Ctrl-C during a command's waits cancels that wait only
         finally:
             if watcher is not None:
                 if _changes_state(line):
                     try:
-                        watcher.quiet_seq = session.client.system_show()["seq"]
+                        watcher.quiet_seq = context.client.system_show()["seq"]
                     except errors.CsError:
                         pass
                 watcher.busy = False

@@ -5,7 +5,7 @@ import os
 import re
 
 from csadmin.daemon.commands import COMMANDS
-from csadmin.daemon.keys import ROLES
+from csadmin.daemon.key_registry import ROLES
 from tests.harness import ROOT
 
 
