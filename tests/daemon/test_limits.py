@@ -129,9 +129,11 @@ def test_a_client_that_never_reads_cannot_grow_csd(csd):
     try:
         for i in range(1500):
             sock.send(protocol.request(f"e{i}", "events.show"))
-        with csd.client() as c:  # served once csd has answered (or dropped) them all
+        # Served once csd has answered (or dropped) them all: 1,500 replies of ~100 KB are CPU work,
+        # so a generous deadline on a loaded machine, and the growing log read every 0.2 s, not 10 ms.
+        with csd.client() as c:
             wait_until(lambda: c.call("system.show") and csd.log().count('"op": "events.show"') >= 1500,
-                       what="csd through the flood")
+                       timeout=120, interval=0.2, what="csd through the flood")
         grown_mb = (_rss_kb(csd.proc.pid) - before) / 1024
         assert grown_mb < 10 + 100 * big / 2**20, f"csd grew {grown_mb:.0f} MB ({big} bytes per reply)"
     finally:
