@@ -122,6 +122,10 @@ def main(argv: list[str] | None = None) -> int:
     except errors.CsError as exc:
         print(f"csrun_wse: {exc}", file=sys.stderr)
         return exc.exit_code
+    if plan.single_task_nodes > 1:  # said, not silently dropped
+        print(f"csrun_wse: {plan.single_task_nodes} single-task nodes: the training process runs on one; this "
+              f"runtime runs nothing on the other {plan.single_task_nodes - 1}, so they are not allocated.",
+              file=sys.stderr)
     if plan.workers:
         return run_with_workers(plan, node, job_name, script, env)
     return cluster.run(srun_command(plan, node, job_name, script), env)

@@ -35,8 +35,8 @@ from ..config import current_config, require_config
 from ..optim.checks import plain_value, whole
 from .input_analysis import measure_and_exit, requested as analysis_requested
 from .batches import EMPTY, EMPTY_HINT, repeated, tensors
-from . import remote
 from .pool import WorkerPool
+from .remote import serve_and_exit, worker_requested as remote_worker_requested
 from .tasks import WorkerInfo, num_tasks, task_id, worker_info  # noqa: F401  (the API's names)
 
 ADVICE = ("To ensure a fixed batch size across all steps, set drop_last=True when batching in the input "
@@ -53,8 +53,8 @@ class DataLoader:
                                   f"a {type(input_fn).__name__}.")
         if analysis_requested():  # cs_input_analyzer: measure input_fn in this process, and end it
             measure_and_exit(input_fn, args, kwargs)
-        if remote.worker_requested():  # a csrun_wse input worker task: feed the trainer, and end
-            remote.serve_and_exit(input_fn, args, kwargs, require_config())
+        if remote_worker_requested():  # a csrun_wse input worker task: feed the trainer, and end
+            serve_and_exit(input_fn, args, kwargs, require_config())
         counts = dict(num_steps=num_steps, max_steps=max_steps, num_epochs=num_epochs, steps_per_epoch=steps_per_epoch)
         for name, value in counts.items():
             if value is not None:

@@ -88,7 +88,7 @@ class Feeder:
                     if self.credits:
                         self._send(next(batches))
                     elif self.trainer_gone():
-                        return 1
+                        return 0  # it ended first (having failed before this one said hello, say): it reports why
                     continue
                 kind, header, _ = message
                 if kind == "stop":
