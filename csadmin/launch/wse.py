@@ -29,6 +29,7 @@ import sys
 import tempfile
 
 from csadmin import errors, rendezvous
+from csadmin.pipes import quiet_when_reader_gone
 
 from . import cluster, placement
 from .args import help_asked, mode_of, split_script, take_option
@@ -113,6 +114,7 @@ def run_with_workers(plan: placement.Plan, node: str | None, job_name: str, scri
         shutil.rmtree(meet, ignore_errors=True)
 
 
+@quiet_when_reader_gone
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if (status := help_asked(argv, USAGE, __doc__)) is not None:
