@@ -9,6 +9,7 @@ import time
 import torch
 
 import cerebras_pytorch.experimental as cstorch
+from tests.launch.script_step import training_step
 
 p = argparse.ArgumentParser()
 p.add_argument("--model-dir", required=True)
@@ -57,14 +58,7 @@ def input_fn(batch_size, delay):
 loader = cstorch.utils.data.DataLoader(input_fn, args.batch_size, args.delay, num_steps=args.num_steps)
 
 
-@cstorch.compile_step
-def step(batch):
-    inputs, targets = batch
-    loss = loss_fn(compiled(inputs), targets)
-    loss.backward()
-    optimizer.step()
-    optimizer.zero_grad()
-    return loss
+step = training_step(compiled, loss_fn, optimizer)
 
 
 for batch in loader:

@@ -12,6 +12,7 @@ import signal
 import torch
 
 import cerebras_pytorch.experimental as cstorch
+from tests.launch.script_step import training_step
 
 p = argparse.ArgumentParser()
 p.add_argument("--model-dir", required=True)
@@ -55,14 +56,7 @@ class Shard:
 loader = cstorch.utils.data.DataLoader(Shard, args.batch_size, args.raise_in, args.kill_in, num_steps=args.num_steps)
 
 
-@cstorch.compile_step
-def step(batch):
-    inputs, targets = batch
-    loss = loss_fn(compiled(inputs), targets)
-    loss.backward()
-    optimizer.step()
-    optimizer.zero_grad()
-    return loss
+step = training_step(compiled, loss_fn, optimizer)
 
 
 fed = []
