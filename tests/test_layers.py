@@ -3,7 +3,7 @@
     statemachine  <-  daemon  ->  shared leaves (errors, states, protocol, connection, keyfile,
                                   scenario_limits, scenario_file)
                                   ^
-                     client (transport, follow, credentials, runs, inventory)  <-  fleet  <-  cli  <-  shell  <-  main
+                     client (transport, follow, credentials, runs, inventory, inventory_cache) <-  fleet  <-  cli  <-  shell  <-  main
 
 The pure model imports only the stdlib-only, pure leaves it shares with everyone (errors, states,
 scenario_limits);
@@ -22,7 +22,7 @@ FOLDERS = {"csadmin": "csadmin", "csadmin.daemon": "daemon", "csadmin.statemachi
 LEAVES = {"csadmin", "csadmin.errors", "csadmin.states", "csadmin.protocol", "csadmin.connection", "csadmin.keyfile",
           "csadmin.scenario_limits", "csadmin.scenario_file", "csadmin.rendezvous", "csadmin.pipes"}
 CLIENT = {"csadmin.client", "csadmin.transport", "csadmin.follow", "csadmin.credentials", "csadmin.runs",
-          "csadmin.inventory"}
+          "csadmin.inventory", "csadmin.inventory_cache"}
 
 
 def _modules() -> dict[str, str]:
