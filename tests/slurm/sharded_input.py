@@ -2,7 +2,8 @@
 workers on other nodes: worker i of N yields samples i, i+N, i+2N, … (each sample's id in feature
 0), and the training process writes the ids its steps ran on to <model-dir>/fed.json, so a test
 sees that every worker knew its index. `--raise-in I` makes worker I's input function raise after
-8 batches (the run open by then); `--kill-in I` makes worker I kill itself (SIGKILL) there."""
+8 batches (the run open by then); `--kill-in I` makes worker I kill itself (SIGKILL) there; `--exit-in-task P` makes Slurm task P
+exit with status 5 at once, before its DataLoader."""
 
 import argparse
 import json
@@ -20,7 +21,10 @@ p.add_argument("--num-steps", type=int, default=24)
 p.add_argument("--batch-size", type=int, default=4)
 p.add_argument("--raise-in", type=int)
 p.add_argument("--kill-in", type=int)
+p.add_argument("--exit-in-task", type=int, help="this Slurm task exits with status 5 before its DataLoader")
 args = p.parse_args()
+if args.exit_in_task is not None and os.environ.get("SLURM_PROCID") == str(args.exit_in_task):
+    raise SystemExit(5)
 
 cstorch.configure(model_dir=args.model_dir, compile_dir=os.path.join(args.model_dir, "compile"))
 torch.manual_seed(0)

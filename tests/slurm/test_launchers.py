@@ -143,5 +143,14 @@ def test_workers_on_other_nodes_shard_by_their_index_and_fail_cleanly(site):
     assert done.returncode == 3, done.stderr + cluster.logs()
     assert re.search(r"input worker 2 \(Slurm task 3 on cs\d, pid \d+\) was killed by signal SIGKILL", done.stderr)
     assert record["status"] == "ABORTED" and "input worker 2" in record["abortReason"], record
+    # A worker task that ends before it reaches the trainer (its script failed early): the trainer,
+    # waiting for its workers, reads it in the task's exit file; no run was opened.
+    before = len(runs(csds["cs1"]))
+    done, _ = run("early", "--exit-in-task", "2")
+    assert done.returncode == 3, done.stderr + cluster.logs()
+    assert re.search(r"input worker 1 \(Slurm task 2 on cs\d, pid \d+\) exited with status 5 without finishing",
+                     done.stderr), done.stderr
+    assert len(runs(csds["cs1"])) == before
+
     # Every task of the step ended: the job completes (its epilogs run) and leaves the queue.
     wait_until(lambda: not cluster._run("squeue", "-h").stdout.strip(), 60, interval=0.2, what="the queue empty")
