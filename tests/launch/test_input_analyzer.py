@@ -50,7 +50,8 @@ def test_the_recommendation_applied_removes_the_input_bottleneck(csd, tmp_path):
     delay = ["--delay", f"{8 * BATCH / est:.6f}"]  # one worker: est / 8 samples/s at most
 
     def train(workers: int, steps: int, model: str) -> dict:
-        done = launcher("csrun_cpu", "--local", "python", SLOW, *delay, "--compile-dir", str(tmp_path / f"compile-{model}"),
+        done = launcher("csrun_cpu", "--local", "python", SLOW, *delay,
+                        "--compile-dir", str(tmp_path / f"compile-{model}"),
                         "--model-dir", str(tmp_path / model), "--num-steps", str(steps), "--workers", str(workers),
                         "--mode", "train", env=env, cwd=str(runs_dir))
         assert done.returncode == 0, done.stderr

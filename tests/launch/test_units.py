@@ -37,13 +37,13 @@ def test_workers_on_other_nodes_are_a_second_component_of_the_same_step():
     cmd = wse.srun_command(p, "cs1", "job", ["train.py"], "/shared/.csrun_wse-x")
     trainer, workers = cmd[:cmd.index(":")], cmd[cmd.index(":") + 1:]
     assert "--gres=cs:1" in trainer and "--nodelist=cs1" in trainer
-    assert trainer[trainer.index("csadmin.launch.task"):][:4] == ["csadmin.launch.task", "trainer", "/shared/.csrun_wse-x",
-                                                                  "--"]
+    supervised = ["csadmin.launch.task", "trainer", "/shared/.csrun_wse-x", "--"]
+    assert trainer[trainer.index("csadmin.launch.task"):][:4] == supervised
     assert "--gres=cs:1" not in workers
     assert workers[:5] == ["--nodes=2", "--ntasks-per-node=2", "--cpus-per-task=3", "--distribution=cyclic",
                            "--exclude=cs1"]
-    assert workers[workers.index("csadmin.launch.task"):][:4] == ["csadmin.launch.task", "worker", "/shared/.csrun_wse-x",
-                                                                  "--"]
+    supervised[1] = "worker"
+    assert workers[workers.index("csadmin.launch.task"):][:4] == supervised
     assert workers[-3:] == ["-m", "csadmin.cstorch", "train.py"]
 
 
@@ -53,7 +53,8 @@ def test_a_worker_task_learns_its_index_from_slurm_and_the_trainer_its_address(t
 
     rendezvous.write_layout(str(tmp_path), rendezvous.Layout(0, 1, 4))
     env = task.role_env("worker", str(tmp_path), {"SLURM_PROCID": "3", "CS_INPUT_WORKER_BIND": "tcp://x:*"})
-    assert (env[rendezvous.WORKER_ENV], env["CSTORCH_MODE"], env[rendezvous.DIR_ENV]) == ("2", "validate_only", str(tmp_path))
+    assert (env[rendezvous.WORKER_ENV], env["CSTORCH_MODE"]) == ("2", "validate_only")
+    assert env[rendezvous.DIR_ENV] == str(tmp_path)
     with pytest.raises(ValueError, match="not one of the 4 input workers"):
         task.role_env("worker", str(tmp_path), {"SLURM_PROCID": "5"})
     env = task.role_env("trainer", str(tmp_path), {"SLURM_PROCID": "0", rendezvous.WORKER_ENV: "1"})

@@ -2,8 +2,8 @@
 workers on other nodes: worker i of N yields samples i, i+N, i+2N, … (each sample's id in feature
 0), and the training process writes the ids its steps ran on to <model-dir>/fed.json, so a test
 sees that every worker knew its index. `--raise-in I` makes worker I's input function raise after
-8 batches (the run open by then); `--kill-in I` makes worker I kill itself (SIGKILL) there; `--exit-in-task P` makes Slurm task P
-exit with status 5 at once, before its DataLoader."""
+8 batches (the run open by then); `--kill-in I` makes worker I kill itself (SIGKILL) there;
+`--exit-in-task P` makes Slurm task P exit with status 5 at once, before its DataLoader."""
 
 import argparse
 import json

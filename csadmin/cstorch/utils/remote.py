@@ -99,7 +99,8 @@ def remote_tasks(directory: str, count: int) -> list[RemoteTask]:
     try:
         layout = rendezvous.read_layout(directory)
     except ValueError as exc:
-        raise InvalidState(f"${rendezvous.DIR_ENV}: {exc}.", "Launch the script with csrun_wse, which writes it.") from None
+        raise InvalidState(f"${rendezvous.DIR_ENV}: {exc}.",
+                           "Launch the script with csrun_wse, which writes it.") from None
     if layout.workers != count:
         raise InvalidState(f"the job has {layout.workers} input worker task(s), the DataLoader wants {count}.",
                            "Let csrun_wse set num_workers_per_csx (it does, from the layout).")
