@@ -20,7 +20,7 @@ from tests.harness import ROOT
 # Where each layer's files are in the repository, and its import name.
 FOLDERS = {"csadmin": "csadmin", "csadmin.daemon": "daemon", "csadmin.statemachine": "statemachine"}
 LEAVES = {"csadmin", "csadmin.errors", "csadmin.states", "csadmin.protocol", "csadmin.connection", "csadmin.keyfile",
-          "csadmin.scenario_limits", "csadmin.scenario_file"}
+          "csadmin.scenario_limits", "csadmin.scenario_file", "csadmin.rendezvous", "csadmin.pipes"}
 CLIENT = {"csadmin.client", "csadmin.transport", "csadmin.follow", "csadmin.credentials", "csadmin.runs",
           "csadmin.inventory", "csadmin.inventory_cache"}
 
