@@ -30,12 +30,6 @@ if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
 # its own, never the developer's ~/.cache; child processes inherit it.
 os.environ["XDG_CACHE_HOME"] = tempfile.mkdtemp(prefix="cs-test-cache-")
 
-# One OpenMP thread per PyTorch process (this one, the examples and input workers it starts),
-# unless the caller says otherwise: the suite runs several processes per core (`make test`'s
-# workers), and torch's OpenMP threads, which spin while they wait for each other, then starve
-# one another: the cstorch tests took 2.5× the CPU (and their steps' timing assumptions broke).
-os.environ.setdefault("OMP_NUM_THREADS", "1")
-
 # Files (or folders, ending in "/") whose tests need no process, relative to tests/.
 UNIT = (
     "statemachine/",

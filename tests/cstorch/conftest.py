@@ -3,10 +3,17 @@ end between tests, so they share it), and a fresh cstorch runtime for every test
 once per process; runtime.reset() closes any run still open, as the process's end would)."""
 
 import pytest
+import torch
 
 from csadmin.cstorch import runtime
 from tests.cstorch.helpers import weight_streaming
 from tests.harness import Daemon
+
+
+# One intra-op thread for the steps these tests run in the test process: `make test` runs several
+# test processes per core, and torch's OpenMP threads, which spin while they wait for each other,
+# then starve one another (these tests took 2.5x the CPU, and their steps' timing assumptions broke).
+torch.set_num_threads(1)
 
 
 @pytest.fixture(scope="module")
