@@ -39,10 +39,13 @@ run: $(PRODUCT_STAMP)
 
 # The suite in TEST_JOBS worker processes (pytest-xdist): most tests wait on a csd, a pty or a
 # daemon rather than compute, so more workers than cores pay; each worker takes whole modules
-# (tests/conftest.py, worker_group). TEST_JOBS=0 runs it in this one process.
+# (tests/conftest.py, worker_group). TEST_JOBS=0 runs it in this one process. Tests marked
+# `alone` measure this CPU's speed (the simulated device is this CPU), so they run afterwards, by
+# themselves: beside other tests their measurement is of the neighbours.
 TEST_JOBS ?= 4
 test: $(STAMP)
-	$(PY) -m pytest -n $(TEST_JOBS)
+	$(PY) -m pytest -n $(TEST_JOBS) -m 'not alone'
+	$(PY) -m pytest -m alone
 
 test-fast: $(STAMP)
 	$(PY) -m pytest -q -m unit

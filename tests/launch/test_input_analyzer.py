@@ -30,6 +30,7 @@ def performance(model_dir: str) -> dict:
         return json.load(f)
 
 
+@pytest.mark.alone  # the estimate is this CPU's speed: beside other tests it measures them
 def test_the_recommendation_applied_removes_the_input_bottleneck(csd, tmp_path):
     """The device here is this CPU: a program's estimate is its best step time on it, and csd
     flags a run fed below half of that. So each training run compiles its program afresh (a
