@@ -19,6 +19,7 @@ import re
 
 MAX_BYTES = 60_000
 MAX_NESTING = 10
+MAX_SECONDS = 366 * 24 * 3600  # any delay or duration: a year, beyond any test, far below what breaks the arithmetic
 
 # What can open or close a level, start a string or a comment, end a line, or part a dotted key
 # from its value (or the next); all else is skipped.

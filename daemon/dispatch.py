@@ -27,7 +27,7 @@ requests are idempotent on (client, request id): a retry
 request is refused (daemon/replies.py). Nothing here raises to the loop (the loop guards anyway)
 and no traceback ever goes on the wire.
 
-Hot ops (a command module with `DURABLE = False`: run.stream, run.heartbeat) change only
+Hot ops (an op declared `durable=False` in csadmin/ops.py: run.stream, run.heartbeat) change only
 counters and deadlines in memory. They are not fsynced per call: each client's last hot reply is
 kept in memory only (a client waits for a reply before its next request, so the last one is the
 only one it retries: a retry within the daemon's life gets the first reply, so samples are never
@@ -50,7 +50,7 @@ from typing import Callable
 from csadmin import errors, protocol
 
 from . import audit
-from .args import ArgError, describe, shorten, validate
+from csadmin.opargs import ArgError, describe, shorten, validate
 from .audit import AuditTrail
 from .commands import COMMANDS
 from .context import Caller, Context
@@ -62,17 +62,6 @@ from .replies import LastReplies, ReplyCache, Reused, fingerprint
 from .store import Store, StoreDamaged
 
 FLUSH_SECONDS = 1.0  # how stale the stored counters of hot ops may get
-
-# What an op module declares beyond NAME, ROLE, ARGS, MUTATING, when it does not say (daemon/commands/).
-DECLARED_DEFAULTS = {
-    "DURABLE": True,  # False: a hot op, kept in memory (above)
-    "CACHED": False,  # True: a read answered from the read cache while the model is unchanged (daemon/reads.py)
-}
-
-
-def declared(command, flag: str) -> bool:
-    """What the op module `command` declares for `flag`, or its default (DECLARED_DEFAULTS)."""
-    return getattr(command, flag, DECLARED_DEFAULTS[flag])
 
 
 def _not_saved() -> errors.Internal:
@@ -168,14 +157,14 @@ class Dispatcher:
                 raise protocol.ProtocolError(errors.UnknownOp(
                     f"Unknown operation {shorten(repr(op))}.", f"Known operations: {', '.join(sorted(COMMANDS))}.",
                 ), request_id)
-            if not role_allows(caller.role, command.ROLE):
+            if not role_allows(caller.role, command.SPEC.role):
                 return self._deny((request_id, op, args), caller, started, "role", errors.PermissionDenied(
-                    f"Permission denied: {op} needs the {command.ROLE} role; key {caller.name!r} has {caller.role}.",
-                    f"Ask an admin to run it, or to give you a key with the {command.ROLE} role.",
+                    f"Permission denied: {op} needs the {command.SPEC.role} role; key {caller.name!r} has {caller.role}.",
+                    f"Ask an admin to run it, or to give you a key with the {command.SPEC.role} role.",
                 ))
             # A dry run changes nothing: it is answered like a read (no replay, no commit, no audit).
-            mutating = command.MUTATING and args.get("dry_run") is not True
-            hot = mutating and not declared(command, "DURABLE")
+            mutating = command.SPEC.mutating and args.get("dry_run") is not True
+            hot = mutating and not command.SPEC.durable
             loud = mutating and not hot  # hot ops log at DEBUG
             if self._group and (not loud or self._group.holds(client, request_id)):
                 self.commit_group()  # what follows must see (or answer) only durable state
@@ -197,7 +186,7 @@ class Dispatcher:
             reply = protocol.error(request_id, exc.error)
             outcome = exc.error.code
             asked = COMMANDS.get(exc.op) if exc.op else None
-            if asked is not None and asked.MUTATING:  # an attempt at a change, refused unread: audited
+            if asked is not None and asked.SPEC.mutating:  # an attempt at a change, refused unread: audited
                 self._audit(caller, exc.op, None, outcome, exc.error.message)
         self._log(loud, request_id, op, caller, outcome, started)
         return reply
@@ -213,10 +202,10 @@ class Dispatcher:
                 "request; csd will not answer it with that request's reply.",
                 "A retry repeats its request exactly (same op, same args); give every new request a new id.",
             )
-            self._audit(caller, command.NAME, args, refusal.code, refusal.message)
+            self._audit(caller, command.SPEC.name, args, refusal.code, refusal.message)
             return protocol.error(request_id, refusal), refusal.code
         if cached is not None:
-            self._audit(caller, command.NAME, args, "replayed", "a retry, answered with the first reply")
+            self._audit(caller, command.SPEC.name, args, "replayed", "a retry, answered with the first reply")
             return cached, "replayed"
         if hot is not None:  # hot ops are not audited (one fsync each)
             return hot, "replayed"
@@ -249,11 +238,11 @@ class Dispatcher:
     def _validated(self, command, mutating, request_id, args, caller) -> tuple[dict | None, bytes, str]:
         """(parsed args, b"", "") or, refused, (None, reply, code)."""
         try:
-            return validate(command.ARGS, args), b"", ""
+            return validate(command.SPEC.args, args), b"", ""
         except ArgError as exc:
-            refusal = errors.InvalidArgument(str(exc), protocol.arguments_hint(command.NAME, describe(command.ARGS)))
+            refusal = errors.InvalidArgument(str(exc), protocol.arguments_hint(command.SPEC.name, describe(command.SPEC.args)))
             if mutating:
-                self._audit(caller, command.NAME, args, refusal.code, refusal.message)
+                self._audit(caller, command.SPEC.name, args, refusal.code, refusal.message)
             return None, protocol.error(request_id, refusal), refusal.code
 
     def _stage(self, command, request_id, args, client, fp, caller, started, hot) -> tuple[bytes | None, str | None]:
@@ -268,11 +257,11 @@ class Dispatcher:
         try:
             result = self._group.apply(lambda: command.execute(self.ctx, parsed, caller))
             reply, outcome = protocol.ok(request_id, result), "ok"
-            row = audit.record(caller.name, caller.role, command.NAME, args, "ok", str(result.get("message", "")))
+            row = audit.record(caller.name, caller.role, command.SPEC.name, args, "ok", str(result.get("message", "")))
         except errors.CsError as exc:  # a refusal: the model's rules said no (only this request is undone)
             reply, outcome, message = protocol.error(request_id, exc), exc.code, exc.message
             if exc.keeps_change:  # attempted and failed (an injected fault): its events are committed
-                row = audit.record(caller.name, caller.role, command.NAME, args, exc.code, exc.message)
+                row = audit.record(caller.name, caller.role, command.SPEC.name, args, exc.code, exc.message)
         except Exception:
             failure = self._bug(command, request_id)
             reply, outcome, message = protocol.error(request_id, failure), failure.code, failure.message
@@ -280,7 +269,7 @@ class Dispatcher:
             self._group.close()
             self._hot_replies.remember(client, request_id, fp, reply)
             return reply, outcome
-        self._group.add(Staged(client, request_id, protocol.id_key(request_id), fp, reply, outcome, command.NAME, args,
+        self._group.add(Staged(client, request_id, protocol.id_key(request_id), fp, reply, outcome, command.SPEC.name, args,
                                caller, started, row, message, hot))
         if not hot:
             return None, None
@@ -348,8 +337,8 @@ class Dispatcher:
         if parsed is None:
             return reply, outcome
         try:
-            if declared(command, "CACHED"):
-                return self._reads.answer(command.NAME, parsed, request_id,
+            if command.SPEC.cached:
+                return self._reads.answer(command.SPEC.name, parsed, request_id,
                                           lambda: command.execute(self.ctx, parsed, caller)), "ok"
             return protocol.ok(request_id, command.execute(self.ctx, parsed, caller)), "ok"
         except errors.CsError as exc:  # e.g. NOT_FOUND
@@ -362,8 +351,8 @@ class Dispatcher:
 
     def _bug(self, command, request_id) -> errors.Internal:
         """Log the exception being handled (with its traceback) and say it on the wire without one."""
-        self.log.exception("internal_error", op=command.NAME, id=request_id)
-        return errors.Internal(f"csd failed while handling {command.NAME}.")
+        self.log.exception("internal_error", op=command.SPEC.name, id=request_id)
+        return errors.Internal(f"csd failed while handling {command.SPEC.name}.")
 
     def _write(self, events, runs, replies=(), rows=()) -> None:
         """One transaction: the device, `events`, `runs`, `replies`, the audit `rows`, and what

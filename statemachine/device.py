@@ -30,7 +30,7 @@ from .faults.state import FaultState
 from .lifecycle_rules import (
     HEALTH, LIFECYCLE_TRANSITIONS, PENDING_TRANSITION, REQUEST_RULES, SET_EXECMODE_EVENTS, SETTLED_EVENTS,
 )
-from .programs import RunMode
+from csadmin.programs import RunMode
 from .rules import Already, Refuse
 from .run_rules import OPEN_RULES
 from .runs import Runs

@@ -20,7 +20,7 @@ from csadmin.states import ExecMode
 from .defaults import KEEP_RUNS, Timings
 from .events import EventLog
 from .performance import performance_record
-from .programs import RunMode
+from csadmin.programs import RunMode
 from .run import Fabric, Run, RunStatus, run_id_of, seconds, utc
 from .run_rules import PROGRAM_RULES, RUN_RULES, Already, Refuse
 from .workers import ACTIVE, Worker, breakdown, token_matches

@@ -9,7 +9,7 @@ no string looked up: COMMANDS → actions.system_standby → Client.system_stand
 
 from __future__ import annotations
 
-from .. import errors
+from .. import errors, ops
 from ..states import EXECMODE_SPELLINGS, ExecMode
 from . import actions, fleet_actions, fleet_rolling
 from .grammar import Command, Option, Parsed
@@ -119,21 +119,21 @@ COMMANDS: tuple[Command, ...] = (
     Command(
         ("system", "show"), "Show the system's state, health and execution mode.", actions.system_show,
         options=(Option("--detailed", "also show the daemon's version, start time and durations"),),
-        aliases=(("system", "status"),), reads=True, op="system.show",
+        aliases=(("system", "status"),), reads=True, op=ops.SYSTEM_SHOW,
     ),
     Command(
         ("system", "standby"), "Put the system in standby (ACTIVE → STANDBY).", actions.system_standby,
         options=(NO_CONFIRM, Option("--force", "abort the run holding the fabric instead of refusing")),
-        changes_state=True, op="system.standby",
+        changes_state=True, op=ops.SYSTEM_STANDBY,
         details="Waits for PENDING_STANDBY to complete. Admins only. Refused (busy, exit 4) while a run "
                 "holds the fabric, unless --force, which aborts that run.",
     ),
     Command(
         ("system", "activate"), "Activate the system in the configured execution mode (STANDBY → ACTIVE).",
-        actions.system_activate, options=(NO_CONFIRM,), changes_state=True, op="system.activate",
+        actions.system_activate, options=(NO_CONFIRM,), changes_state=True, op=ops.SYSTEM_ACTIVATE,
         details="The system reboots into the configured execution mode; waits for PENDING_ACTIVE to complete.",
     ),
-    Command(("system", "date"), "Show the system's date and time.", actions.system_date, reads=True, op="system.date"),
+    Command(("system", "date"), "Show the system's date and time.", actions.system_date, reads=True, op=ops.SYSTEM_DATE),
     # Simulated faults (docs/cli.md, "Faults"): every event they cause says `injected`.
     Command(
         ("system", "fault", "inject"), "Inject a simulated fault (admins only).", actions.fault_inject,
@@ -143,7 +143,7 @@ COMMANDS: tuple[Command, ...] = (
             Option("--after", "inject it this many seconds from now", True, "S", number=True, arg="after_seconds"),
             NO_CONFIRM,
         ),
-        changes_state=True, arguments=("NAME",), op="system.fault.inject", op_args=("name",),
+        changes_state=True, arguments=("NAME",), op=ops.SYSTEM_FAULT_INJECT, op_args=("name",),
         details="NAME is one of `system fault list`'s catalogue. A warning makes systemHealth DEGRADED; a critical "
                 "fault aborts the run holding the fabric and refuses new runs; emergency-shutdown drops to STANDBY; "
                 "a transition fault makes the next activate/standby/execmode change fail or time out.",
@@ -151,20 +151,20 @@ COMMANDS: tuple[Command, ...] = (
     Command(
         ("system", "fault", "clear"), "Clear a fault, or every fault with --all (admins only).", actions.fault_clear,
         options=(Option("--all", "every fault, and the loaded scenario's steps still to come"), NO_CONFIRM),
-        changes_state=True, arguments=("[NAME]",), op="system.fault.clear", op_args=("name",),
+        changes_state=True, arguments=("[NAME]",), op=ops.SYSTEM_FAULT_CLEAR, op_args=("name",),
         check=actions.check_fault_clear,
         details="Clearing the last active fault emits EventHealthOk. After emergency-shutdown, activate the system.",
     ),
     Command(("system", "fault", "list"), "Show the faults present, the scenario, and the faults that can be injected.",
-            actions.fault_list, reads=True, op="system.fault.list"),
+            actions.fault_list, reads=True, op=ops.SYSTEM_FAULT_LIST),
     Command(
         ("system", "fault", "scenario"), "Load a fault scenario file (TOML) into csd (admins only).",
         actions.fault_scenario, options=(NO_CONFIRM,), changes_state=True, arguments=("FILE",),
-        op="system.fault.scenario", op_args=("text",), check=actions.check_fault_scenario,
+        op=ops.SYSTEM_FAULT_SCENARIO, op_args=("text",), check=actions.check_fault_scenario,
         details="It replaces the scenario loaded before. docs/operations.md, \"Fault scenarios\", describes the file.",
     ),
     Command(("config", "execmode", "show"), "Show the configured execution mode.", actions.execmode_show, reads=True,
-            op="config.execmode.show"),
+            op=ops.CONFIG_EXECMODE_SHOW),
     Command(
         ("config", "execmode", "setup"), "Choose the execution mode the next activation boots into (STANDBY only).",
         actions.execmode_setup,
@@ -173,7 +173,7 @@ COMMANDS: tuple[Command, ...] = (
                    parse=ExecMode.parse),
             NO_CONFIRM,
         ),
-        changes_state=True, op="config.execmode.setup", check=actions.check_execmode_setup,
+        changes_state=True, op=ops.CONFIG_EXECMODE_SETUP, check=actions.check_execmode_setup,
         details="Without --mode, offers the two modes as a selection. Takes effect on `system activate`.",
     ),
     Command(
@@ -183,31 +183,31 @@ COMMANDS: tuple[Command, ...] = (
             Option("--from-time", "only events at or after this time (ms since the epoch)", True, "MS", integer=True),
             Option("--max-count", "only the newest N matching events", True, "N", integer=True),
         ),
-        reads=True, op="events.show",
+        reads=True, op=ops.EVENTS_SHOW,
     ),
     Command(
         ("events", "follow"), "Print events as they happen, until Ctrl-C.", actions.events_follow,
-        options=(EVENT_TYPE,), reads=True, op="events.show",
+        options=(EVENT_TYPE,), reads=True, op=ops.EVENTS_SHOW,
         details="With --output-format json, one JSON object per line.",
     ),
     Command(("whoami",), "Show who csd takes you for: key name, role and session.", actions.whoami, reads=True,
-            op="meta.whoami"),
+            op=ops.META_WHOAMI),
     Command(
         ("runs", "list"), "List the kept runs, newest first, and the run holding the fabric.", actions.runs_list,
-        options=(Option("--max-count", "only the newest N runs", True, "N", integer=True),), reads=True, op="runs.list",
+        options=(Option("--max-count", "only the newest N runs", True, "N", integer=True),), reads=True, op=ops.RUNS_LIST,
     ),
     Command(("runs", "show"), "Show one run and its performance record.", actions.runs_show, reads=True, arguments=("ID",),
-            op="runs.show", op_args=("run_id",)),
+            op=ops.RUNS_SHOW, op_args=("run_id",)),
     Command(
         ("runs", "abort"), "Abort a run, releasing the fabric (admins only).", actions.runs_abort,
         options=(NO_CONFIRM, Option("--reason", "why, shown to the run's runtime", True, "TEXT")),
-        changes_state=True, arguments=("ID",), op="runs.abort", op_args=("run_id",),
+        changes_state=True, arguments=("ID",), op=ops.RUNS_ABORT, op_args=("run_id",),
         details="The run's runtime gets RUN_ABORTED with the reason on its next call.",
     ),
     Command(
         ("audit", "show"), "Show the audit log: every change requested and every denial, oldest first.", actions.audit_show,
         options=(Option("--max-count", "only the newest N records (default 100)", True, "N", integer=True),),
-        reads=True, op="audit.show", details="Admins only.",
+        reads=True, op=ops.AUDIT_SHOW, details="Admins only.",
     ),
     # Several systems (README, "Several systems"): the inventory, and commands across it.
     Command(("systems",), "List the systems of the inventory (* marks the one in use).", fleet_actions.systems,

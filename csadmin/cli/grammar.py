@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Callable, NamedTuple
 
+from ..ops import Op
 from .session import Session
 
 
@@ -49,7 +50,7 @@ class Command(NamedTuple):
     shell_only: bool = False  # offered only in the interactive shell (exit)
     # The csd op it asks for and the op's argument each of `arguments` fills, so csd's refusals
     # can be said in the console's own names (terms.py): system.standby → `system standby`.
-    op: str = ""
+    op: Op | None = None
     op_args: tuple[str, ...] = ()
     # Checks of the parsed line beyond its grammar (actions.py), run before anything is sent and
     # over a whole script before its first line runs; `interactive`: whether someone can answer.

@@ -1,20 +1,20 @@
 """csd's refusals in the console's own words (csadmin/cli/terms.py): no op or argument names of
-the protocol reach a `cs` user. The table's op/argument names are checked against csd's own
-declarations, so a renamed op or argument cannot silently stop being translated."""
+the protocol reach a `cs` user. The table's ops are csadmin/ops.py's, and their argument names
+are checked against the op's declaration, so a renamed op or argument cannot silently stop being translated."""
 
 import json
 
 from csadmin import errors
 from csadmin.cli.commands import COMMANDS, NO_CONFIRM, OUTPUT_FORMAT, options_of
-from csadmin.daemon.commands import COMMANDS as OPS
+from csadmin import ops
 
 
 def test_every_command_names_a_real_op_and_its_real_arguments():
     for command in COMMANDS:
-        if not command.op:
+        if command.op is None:
             continue
-        assert command.op in OPS, command.name
-        takes = set(OPS[command.op].ARGS)
+        assert command.op in ops.ALL, command.name
+        takes = set(command.op.args)
         for option in options_of(command):
             if option not in (NO_CONFIRM, OUTPUT_FORMAT):  # the console's own, never sent
                 assert option.op_arg in takes, (command.name, option.name)

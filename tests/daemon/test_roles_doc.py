@@ -24,7 +24,7 @@ def roles_table() -> dict[str, set[str]]:
 def test_every_role_row_lists_exactly_the_ops_declaring_that_role():
     documented = roles_table()
     for role in ROLES:
-        declared = {name for name, module in COMMANDS.items() if module.ROLE == role}
+        declared = {name for name, module in COMMANDS.items() if module.SPEC.role == role}
         assert documented[role] == declared, (role, "missing:", declared - documented[role],
                                               "not so:", documented[role] - declared)
 
