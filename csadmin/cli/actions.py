@@ -7,6 +7,7 @@ line here. The command table (commands.py) names each command's action.
 
 from __future__ import annotations
 
+from types import ModuleType
 from typing import Callable
 
 from .. import errors, scenario_file
@@ -246,11 +247,17 @@ def whoami(s: Session, p: Parsed) -> int:
     return _answer(s, p, me, lambda r: f"{r['name']} ({r['role']}), session {r['session']}")
 
 
-def slurm(s: Session, p: Parsed) -> int:
-    """`slurm …`: the hooks Slurm's scripts run (csadmin/slurm/hooks.py, loaded only here)."""
-    from ..slurm.hooks import run_hook
+def slurm_hook(pick: Callable[[ModuleType], Callable[..., int]]) -> Callable[[Session, Parsed], int]:
+    """The action of a `slurm …` command: the hook `pick` takes from csadmin/slurm/hooks.py
+    (`slurm_hook(lambda hooks: hooks.prolog)`), a reference resolved when the command runs, so
+    that module loads only for Slurm's scripts, never for another one-shot `cs`."""
 
-    return run_hook(s.client, p.command.words[1:], p.options, p.args)
+    def action(s: Session, p: Parsed) -> int:
+        from ..slurm import hooks
+
+        return hooks.run_hook(s.client, pick(hooks), " ".join(p.command.words[1:]), p.options, p.args)
+
+    return action
 
 
 def events_follow(s: Session, p: Parsed) -> int:

@@ -7,10 +7,19 @@ exit code. The table of commands is commands.py.
 
 from __future__ import annotations
 
-from typing import Callable, NamedTuple
+from typing import Callable, Iterable, NamedTuple
 
 from ..ops import Op
 from .session import Session
+
+
+class Source(NamedTuple):
+    """A live source of completions the shell asks csd (or the inventory) for: `fetch(session)`.
+    `kept`: what it returns holds for the system in use (csd's catalogues), so the shell asks
+    once per system; otherwise (the runs) it asks at each TAB. The sources are sources.py's."""
+
+    fetch: Callable[[Session], Iterable[str]]
+    kept: bool = False
 
 
 class Option(NamedTuple):
@@ -21,7 +30,7 @@ class Option(NamedTuple):
     values: tuple[str, ...] = ()  # completion candidates (and, if `choices`, the only ones allowed)
     choices: bool = False
     integer: bool = False
-    complete_from: str = ""  # a live source of completions the shell asks the daemon for ("event_types")
+    complete_from: Source | None = None  # a live source of its values (sources.EVENT_TYPES)
     number: bool = False  # a number of seconds (float)
     arg: str = ""  # the csd op's argument it sets, when not its `dest` (--for: for_seconds)
     parse: Callable[[str], object] | None = None  # raises ValueError for a value csd would refuse
@@ -35,6 +44,24 @@ class Option(NamedTuple):
         return self.arg or self.dest
 
 
+class Argument(NamedTuple):
+    """A positional argument: its name in the usage ("ID"; "[NAME]" when it may be left out),
+    the csd op's argument it fills (so csd's refusals name it: terms.py), and a live source of
+    its values for the shell's completion."""
+
+    metavar: str
+    op_arg: str = ""
+    complete_from: Source | None = None
+
+    @property
+    def optional(self) -> bool:
+        return self.metavar.startswith("[")
+
+    @property
+    def name(self) -> str:
+        return self.metavar.strip("[]")
+
+
 class Command(NamedTuple):
     words: tuple[str, ...]
     help: str
@@ -45,13 +72,12 @@ class Command(NamedTuple):
     reads: bool = False  # reads state only (no confirmation, safe to retry)
     output: bool = True  # prints a result, so takes --output-format
     details: str = ""
-    arguments: tuple[str, ...] = ()  # positional arguments, all required, e.g. ("ID",)
+    arguments: tuple[Argument, ...] = ()  # positional arguments, in order
     takes_command: bool = False  # its arguments name a command (help)
     shell_only: bool = False  # offered only in the interactive shell (exit)
-    # The csd op it asks for and the op's argument each of `arguments` fills, so csd's refusals
-    # can be said in the console's own names (terms.py): system.standby → `system standby`.
+    # The csd op it asks for (csadmin/ops.py), so csd's refusals can be said in the console's own
+    # names (terms.py): system.standby → `system standby`.
     op: Op | None = None
-    op_args: tuple[str, ...] = ()
     # Checks of the parsed line beyond its grammar (actions.py), run before anything is sent and
     # over a whole script before its first line runs; `interactive`: whether someone can answer.
     check: Callable[[Parsed, bool], None] | None = None
@@ -62,7 +88,7 @@ class Command(NamedTuple):
 
     @property
     def usage(self) -> str:
-        return " ".join((self.name, *self.arguments))
+        return " ".join((self.name, *(a.metavar for a in self.arguments)))
 
 
 class Parsed(NamedTuple):

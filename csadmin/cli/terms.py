@@ -2,8 +2,8 @@
 argument 'mode' → `--mode`, and csd's list of an op's arguments → the command's help.
 
 csd speaks its protocol (op and argument names, docs/protocol.md), which runtimes use; a person at
-`cs` knows only commands and options. The command table knows both names of each (Command.op and
-op_args, Option.op_arg), so this module is the one place that translates, for every command.
+`cs` knows only commands and options. The command table knows both names of each (Command.op,
+Argument.op_arg, Option.op_arg), so this module is the one place that translates, for every command.
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ _OPS = re.compile(r"(?<![\w.])(" + "|".join(map(re.escape, sorted(_COMMAND_OF_OP
 def _console_names(command: Command) -> dict[str, str]:
     """The op's argument names → the command's option (`--mode`) or argument (`ID`) names."""
     names = {option.op_arg: option.name for option in options_of(command)}
-    names.update(zip(command.op_args, (a.strip("[]") for a in command.arguments)))
+    names.update((a.op_arg, a.name) for a in command.arguments if a.op_arg)
     return names
 
 
