@@ -103,6 +103,33 @@ def _answer(s: Session, p: Parsed, result: dict, as_text: Callable[[dict], str])
     return errors.EXIT_OK
 
 
+def op_args(p: Parsed) -> dict:
+    """The op's arguments a command line gives: each option and positional argument that names
+    one (Option.op_arg, Argument.op_arg; the console's own options name none), left out when not
+    given, so csd applies its default."""
+    takes = p.command.op.args
+    args = {o.op_arg: p.options[o.dest] for o in p.command.options if o.op_arg in takes}
+    args.update((a.op_arg, value) for a, value in zip(p.command.arguments, p.args) if a.op_arg)
+    return {k: v for k, v in args.items() if v is not None and v is not False}
+
+
+def ask(s: Session, p: Parsed) -> int:
+    """The action of a command that is its op and nothing more (the table row names the op):
+    send it with the line's arguments and print the reply: its `message`, or its keys one a
+    line (JSON with --output-format json). A change is checked first (a dry run, when the op
+    takes one) and confirmed with its message unless --no-confirm."""
+    args = op_args(p)
+    if p.command.changes_state and not p.options.get("no_confirm"):
+        question = f"`{p.command.name}` changes the system."
+        if p.command.op.dry_run:  # refused, or nothing to do: said before anyone is asked
+            check = s.client.call(p.command.op, **args, dry_run=True)
+            if not check["changed"]:
+                return _answer(s, p, check, lambda r: r["message"])
+            question = check["message"]
+        _confirm(s, f"{question} Do you want to proceed?")
+    return _answer(s, p, s.client.call(p.command.op, **args), render.reply)
+
+
 def system_show(s: Session, p: Parsed) -> int:
     return _answer(s, p, s.client.system_show(detailed=p.options["detailed"]),
                    lambda r: render.system_show(r, s.console.paint))
