@@ -21,10 +21,13 @@ def default_key_file() -> str:
     return os.path.join(base, "cs", "client.key_secret")
 
 
-def check_listening(endpoint: str | None) -> None:
+def check_listening(endpoint: str | None, probe: bool = True) -> None:
     """Raise Unreachable unless something accepts connections on `endpoint`'s ipc socket file
     (a killed csd leaves the file behind, so its mere existence says nothing); say plainly when
-    we may not reach it at all."""
+    we may not reach it at all. With `probe` False only the file is checked (it exists, we may
+    write to it), not whether anyone listens: for a caller that learns a refused connection from
+    ZeroMQ's monitor instead (csadmin/fleet/query.py: a probe per system costs more than the
+    answers)."""
     if not endpoint or not endpoint.startswith("ipc://") or endpoint.startswith("ipc://@"):
         return
     path = endpoint[len("ipc://"):]
@@ -34,6 +37,10 @@ def check_listening(endpoint: str | None) -> None:
     )
     if not _visible(path):
         raise not_listening
+    if not probe:
+        if not os.access(path, os.W_OK):
+            raise _no_access(path)
+        return
     import _socket  # the C module: `socket` would cost the one-shot ~4 ms to import
 
     probe = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)

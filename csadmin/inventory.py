@@ -25,7 +25,7 @@ import os
 import re
 from typing import NamedTuple
 
-from . import errors
+from . import errors, inventory_cache
 from .keyfile import valid_z85_key
 
 SYSTEM_WIDE = "/etc/cs/systems.toml"
@@ -108,16 +108,23 @@ def load() -> Inventory:
 
 
 def parse(data: bytes, path: str) -> Inventory:
-    import tomllib  # ~3 ms: only when a system is named
-
     def bad(problem: str) -> errors.UsageError:
         return errors.UsageError(f"The inventory {path} is not valid: {problem}.",
                                  "Fix the file (README, \"Several systems\", shows its format).")
 
     try:
-        doc = tomllib.loads(data.decode("utf-8"))
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
         raise bad(str(exc)) from None
+    doc = inventory_cache.lookup(path, text)
+    if doc is None:
+        import tomllib  # ~3 ms: only when a system is named and this text was not parsed before
+
+        try:
+            doc = tomllib.loads(text)
+        except tomllib.TOMLDecodeError as exc:
+            raise bad(str(exc)) from None
+        inventory_cache.store(path, text, doc)
     unknown = set(doc) - {"systems"}
     if unknown:
         raise bad(f"unknown top-level key(s) {', '.join(sorted(unknown))} (only [systems.NAME] tables)")

@@ -63,6 +63,7 @@ class Transport:
         self._identity = identity or os.urandom(16).hex().encode()
         self._sock: zmq.Socket | None = None
         self._monitor: zmq.Socket | None = None
+        self._watched = _HANDSHAKE_FAILURES  # what the first connection's monitor reports
         self._events_endpoint: str | None = None
 
     def target(self) -> str:
@@ -101,7 +102,7 @@ class Transport:
             if kind == zmq.DEALER:
                 # Watch the first handshake, so a refused key fails at once and says so instead
                 # of timing out; dropped after the first reply (later refusals arrive as replies).
-                self._monitor = sock.get_monitor_socket(_HANDSHAKE_FAILURES)
+                self._monitor = sock.get_monitor_socket(self._watched)
             sock.connect(endpoint)
         except BaseException as exc:
             if kind == zmq.DEALER:
@@ -113,14 +114,16 @@ class Transport:
             raise
         return sock
 
-    def _socket(self) -> zmq.Socket:
+    def _socket(self, probe: bool = True) -> zmq.Socket:
         if self._sock is None:
             # A named ipc endpoint with nothing behind it says more than a missing key would.
             given = self._given[0] or os.environ.get("CS_ENDPOINT")
-            check_listening(given)
+            check_listening(given, probe)
             self._credentials()
             if self.endpoint != given:  # the connection file's: probed once, not twice
-                check_listening(self.endpoint)
+                check_listening(self.endpoint, probe)
+            if not probe:  # then a refused connect shows on the monitor (_connection_failed)
+                self._watched = _HANDSHAKE_FAILURES | zmq.EVENT_CONNECT_RETRIED
             # A stable identity lets the daemon recognise our retries as ours.
             self._sock = self.new_socket(zmq.DEALER, self.endpoint, ROUTING_ID=self._identity)
         return self._sock
@@ -134,12 +137,17 @@ class Transport:
         poller.register(self._monitor, zmq.POLLIN)
         ready = dict(poller.poll(timeout_ms))
         if self._monitor in ready:
-            self._handshake_failed()
+            self._connection_failed()
         return sock in ready
 
-    def _handshake_failed(self) -> None:
+    def _connection_failed(self) -> None:
         while self._monitor.poll(0, zmq.POLLIN):
             event, value = struct.unpack("=HI", self._monitor.recv_multipart()[0][:6])
+            if event == zmq.EVENT_CONNECT_RETRIED:  # watched only without the probe (send())
+                raise errors.Unreachable(
+                    f"csd is not listening at {self.endpoint}: the connection was refused.",
+                    "Is csd running (`systemctl status csd`)? Check the endpoint or the connection file.",
+                )
             if event == zmq.EVENT_HANDSHAKE_FAILED_AUTH and value == 400:
                 raise errors.PermissionDenied(
                     f"csd at {self.endpoint} refused this client's key: it is not registered, or was revoked.",
@@ -207,21 +215,23 @@ class Transport:
     # -- one request among many: a caller polling several clients at once (csadmin/fleet/query.py) --
 
     def send(self, op: Op | str, **args) -> str:
-        """Send one request without waiting (no retry); returns its id for `reply`."""
+        """Send one request without waiting (no retry); returns its id for `reply`. The endpoint
+        is not probed first: a refused connection raises from `reply` instead, at once."""
         request_id = os.urandom(12).hex()
-        self._socket().send(protocol.request(request_id, _name(op), args))
+        self._socket(probe=False).send(protocol.request(request_id, _name(op), args))
         return request_id
 
     def pollable(self) -> list[zmq.Socket]:
-        """What to poll (POLLIN) for this client's answer: its request socket, and the handshake
-        monitor while the first handshake is pending (a refused key shows there)."""
+        """What to poll (POLLIN) for this client's answer: its request socket, and the
+        connection's monitor while the first handshake is pending (a refused connection or key
+        shows there)."""
         return [sock for sock in (self._sock, self._monitor) if sock is not None]
 
     def reply(self, request_id: str) -> dict | None:
         """The result of `request_id` if its answer has arrived (its error, or a refused
-        handshake, raised), else None. Never blocks."""
+        connection or handshake, raised), else None. Never blocks."""
         if self._monitor is not None and self._monitor.poll(0, zmq.POLLIN):
-            self._handshake_failed()
+            self._connection_failed()
         while self._sock is not None and self._sock.poll(0, zmq.POLLIN):
             result = self._answer(self._sock.recv(), request_id)
             if result is not _LATE:

@@ -3,7 +3,7 @@
     statemachine  <-  daemon  ->  shared leaves (errors, states, protocol, connection, keyfile,
                                   scenario_limits, scenario_file, ops, opargs, programs)
                                   ^
-                     client (transport, follow, credentials, runs, inventory)  <-  fleet  <-  cli  <-  shell  <-  main
+                     client (transport, follow, credentials, runs, inventory, inventory_cache) <-  fleet  <-  cli  <-  shell  <-  main
 
 The pure model imports only the stdlib-only, pure leaves it shares with everyone (errors, states,
 scenario_limits, programs);
@@ -25,7 +25,7 @@ LEAVES = {"csadmin", "csadmin.errors", "csadmin.states", "csadmin.protocol", "cs
 # as an op's arguments before the model sees them).
 MODEL_LEAVES = {"csadmin", "csadmin.errors", "csadmin.states", "csadmin.scenario_limits", "csadmin.programs"}
 CLIENT = {"csadmin.client", "csadmin.transport", "csadmin.follow", "csadmin.credentials", "csadmin.runs",
-          "csadmin.inventory"}
+          "csadmin.inventory", "csadmin.inventory_cache"}
 
 
 def _modules() -> dict[str, str]:

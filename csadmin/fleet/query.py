@@ -52,12 +52,16 @@ def show_all(systems: list[System], deadline: float, default_key: str | None = N
                 answers[i] = Answer(system, error=errors.Unreachable(f"Cannot reach {system.target}: {exc}."))
         end = time.monotonic() + deadline
         while waiting and (remaining := end - time.monotonic()) > 0:
-            poller = zmq.Poller()
-            for client, _, _ in waiting.values():
+            poller, owner = zmq.Poller(), {}
+            for i, (client, _, _) in waiting.items():
                 for sock in client.pollable():
                     poller.register(sock, zmq.POLLIN)
-            poller.poll(max(1, int(remaining * 1000)))
-            for i, (client, request_id, sent) in list(waiting.items()):
+                    owner[sock] = i
+            # Only the clients with something to read are asked: asking every waiting client
+            # after each answer costs quadratically in the number of systems.
+            ready = {owner[sock] for sock, _ in poller.poll(max(1, int(remaining * 1000)))}
+            for i in sorted(ready):
+                client, request_id, sent = waiting[i]
                 try:
                     snapshot = client.reply(request_id)
                 except errors.CsError as exc:

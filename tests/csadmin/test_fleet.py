@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import time
 
 import pytest
 
@@ -78,6 +79,30 @@ def test_a_frozen_system_is_reported_after_its_deadline_and_the_others_still_ans
         assert by["up"]["state"] == "ACTIVE"
     finally:
         frozen.cleanup()
+
+
+def test_a_killed_system_is_reported_at_once_not_after_its_deadline(site):
+    # kill -9 leaves the connection file and the socket file behind: only the refused connection
+    # says nobody listens there (the fleet learns it from ZeroMQ's monitor, without a probe).
+    killed = Daemon(extra_args=["--serial", "CS2-0008"]).start()
+    try:
+        killed.proc.kill()
+        killed.proc.wait()
+        assert os.path.exists(killed.connection_file)
+        fleet = Fleet({"up": site.daemons["up"], "killed": killed})
+        started = time.monotonic()
+        done = fleet.cs("fleet", "show", "--deadline", "30", "--output-format", "json")
+        took = time.monotonic() - started
+        out = json.loads(done.stdout)
+        by = {s["name"]: s for s in out["systems"]}
+        assert done.returncode == 7 and out["answered"] == 1, done.stdout + done.stderr
+        assert by["killed"]["error"]["code"] == "UNREACHABLE"
+        assert by["killed"]["error"]["message"].startswith("csd is not listening at ipc://"), by["killed"]["error"]
+        assert "systemctl status csd" in by["killed"]["error"]["hint"]
+        assert by["up"]["state"] == "ACTIVE"
+        assert took < 15, f"{took:.1f} s: the refused connection waited for the 30 s deadline"
+    finally:
+        killed.cleanup()
 
 
 def test_systems_lists_the_inventory_and_marks_the_one_in_use(site):
