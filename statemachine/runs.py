@@ -5,7 +5,7 @@ Ended runs stay queryable with their performance record. The record is statemach
 performance maths statemachine/performance.py; the rules are data in statemachine/run_rules.py
 (`RUN_RULES`: every request in every phase; `OPEN_RULES`: when a run may be opened;
 `PROGRAM_RULES`: what a program must match); the runtime's inputs are checked in
-statemachine/programs.py. This module applies the rules and keeps the book.
+csadmin/programs.py. This module applies the rules and keeps the book.
 """
 
 from __future__ import annotations
