@@ -16,8 +16,6 @@ A leaf: pure and stdlib only (opargs, programs, states), cheap enough for every 
 
 from __future__ import annotations
 
-from typing import NamedTuple
-
 from .opargs import (DRY_RUN, MAX_SLOTS, Arg, at_most, fault_name, glob, job_id, join_token, label, lease_seconds,
                      non_negative, path, reason, run_id, seconds_after, seconds_for)
 from .programs import parse_mode, parse_program
@@ -27,14 +25,23 @@ from .states import ExecMode
 ADMIN, OPERATOR, VIEWER = "admin", "operator", "viewer"  # admin > operator > viewer
 
 
-class Op(NamedTuple):
-    name: str  # on the wire: "system.standby"
-    role: str  # the least role allowed
-    args: dict[str, Arg]
-    mutating: bool  # a change: audited, deduplicated on the request id, kept before it is answered
-    reply: tuple[str, ...] = ()  # the keys every successful reply carries
-    durable: bool = True  # False: a hot op whose change is kept in memory (daemon/dispatch.py)
-    cached: bool = False  # True: a read answered from the read cache while the model is unchanged
+class Op:
+    """One op: its name on the wire ("system.standby"), the least role allowed, its arguments,
+    whether it changes anything (audited, deduplicated on the request id, kept before it is
+    answered), the keys every successful reply carries, whether its change is durable (False: a
+    hot op kept in memory, daemon/dispatch.py) and whether a read is answered from the read cache
+    while the model is unchanged. (A plain class with slots: cheaper to define than a NamedTuple
+    on every one-shot `cs`.)"""
+
+    __slots__ = ("name", "role", "args", "mutating", "reply", "durable", "cached")
+
+    def __init__(self, name: str, role: str, args: dict[str, Arg], mutating: bool, reply: tuple[str, ...] = (),
+                 durable: bool = True, cached: bool = False):
+        self.name, self.role, self.args, self.mutating = name, role, args, mutating
+        self.reply, self.durable, self.cached = reply, durable, cached
+
+    def __repr__(self) -> str:
+        return f"Op({self.name})"
 
     @property
     def dry_run(self) -> bool:

@@ -10,7 +10,7 @@ from __future__ import annotations
 from types import ModuleType
 from typing import Callable
 
-from .. import errors, scenario_file
+from .. import errors
 from ..states import ExecMode, title
 from . import render
 from .grammar import Parsed
@@ -41,6 +41,8 @@ def check_fault_scenario(p: Parsed, interactive: bool) -> None:
 def _scenario_text(path: str) -> str:
     """The scenario file's text, held to the limits csd holds it to (csadmin/scenario_file.py),
     before anything is sent."""
+    from .. import scenario_file  # only for `system fault scenario`: not on every one-shot's path
+
     return scenario_file.read(path, shown=repr(render.shown_path(path)))
 
 
