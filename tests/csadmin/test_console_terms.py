@@ -4,6 +4,8 @@ are checked against the op's declaration, so a renamed op or argument cannot sil
 
 import json
 
+import pytest
+
 from csadmin import errors
 from csadmin.cli.commands import COMMANDS, NO_CONFIRM, OUTPUT_FORMAT, options_of
 from csadmin import ops
@@ -38,6 +40,20 @@ def test_busy_says_force_as_the_option(csd):
         r = csd.cs("system", "standby", "--no-confirm")
     assert r.returncode == errors.EXIT_BUSY
     assert "`system standby --force`" in r.stderr and "force=true" not in r.stderr
+
+
+def test_a_fault_active_refusal_gives_commands_not_the_runtime_api(csd):
+    with csd.client() as c:
+        c.fault_inject("pump-missing")
+        c.system_standby()
+        c.wait_for(state="STANDBY", timeout=10)
+    r = csd.cs("system", "activate", "--no-confirm")
+    assert r.returncode == errors.EXIT_STATE
+    assert "Fault pump-missing is active" in r.stderr and "`system fault clear pump-missing`" in r.stderr
+    assert "wait_for" not in r.stderr, r.stderr
+    with csd.client() as c, pytest.raises(errors.FaultActive) as refused:
+        c.system_activate()
+    assert "wait_for(health=...)" in refused.value.hint  # a runtime is still told what to call
 
 
 def test_permission_denied_names_the_command(csd):
