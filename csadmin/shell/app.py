@@ -49,7 +49,7 @@ def run_shell(client: Client, g, watch: bool = True) -> int:
     live.system = session.system
     kept: dict[Source, list[str]] = {}  # the `kept` sources' values for the system in use
 
-    def live(source: Source) -> list[str]:
+    def fetch(source: Source) -> list[str]:
         if source not in kept:
             values = list(source.fetch(session))
             if not source.kept:
@@ -59,7 +59,7 @@ def run_shell(client: Client, g, watch: bool = True) -> int:
 
     prompt = PromptSession(
         message=lambda: f"cs[{session.system}]> " if session.system else "cs> ",
-        completer=CommandCompleter(live),
+        completer=CommandCompleter(fetch),
         complete_while_typing=False,
         history=shell_history(),
         bottom_toolbar=lambda: toolbar_text(live),
