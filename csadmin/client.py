@@ -9,9 +9,10 @@
             run.stream(256)
             perf = run.close(performance_dir=".")
 
-One method per csd operation (its module in daemon/commands/ documents it: `system_standby`
-is `system.standby`, in daemon/commands/system_standby.py), plus waiting and following events
-(csadmin/follow.py). How requests travel, time out and are retried is csadmin/transport.py's;
+One method per csd operation, each calling the op's declaration (csadmin/ops.py:
+`system_standby` sends `ops.SYSTEM_STANDBY`; its module in daemon/commands/ documents it), plus
+waiting and following events (csadmin/follow.py). An op without a method here is still one
+call away: `cs.call(ops.META_WHOAMI)`. How requests travel, time out and are retried is csadmin/transport.py's;
 errors raise the class of their code from `csadmin.errors`. Importing this module loads only
 pyzmq and the stdlib.
 """
