@@ -106,8 +106,8 @@ def main() -> int:
         eager_step(*data[0])
         timed(eager_step, data, 5)  # warm both
         timed(cs_step, data, 5)
-        session = runtime.get().session
-        rows, trips_before, steps_measured = [], session.round_trips, 0
+        csd = runtime.get().csd
+        rows, trips_before, steps_measured = [], csd.round_trips, 0
         for r in range(args.rounds):
             pair = {}
             for name in (("eager", "cstorch") if r % 2 == 0 else ("cstorch", "eager")):
@@ -118,7 +118,7 @@ def main() -> int:
             print(f"round {r + 1}: eager {ew:.1f} steps/s ({1000 / ew:.2f} ms/step, {1000 / ec:.2f} ms CPU), "
                   f"cstorch {cw:.1f} steps/s ({1000 / cw:.2f} ms/step, {1000 / cc:.2f} ms CPU), "
                   f"ratio {cw / ew:.3f} wall, {cc / ec:.3f} CPU", flush=True)
-        trips = (session.round_trips - trips_before) / steps_measured
+        trips = (csd.round_trips - trips_before) / steps_measured
         program = runtime.get().program
         runtime.finish()
         with open(os.path.join(tmp, "model", "performance", "performance.json")) as f:

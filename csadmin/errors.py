@@ -49,6 +49,11 @@ class CsError(Exception):
     code = "INTERNAL"
     exit_code = EXIT_INTERNAL
     hint = ""
+    # A next step each surface says in its own words, after the hint (FaultActive: how to wait for
+    # the fault to clear). csd cannot know who asked, so it never sends these: str(exc), what a
+    # runtime sees, ends with `api_step`; the console shows console_hint(), ending with `console_step`.
+    api_step = ""
+    console_step = ""
     on_wire = False
     fault: str | None = None  # the fault that caused it, if one did (on the wire as `fault`)
     keeps_change = False  # True: what the model did before raising stands (TransitionFailed)
@@ -62,7 +67,11 @@ class CsError(Exception):
             self.fault = fault
 
     def __str__(self) -> str:
-        return f"{self.message} {self.hint}".strip() if self.hint else self.message
+        return " ".join(part for part in (self.message, self.hint, self.api_step) if part)
+
+    def console_hint(self) -> str:
+        """The hint as `cs` shows it: csd's (or the default) and the console's own next step."""
+        return " ".join(part for part in (self.hint, self.console_step) if part)
 
 
 # -- csd's answers (on the wire) -----------------------------------------------------------------
@@ -137,7 +146,10 @@ class FaultActive(CsError):
     shutdown): the message names it and the health it implies; `fault` is its name."""
 
     code, exit_code, on_wire = "FAULT_ACTIVE", EXIT_STATE, True
-    hint = "See `cs system fault list`; wait for it to clear (wait_for(health=...)) or have an admin clear it."
+    hint = "See `cs system fault list`; wait for it to clear, or have an admin clear it."
+    api_step = 'Client.wait_for(health={"OK", "DEGRADED", "STANDBY"}) returns once no critical fault is active.'
+    console_step = ("`cs system show` shows systemHealth; `cs events follow --event-type 'EventHealth*'` "
+                    "prints the moment it changes.")
 
 
 class TransitionFailed(CsError):

@@ -22,7 +22,7 @@ from .cli import render
 from .cli.console import PlainConsole
 from .cli.parse import json_asked
 from .cli.runner import run_script, run_tokens
-from .cli.session import Session
+from .cli.action_context import ActionContext
 from .client import Client
 
 USAGE = """usage: cs [--system NAME] [--connect FILE] [--key FILE] [--endpoint URL --server-key KEY] [--timeout S]
@@ -137,13 +137,14 @@ def _reader_gone() -> int:
 
 def _fail(exc: errors.CsError, argv: list[str]) -> int:
     """Say why `cs` could not start; as a JSON object on stdout if JSON was asked for anywhere."""
+    hint = exc.console_hint()
     if json_asked(argv):
-        print(render.as_json({"error": {"code": exc.code, "message": exc.message, "hint": exc.hint}}))
+        print(render.as_json({"error": {"code": exc.code, "message": exc.message, "hint": hint}}))
     else:
         from .cli.colour import Paint, wanted
 
         error = Paint(wanted(sys.stderr)).error("Error")
-        print(f"{error}: {exc.message}" + (f"\n{exc.hint}" if exc.hint else ""), file=sys.stderr)
+        print(f"{error}: {exc.message}" + (f"\n{hint}" if hint else ""), file=sys.stderr)
     return exc.exit_code
 
 
@@ -178,17 +179,18 @@ def _daemon(g: GlobalOptions):
 def _run(g: GlobalOptions, rest: list[str], client: Client) -> int:
     stdin_is_tty = sys.stdin.isatty()
     if rest:
-        session = Session(client, PlainConsole(interactive=stdin_is_tty), g.output_format, g.timeout, g.key, g.system)
+        context = ActionContext(client, PlainConsole(interactive=stdin_is_tty), g.output_format, g.timeout, g.key,
+                                g.system)
         try:
-            return run_tokens(session, rest)
+            return run_tokens(context, rest)
         except ExitShell:  # `cs exit`: there is no shell to leave, and nothing went wrong
             return errors.EXIT_OK
     if g.script is not None:
-        return run_script(Session(client, PlainConsole(interactive=False), g.output_format, g.timeout, g.key,
+        return run_script(ActionContext(client, PlainConsole(interactive=False), g.output_format, g.timeout, g.key,
                                   g.system), g.script)
     if not stdin_is_tty:
-        session = Session(client, PlainConsole(interactive=False), g.output_format, g.timeout, g.key, g.system)
-        return run_script(session, sys.stdin.read())
+        context = ActionContext(client, PlainConsole(interactive=False), g.output_format, g.timeout, g.key, g.system)
+        return run_script(context, sys.stdin.read())
     from .shell.app import run_shell
     from .shell.ctrl_d import ctrl_d_as_a_key
     from .shell.foreground import own_foreground_group

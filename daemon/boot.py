@@ -31,7 +31,7 @@ from .config import Config, read_scenario
 from .context import Context
 from .dispatch import Dispatcher
 from .metrics_facade import start as start_metrics
-from .keys import KeyStore, Registry
+from .key_registry import KeyStore, Registry
 from .mmap_threshold import release_large_blocks
 from .sockets import Sockets, bind
 from .store import Store

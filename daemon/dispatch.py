@@ -44,7 +44,7 @@ from .commands import COMMANDS
 from .commit import Committer, damaged
 from .context import Caller, Context
 from .group import Group, Staged
-from .keys import role_allows
+from .key_registry import role_allows
 from .metrics_facade import NO_METRICS
 from .reads import ReadCache
 from .replies import LastReplies, ReplyCache, Reused, fingerprint

@@ -68,7 +68,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if argv[:1] == ["keys"]:  # `csd keys ...`: key management, not the daemon
-        from .keys_cli import main as keys_main
+        from .keys_command import main as keys_main
 
         return keys_main(argv[1:])
     args = build_parser().parse_args(argv)

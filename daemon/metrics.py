@@ -29,7 +29,7 @@ from prometheus_client.core import GaugeMetricFamily
 
 from csadmin.statemachine import faults
 from csadmin.statemachine.events import CATALOG
-from csadmin.statemachine.runs import Fabric
+from csadmin.statemachine.run import Fabric
 from csadmin.states import ExecMode, Health, Lifecycle
 
 # Seconds. A read takes ~0.1 ms in csd, a durable change ~1–5 ms (an fsync).

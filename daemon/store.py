@@ -30,14 +30,12 @@ import time
 
 from csadmin.statemachine.events import Event
 
-from . import provenance, rows
+from . import event_filter, provenance, rows
 from .damage import StoreDamaged, StoreError, damage_name, guarded, is_damage
 from .store_identity import Identity, IdentityError
 from .schema import SCHEMA, migrate
 from .progress import Progress
 from .trim import Trimmer
-
-_GLOB_SPECIAL = frozenset("*?[")
 
 AUDIT_COLUMNS = ("time", "name", "role", "op", "args", "outcome", "message")
 IDENTITY_EVERY_SECONDS = 10.0  # how often the committed seq is recorded outside the database
@@ -210,25 +208,13 @@ class Store:
     ) -> list[dict]:
         """The kept events that match, oldest first, as Event.to_dict() data; with `max_count`,
         the newest that many. `event_type` is a shell-style glob matched case-sensitively (as
-        EventLog.query). Read newest first along the seq key (or the (type, seq) index for an
-        exact type) and stopped after `max_count` matches, so its cost follows what it returns."""
-        where, params = [], []
-        if event_type is not None:
-            if _GLOB_SPECIAL.isdisjoint(event_type):
-                where.append("type = ?")
-            else:
-                where.append("type GLOB ?")
-                event_type = event_type.replace("[!", "[^")  # fnmatch's negation, in SQLite's spelling
-            params.append(event_type)
-        if from_time is not None:
-            where.append("time >= ?")
-            params.append(from_time)
-        if after_seq is not None:
-            where.append("seq > ?")
-            params.append(after_seq)
+        EventLog.query; daemon/event_filter.py). Read newest first along the seq key (or the
+        (type, seq) index for an exact type) and stopped after `max_count` matches, so its cost
+        follows what it returns."""
         if max_count is not None and max_count <= 0:
             return []
-        sql = rows.select("events", " WHERE " + " AND ".join(where) if where else "")
+        clause, params = event_filter.where(event_type, from_time, after_seq)
+        sql = rows.select("events", clause)
         if max_count is None:
             found = self._read("events", sql + " ORDER BY seq", params)
         else:

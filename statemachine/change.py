@@ -24,7 +24,7 @@ from __future__ import annotations
 from typing import Protocol
 
 from .events import Event, EventLog
-from .runs import Runs
+from .run_book import RunBook
 
 
 class Part(Protocol):
@@ -40,7 +40,7 @@ class Part(Protocol):
 class Change:
     """One transaction on the model (Device.change())."""
 
-    def __init__(self, events: EventLog, runs: Runs, *parts: Part):
+    def __init__(self, events: EventLog, runs: RunBook, *parts: Part):
         self._log = events
         self._runs = runs
         self._parts: tuple[Part, ...] = (*parts, events, runs)

@@ -2,7 +2,7 @@
 
 One home for these defaults: the model starts from them and csd's settings (daemon/config.py)
 take theirs from here, so `csd --check-config` prints what the model really uses. Kept apart from
-device.py so that reading them costs no `transitions` import (`csd keys …`, `--check-config`).
+lifecycle.py so that reading them costs no `transitions` import (`csd keys …`, `--check-config`).
 """
 
 from __future__ import annotations

@@ -1,9 +1,9 @@
 """The lifecycle, declared once, as data: each state's health, each request's transition and its
 rule in every other state, and the events a completed transition emits. The `transitions` machine
 (`LIFECYCLE_TRANSITIONS`) and the request rules (`REQUEST_RULES`) are derived from these tables,
-so a request's source state is written once. statemachine/device.py applies them.
+so a request's source state is written once. statemachine/lifecycle.py applies them.
 
-The machine is built with `auto_transitions=False` (device.py), so no `to_<state>()` shortcut
+The machine is built with `auto_transitions=False` (lifecycle.py), so no `to_<state>()` shortcut
 can bypass a rule; `REQUEST_RULES` says, for every request in every state, whether it starts a
 transition, is an idempotent success, or is refused, with the message and next step the user sees.
 The machine's own `conditions`/`unless` guards are not used for these rules: a refused trigger

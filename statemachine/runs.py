@@ -1,57 +1,56 @@
-"""The book of runs: every kept run and the one holding the fabric, on an injected clock.
+"""The run requests: open, program, stream, heartbeat, join, leave, close, abort, and the timed
+end of programming and of a lapsed lease, on an injected clock.
 
 The wafer is exclusive: at most one run holds it, and ending a run always releases the fabric.
 Ended runs stay queryable with their performance record. The record is statemachine/run.py, its
-performance maths statemachine/performance.py; the rules are data in statemachine/run_rules.py
-(`RUN_RULES`: every request in every phase; `OPEN_RULES`: when a run may be opened;
-`PROGRAM_RULES`: what a program must match); the runtime's inputs are checked in
-csadmin/programs.py. This module applies the rules and keeps the book.
+performance maths statemachine/performance.py, the book that keeps runs (and undoes a change)
+statemachine/run_book.py, what the wire shows of a run statemachine/run_report.py; the rules are
+data in statemachine/run_rules.py (`RUN_RULES`: every request in every phase; `OPEN_RULES`: when a
+run may be opened; `PROGRAM_RULES`: what a program must match); the runtime's inputs are checked
+in csadmin/programs.py. This module applies the rules to the book.
 """
 
 from __future__ import annotations
 
 import math
-from collections import OrderedDict
 from typing import Callable
 
 from csadmin.errors import Busy, InvalidArgument, InvalidState, NotFound, PermissionDenied
 from csadmin.states import ExecMode
 
-from .defaults import KEEP_RUNS, Timings
+from .defaults import Timings
 from .events import EventLog
 from .performance import performance_record
 from csadmin.programs import RunMode
 from .run import Fabric, Run, RunStatus, run_id_of, seconds, utc
+from .run_book import RunBook
+from .run_report import busy
 from .run_rules import PROGRAM_RULES, RUN_RULES, Already, Refuse
-from .workers import ACTIVE, Worker, breakdown, token_matches
-
-
-# -- the book of runs ---------------------------------------------------------------------------
+from .workers import Worker, token_matches
 
 
 class Runs:
-    """Every kept run and the one holding the fabric. Changes append events to `events` and mark
-    the run unsaved (csd writes unsaved runs with the next commit); refusals raise and change
-    nothing. Only the Device uses this book: its methods are the model's door."""
+    """The run requests on one book of runs (statemachine/run_book.py). Changes append events to
+    `events` and touch the run in the book; refusals raise and change nothing. Only the model
+    uses this (the device's collaborators): the Device's methods are the model's door."""
 
-    def __init__(self, clock: Callable[[], int], events: EventLog, timings: Timings, keep: int = KEEP_RUNS):
+    def __init__(self, clock: Callable[[], int], events: EventLog, timings: Timings, book: RunBook):
         self._clock = clock
         self.events = events
         self.default_lease_ms = timings.lease_ms
         self.program_bytes_per_second = timings.program_bytes_per_second
-        self.keep = keep
-        self._runs: OrderedDict[str, Run] = OrderedDict()
-        self.holder: Run | None = None
-        self.next_number = 1
-        self._unsaved: set[str] = set()  # run ids changed since they were last written
-        self._depth = 0  # open changes (statemachine/change.py)
-        self._undo: list[Callable[[], None]] = []  # how to take back each step, newest last
+        self._book = book
+
+    @property
+    def holder(self) -> Run | None:
+        """The run holding the fabric, if any."""
+        return self._book.holder
 
     # -- reading -------------------------------------------------------------------------------
 
     def get(self, run_id: str, client: str | None = None) -> Run:
         """The run, checked to belong to `client` unless client is None (admins, reads)."""
-        run = self._runs.get(run_id)
+        run = self._book.find(run_id)
         if run is None:
             raise NotFound(f"No run {run_id!r}.", "`runs list` shows the kept runs; run ids look like run-000042.")
         if client is not None and run.client != client:
@@ -71,7 +70,7 @@ class Runs:
     def feeder(self, run_id: str, client: str) -> tuple[Run, Worker | None]:
         """The run and, if `client` is one of its input workers, that worker (None: the opener).
         Anyone else is refused as by get()."""
-        run = self._runs.get(run_id)
+        run = self._book.find(run_id)
         worker = run.workers.get(client) if run is not None else None
         if worker is None:
             return self.get(run_id, client), None
@@ -84,21 +83,7 @@ class Runs:
 
     def listing(self, max_count: int | None = None) -> list[Run]:
         """Kept runs, newest first."""
-        runs = list(reversed(self._runs.values()))
-        return runs[:max_count] if max_count is not None else runs
-
-    def holder_summary(self) -> dict | None:
-        run = self.holder
-        if run is None:
-            return None
-        return {"runId": run.run_id, "owner": run.owner, "since": run.opened_at, "mode": run.mode,
-                "fabric": run.fabric.value, "slurmJob": run.slurm_job,
-                "workers": self._feeding(run)}
-
-    def _feeding(self, run: Run) -> int:
-        """How many of the run's input workers feed it now (joined, neither left nor lost)."""
-        now = self._clock()
-        return sum(w.status(now, run.lease_ms) == ACTIVE for w in run.workers.values())
+        return self._book.newest_first(max_count)
 
     def fabric(self) -> Fabric:
         """The wafer's fabric: the holder's, or UNPROGRAMMED when no run holds it."""
@@ -111,18 +96,6 @@ class Runs:
         if run.fabric is Fabric.PROGRAMMING:
             return min(run.programming_until, run.lease_until)
         return run.lease_until
-
-    def record(self, run: Run) -> dict:
-        """A run as the wire shows it, with its performance so far when still open, and its
-        input workers' breakdown and report (statemachine/workers.py)."""
-        d = run.to_dict()
-        performance = performance_record(run, self._clock()) if run.is_open else run.performance
-        if run.is_open:
-            d["performance"] = performance
-        d["workers"], d["inputReport"] = breakdown(
-            run, self._clock(), int((performance or {}).get("total_time", 0) * 1000)
-        )
-        return d
 
     # -- rules ---------------------------------------------------------------------------------
 
@@ -148,14 +121,8 @@ class Runs:
                 raise rule.refuse.refusal(run_id=run.run_id, **fields)
 
     def busy_error(self, doing: str, hint: str | None = None) -> Busy:
-        run = self.holder
-        job = f", slurm job {run.slurm_job}" if run.slurm_job else ""
-        return Busy(
-            f"The fabric is held by run {run.run_id} (owner {run.owner}{job}, {run.mode}, open since "
-            f"{utc(run.opened_at)}, fabric {run.fabric.value}); {doing}.",
-            hint or f"Wait for it to close (`cs runs show {run.run_id}`), or an admin can abort it "
-                    f"(`cs runs abort {run.run_id}`).",
-        )
+        """BUSY, naming the run that holds the fabric (run_report.busy)."""
+        return busy(self.holder, doing, hint)
 
     # -- requests ------------------------------------------------------------------------------
 
@@ -171,12 +138,12 @@ class Runs:
             raise self.busy_error("a second run cannot be opened")
         now = self._clock()
         lease = self.default_lease_ms if lease_ms is None else lease_ms
-        number = self.next_number
+        number = self._book.next_number
         run = Run(run_id_of(number), number, owner, client, mode.value, lease, now, now + lease, slurm_job=slurm_job,
                   worker_slots=worker_slots, token_digest=token_digest if worker_slots else None, model_dir=model_dir)
-        self.next_number += 1
-        self._add(run)
-        self.holder = run
+        self._book.next_number += 1
+        self._book.add(run)
+        self._book.holder = run
         job = {"slurmJob": slurm_job} if slurm_job else {}
         self.events.emit("EventTrainingStarted", now, runId=run.run_id, owner=owner, mode=run.mode, **job)
         return run
@@ -197,7 +164,7 @@ class Runs:
             )
         now = self._clock()
         duration = math.ceil(program["size_bytes"] * 1000 / self.program_bytes_per_second)
-        self._touch(run)
+        self._book.touch(run)
         self._renew(run, None, now)
         run.program = dict(program)
         if worker_slots:
@@ -221,7 +188,7 @@ class Runs:
         if run.is_open and run.fabric is Fabric.PROGRAMMING:
             self._settle_programming(run)
         self._rule("stream", run)
-        self._touch(run)
+        self._book.touch(run)
         run.total_samples += samples
         if worker is None:
             self._renew(run, None, self._clock())
@@ -234,14 +201,14 @@ class Runs:
         """Renew the opener's lease, or say that an input worker is still alive."""
         run, worker = self.feeder(run_id, client)
         self._rule("heartbeat", run)
-        self._touch(run)
+        self._book.touch(run)
         self._renew(run, worker, self._clock())
         return run
 
     def join(self, run_id: str, client: str, token: str, name: str | None) -> tuple[Run, Worker, bool]:
         """Admit `client` as an input worker of the run, with the join token its opener got.
         Returns (run, worker, changed): joining again is a success that changes nothing."""
-        run = self._runs.get(run_id)
+        run = self._book.find(run_id)
         # The same answer for an unknown run and a wrong token: a stranger learns nothing.
         if run is None or not token_matches(token, run.token_digest):
             raise PermissionDenied(
@@ -269,7 +236,7 @@ class Runs:
                 f"Run {run_id} already has a feeder named {name!r}.", "Give each worker its own name, or none."
             )
         now = self._clock()
-        self._touch(run)
+        self._book.touch(run)
         samples = worker.samples if worker is not None else 0  # a worker that comes back keeps its count
         run.workers[client] = Worker(name, client, now, now, samples)
         return run, run.workers[client], True
@@ -277,7 +244,7 @@ class Runs:
     def leave(self, run_id: str, client: str) -> tuple[Run, Worker, bool]:
         """An input worker is done feeding the run (it is reported LEFT, never LOST). Returns
         (run, worker, changed)."""
-        run = self._runs.get(run_id)
+        run = self._book.find(run_id)
         worker = run.workers.get(client) if run is not None else None
         if worker is None:
             self.get(run_id, client)  # NOT_FOUND, or another client's run
@@ -288,7 +255,7 @@ class Runs:
         if worker.left_at is not None:
             return run, worker, False
         self._rule("leave", run)
-        self._touch(run)
+        self._book.touch(run)
         run.workers[client] = worker.gone(self._clock())
         return run, run.workers[client], True
 
@@ -342,89 +309,7 @@ class Runs:
             changed = True
         return changed
 
-    # -- persistence ---------------------------------------------------------------------------
-
-    def load(self, records: list[dict]) -> None:
-        """Load the runs the store kept (oldest first); numbering continues after the newest."""
-        for record in records:
-            run = Run.from_dict(record)
-            self._runs[run.run_id] = run
-            self.next_number = max(self.next_number, run.number + 1)
-            if run.is_open:
-                self.holder = run
-        self._evict()
-
-    def unsaved(self) -> list[dict]:
-        """The records of the runs changed since they were last written, for the store."""
-        return [self._runs[r].to_store() for r in sorted(self._unsaved) if r in self._runs]
-
-    def saved(self, records: list[dict]) -> None:
-        """These records (from unsaved()) are in the store now."""
-        self._unsaved.difference_update(r["runId"] for r in records)
-
-    @property
-    def has_unsaved(self) -> bool:
-        return bool(self._unsaved)
-
-    # -- as part of a change (statemachine/change.py) --------------------------------------------
-
-    def savepoint(self) -> tuple:
-        self._depth += 1
-        return len(self._undo), self.holder.run_id if self.holder is not None else None, self.next_number
-
-    def rollback(self, savepoint: tuple) -> None:
-        """Take back every step since `savepoint`, newest first."""
-        steps, holder_id, next_number = savepoint
-        while len(self._undo) > steps:
-            self._undo.pop()()
-        self.next_number = next_number
-        self.holder = self._runs[holder_id] if holder_id is not None else None
-
-    def release(self, savepoint: tuple) -> None:
-        self._depth -= 1
-        if not self._depth:
-            self._undo.clear()
-
     # -- internals -----------------------------------------------------------------------------
-
-    def _add(self, run: Run) -> None:
-        self._runs[run.run_id] = run
-        self._unsaved.add(run.run_id)
-        if self._depth:
-            def forget(run_id=run.run_id):
-                del self._runs[run_id]
-                self._unsaved.discard(run_id)
-
-            self._undo.append(forget)
-        self._evict()
-
-    def _evict(self) -> None:
-        """Keep at most `keep` runs in memory: the oldest ended, written ones go (they stay in the
-        store)."""
-        while len(self._runs) > self.keep:
-            oldest = next(iter(self._runs.values()))
-            if oldest.is_open or oldest.run_id in self._unsaved:
-                break
-            del self._runs[oldest.run_id]
-            if self._depth:
-                def put_back(run=oldest):
-                    self._runs[run.run_id] = run
-                    self._runs.move_to_end(run.run_id, last=False)
-
-                self._undo.append(put_back)
-
-    def _touch(self, run: Run) -> None:
-        """Before `run` changes: mark it unsaved and, inside a change, keep what it was."""
-        if self._depth:
-            before, was_unsaved = run.copy(), run.run_id in self._unsaved
-
-            def restore():
-                vars(run).update(vars(before))  # in place: whoever holds `run` sees it restored
-                if not was_unsaved:
-                    self._unsaved.discard(run.run_id)
-
-            self._undo.append(restore)
-        self._unsaved.add(run.run_id)
 
     def _renew(self, run: Run, worker: Worker | None, now: int) -> None:
         """A call from the opener renews the run's lease; one from a worker, only that worker's
@@ -440,7 +325,7 @@ class Runs:
             self._finish_programming(run)
 
     def _finish_programming(self, run: Run) -> None:
-        self._touch(run)
+        self._book.touch(run)
         run.fabric = Fabric.PROGRAMMED
         self.events.emit(
             "EventProgrammingFinished", self._clock(), runId=run.run_id,
@@ -453,15 +338,15 @@ class Runs:
         now = self._clock()
         if run.fabric is Fabric.PROGRAMMING:
             self._settle_programming(run)
-        self._touch(run)
+        self._book.touch(run)
         run.ended_at = now
         run.status = status
         run.abort_reason = reason
         run.abort_fault = fault
         run.lease_until = None
         run.performance = performance_record(run, now)
-        if self.holder is run:
-            self.holder = None  # the fabric is released whenever a run ends
+        if self._book.holder is run:
+            self._book.holder = None  # the fabric is released whenever a run ends
         if status is RunStatus.CLOSED:
             self.events.emit(
                 "EventTrainingCompleted", now, runId=run.run_id, owner=run.owner,

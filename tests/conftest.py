@@ -38,6 +38,7 @@ UNIT = (
     "csadmin/test_command_table.py", "csadmin/test_completer.py", "csadmin/test_inventory_cache.py",
     "csadmin/test_states.py",
     "daemon/test_args.py", "daemon/test_audit.py", "daemon/test_commands.py", "daemon/test_dispatch.py",
+    "daemon/test_event_filter.py",
     "daemon/test_read_path.py", "daemon/test_replies.py", "daemon/test_roles_doc.py", "daemon/test_store.py",
     "test_ops.py",
 )

@@ -10,7 +10,7 @@ A switch is a file in $CSD_FAULT_DIR; the test creates it when it wants the faul
 import os
 import sys
 
-from csadmin.daemon import dispatch, keys, main, server
+from csadmin.daemon import dispatch, key_registry, main, server
 
 FAULT_DIR = os.environ["CSD_FAULT_DIR"]
 
@@ -19,7 +19,7 @@ def _switched_on(name: str) -> bool:
     return os.path.exists(os.path.join(FAULT_DIR, name))
 
 
-_name_of = keys.Registry.name_of
+_name_of = key_registry.Registry.name_of
 _caller = server.Server._caller
 _submit = dispatch.Dispatcher.submit
 _tick = dispatch.Dispatcher.tick
@@ -49,7 +49,7 @@ def tick(self):
     return _tick(self)
 
 
-keys.Registry.name_of = name_of
+key_registry.Registry.name_of = name_of
 server.Server._caller = caller
 dispatch.Dispatcher.submit = submit
 dispatch.Dispatcher.tick = tick

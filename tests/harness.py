@@ -16,7 +16,7 @@ import time
 
 from csadmin import errors
 from csadmin.client import Client
-from csadmin.daemon.keys import KeyStore
+from csadmin.daemon.key_registry import KeyStore
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 

@@ -1,7 +1,7 @@
-"""What each command does, given a Session and its parsed line; each returns an exit code.
+"""What each command does, given an ActionContext and its parsed line; each returns an exit code.
 
 Actions talk to the daemon only through `csadmin.client` (one typed method per csd operation)
-and to people only through the session's console, so one-shot, script and shell use share every
+and to people only through the context's console, so one-shot, script and shell use share every
 line here. The command table (commands.py) names each command's action.
 """
 
@@ -14,7 +14,7 @@ from .. import errors
 from ..states import ExecMode, title
 from . import render
 from .grammar import Parsed
-from .session import Session
+from .action_context import ActionContext
 
 
 # -- checks of a command line before anything is sent (the table's `check`, parse.check) ----------
@@ -46,7 +46,7 @@ def _scenario_text(path: str) -> str:
     return scenario_file.read(path, shown=repr(render.shown_path(path)))
 
 
-def _preflight(s: Session, p: Parsed, dry_run: Callable[[], dict]) -> dict | None:
+def _preflight(s: ActionContext, p: Parsed, dry_run: Callable[[], dict]) -> dict | None:
     """Before asking: check the request on csd without doing it (`dry_run`: role, arguments,
     state), so a change that cannot happen is refused, and one with nothing to do is reported,
     before anyone is asked. None: no question will be asked (--no-confirm), go ahead. (Without
@@ -59,12 +59,12 @@ def _preflight(s: Session, p: Parsed, dry_run: Callable[[], dict]) -> dict | Non
 CANCELLED = "Cancelled; nothing was changed."
 
 
-def _confirm(s: Session, question: str) -> None:
+def _confirm(s: ActionContext, question: str) -> None:
     if not s.console.confirm(question):
         raise errors.Cancelled(CANCELLED)
 
 
-def _settle(s: Session, p: Parsed, result: dict, target: str) -> int:
+def _settle(s: ActionContext, p: Parsed, result: dict, target: str) -> int:
     """Wait for a started transition to complete, showing progress; print the outcome."""
     as_json = s.json(p)
     if result["changed"]:
@@ -84,7 +84,7 @@ def _settle(s: Session, p: Parsed, result: dict, target: str) -> int:
     return errors.EXIT_OK
 
 
-def _wait(s: Session, result: dict, target: str, as_json: bool) -> dict:
+def _wait(s: ActionContext, result: dict, target: str, as_json: bool) -> dict:
     """Say the transition started, then wait for `target` showing the time left; csd's snapshot."""
     snap = s.client.system_show()
     left = render.seconds_left(snap) or 0.0
@@ -99,7 +99,7 @@ def _wait(s: Session, result: dict, target: str, as_json: bool) -> dict:
     return s.client.wait_for(state=target, timeout=left + s.timeout, on_progress=progress)
 
 
-def _answer(s: Session, p: Parsed, result: dict, as_text: Callable[[dict], str]) -> int:
+def _answer(s: ActionContext, p: Parsed, result: dict, as_text: Callable[[dict], str]) -> int:
     """Print what csd answered: as JSON (stable keys, docs/cli.md) or as text for people."""
     s.console.out(s.as_json(result) if s.json(p) else as_text(result))
     return errors.EXIT_OK
@@ -115,7 +115,7 @@ def op_args(p: Parsed) -> dict:
     return {k: v for k, v in args.items() if v is not None and v is not False}
 
 
-def ask(s: Session, p: Parsed) -> int:
+def ask(s: ActionContext, p: Parsed) -> int:
     """The action of a command that is its op and nothing more (the table row names the op):
     send it with the line's arguments and print the reply: its `message`, or its keys one a
     line (JSON with --output-format json). A change is checked first (a dry run, when the op
@@ -132,12 +132,12 @@ def ask(s: Session, p: Parsed) -> int:
     return _answer(s, p, s.client.call(p.command.op, **args), render.reply)
 
 
-def system_show(s: Session, p: Parsed) -> int:
+def system_show(s: ActionContext, p: Parsed) -> int:
     return _answer(s, p, s.client.system_show(detailed=p.options["detailed"]),
                    lambda r: render.system_show(r, s.console.paint))
 
 
-def system_standby(s: Session, p: Parsed) -> int:
+def system_standby(s: ActionContext, p: Parsed) -> int:
     force = bool(p.options.get("force"))
     check = _preflight(s, p, lambda: s.client.system_standby(force=force, dry_run=True))
     if check is not None:
@@ -154,7 +154,7 @@ def system_standby(s: Session, p: Parsed) -> int:
     return _settle(s, p, s.client.system_standby(force=force), "STANDBY")
 
 
-def system_activate(s: Session, p: Parsed) -> int:
+def system_activate(s: ActionContext, p: Parsed) -> int:
     check = _preflight(s, p, lambda: s.client.system_activate(dry_run=True))
     if check is not None:
         if not check["changed"]:
@@ -164,7 +164,7 @@ def system_activate(s: Session, p: Parsed) -> int:
     return _settle(s, p, s.client.system_activate(), "ACTIVE")
 
 
-def fault_inject(s: Session, p: Parsed) -> int:
+def fault_inject(s: ActionContext, p: Parsed) -> int:
     name, for_s, after_s = p.args[0], p.options["for"], p.options["after"]
 
     def inject(dry_run: bool = False) -> dict:
@@ -176,7 +176,7 @@ def fault_inject(s: Session, p: Parsed) -> int:
     return _answer(s, p, inject(), lambda r: render.fault_changed(r, s.console.paint))
 
 
-def fault_clear(s: Session, p: Parsed) -> int:
+def fault_clear(s: ActionContext, p: Parsed) -> int:
     everything = bool(p.options.get("all"))
     name = None if everything else p.args[0]
     check = _preflight(s, p, lambda: s.client.fault_clear(name, all=everything, dry_run=True))
@@ -187,11 +187,11 @@ def fault_clear(s: Session, p: Parsed) -> int:
     return _answer(s, p, s.client.fault_clear(name, all=everything), lambda r: render.fault_changed(r, s.console.paint))
 
 
-def fault_list(s: Session, p: Parsed) -> int:
+def fault_list(s: ActionContext, p: Parsed) -> int:
     return _answer(s, p, s.client.fault_list(), lambda r: render.fault_list(r, s.console.paint))
 
 
-def fault_scenario(s: Session, p: Parsed) -> int:
+def fault_scenario(s: ActionContext, p: Parsed) -> int:
     path = p.args[0]
     text = _scenario_text(path)
     source = path.rsplit("/", 1)[-1]
@@ -203,11 +203,11 @@ def fault_scenario(s: Session, p: Parsed) -> int:
     return _answer(s, p, result, lambda r: "\n".join([r["message"], *(f"  {step}" for step in r["steps"])]))
 
 
-def execmode_show(s: Session, p: Parsed) -> int:
+def execmode_show(s: ActionContext, p: Parsed) -> int:
     return _answer(s, p, s.client.execmode_show(), render.execmode_show)
 
 
-def execmode_setup(s: Session, p: Parsed) -> int:
+def execmode_setup(s: ActionContext, p: Parsed) -> int:
     mode = p.options["mode"]
     if mode is None:
         # Checked before offering the choice (the rule and its message live in csd, once).
@@ -234,21 +234,21 @@ def execmode_setup(s: Session, p: Parsed) -> int:
     return errors.EXIT_OK
 
 
-def events_show(s: Session, p: Parsed) -> int:
+def events_show(s: ActionContext, p: Parsed) -> int:
     o = p.options
     events = s.client.events_show(event_type=o["event_type"], from_time=o["from_time"], max_count=o["max_count"])
     return _answer(s, p, {"events": events}, lambda r: render.events(r["events"], s.console.paint))
 
 
-def runs_list(s: Session, p: Parsed) -> int:
+def runs_list(s: ActionContext, p: Parsed) -> int:
     return _answer(s, p, s.client.runs_list(max_count=p.options["max_count"]), render.runs_list)
 
 
-def runs_show(s: Session, p: Parsed) -> int:
+def runs_show(s: ActionContext, p: Parsed) -> int:
     return _answer(s, p, s.client.runs_show(p.args[0]), render.run_show)
 
 
-def runs_abort(s: Session, p: Parsed) -> int:
+def runs_abort(s: ActionContext, p: Parsed) -> int:
     run_id, reason = p.args[0], p.options["reason"]
     # Unknown or closed: refused before anyone is asked.
     check = _preflight(s, p, lambda: s.client.runs_abort(run_id, reason=reason, dry_run=True))
@@ -261,27 +261,27 @@ def runs_abort(s: Session, p: Parsed) -> int:
     return _answer(s, p, result, lambda r: r["message"])
 
 
-def audit_show(s: Session, p: Parsed) -> int:
+def audit_show(s: ActionContext, p: Parsed) -> int:
     entries = s.client.audit_show(max_count=p.options["max_count"])
     return _answer(s, p, {"entries": entries}, lambda r: render.audit(r["entries"]))
 
 
-def system_date(s: Session, p: Parsed) -> int:
+def system_date(s: ActionContext, p: Parsed) -> int:
     result = s.client.system_date()
     return _answer(s, p, result, lambda r: render.fmt_ms(r["time"]) + " " + render.local_zone())
 
 
-def whoami(s: Session, p: Parsed) -> int:
+def whoami(s: ActionContext, p: Parsed) -> int:
     me = s.client.whoami()
     return _answer(s, p, me, lambda r: f"{r['name']} ({r['role']}), session {r['session']}")
 
 
-def slurm_hook(pick: Callable[[ModuleType], Callable[..., int]]) -> Callable[[Session, Parsed], int]:
+def slurm_hook(pick: Callable[[ModuleType], Callable[..., int]]) -> Callable[[ActionContext, Parsed], int]:
     """The action of a `slurm …` command: the hook `pick` takes from csadmin/slurm/hooks.py
     (`slurm_hook(lambda hooks: hooks.prolog)`), a reference resolved when the command runs, so
     that module loads only for Slurm's scripts, never for another one-shot `cs`."""
 
-    def action(s: Session, p: Parsed) -> int:
+    def action(s: ActionContext, p: Parsed) -> int:
         from ..slurm import hooks
 
         return hooks.run_hook(s.client, pick(hooks), " ".join(p.command.words[1:]), p.options, p.args)
@@ -289,7 +289,7 @@ def slurm_hook(pick: Callable[[ModuleType], Callable[..., int]]) -> Callable[[Se
     return action
 
 
-def events_follow(s: Session, p: Parsed) -> int:
+def events_follow(s: ActionContext, p: Parsed) -> int:
     """Print live events until Ctrl-C (which ends it with success). None after the start is
     skipped: what the subscription missed is fetched from the kept log (csadmin/follow.py)."""
     import fnmatch

@@ -14,7 +14,7 @@ from ..states import EXECMODE_SPELLINGS, ExecMode
 from . import actions, fleet_actions, fleet_rolling, sources
 from .grammar import Argument, Command, Option, Parsed
 from .render import shown
-from .session import Session
+from .action_context import ActionContext
 
 NO_CONFIRM = Option("--no-confirm", "do not ask for confirmation (required in scripts)")
 OUTPUT_FORMAT = Option("--output-format", "text (default) or json", True, "FORMAT", ("text", "json"), choices=True)
@@ -64,7 +64,7 @@ class ExitShell(Exception):
     """Raised by `exit` / `quit`; the shell ends with exit code 0."""
 
 
-def show_help(s: Session, p: Parsed) -> int:
+def show_help(s: ActionContext, p: Parsed) -> int:
     if s.json(p):
         s.console.out(s.as_json({"commands": help_data(p.args, in_shell=s.console.in_shell)}))
     else:
@@ -72,7 +72,7 @@ def show_help(s: Session, p: Parsed) -> int:
     return errors.EXIT_OK
 
 
-def leave(s: Session, p: Parsed) -> int:
+def leave(s: ActionContext, p: Parsed) -> int:
     raise ExitShell()
 
 

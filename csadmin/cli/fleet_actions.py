@@ -2,7 +2,7 @@
 `fleet show` and `fleet events follow` (`fleet execmode setup` is fleet_rolling.py).
 
 Each system is reached with its own client (csadmin/fleet/connect.py), never through the
-session's: the session's client stays on the one system commands address.
+action context's: its client stays on the one system commands address.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 from .. import errors
 from . import render
 from .grammar import Parsed
-from .session import Session
+from .action_context import ActionContext
 
 if TYPE_CHECKING:
     from ..inventory import System
@@ -47,7 +47,7 @@ def _list(value: str | None) -> list[str]:
     return items
 
 
-def systems(s: Session, p: Parsed) -> int:
+def systems(s: ActionContext, p: Parsed) -> int:
     from ..inventory import load
 
     from . import fleet_render
@@ -60,7 +60,7 @@ def systems(s: Session, p: Parsed) -> int:
     return errors.EXIT_OK
 
 
-def use(s: Session, p: Parsed) -> int:
+def use(s: ActionContext, p: Parsed) -> int:
     """Point the shell at another system of the inventory (checked to answer first)."""
     if s.switch_system is None:
         raise errors.UsageError("`use` switches the shell to another system.",
@@ -94,7 +94,7 @@ def _deadline(p: Parsed) -> float:
     return seconds
 
 
-def fleet_show(s: Session, p: Parsed) -> int:
+def fleet_show(s: ActionContext, p: Parsed) -> int:
     from ..fleet.query import show_all
 
     from . import fleet_render
@@ -111,7 +111,7 @@ def fleet_show(s: Session, p: Parsed) -> int:
     return errors.EXIT_OK if all(a.reachable for a in answers) else errors.EXIT_UNREACHABLE
 
 
-def fleet_events_follow(s: Session, p: Parsed) -> int:
+def fleet_events_follow(s: ActionContext, p: Parsed) -> int:
     """Every selected system's events, tagged, until Ctrl-C (which ends it with success)."""
     import fnmatch
 

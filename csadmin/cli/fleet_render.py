@@ -31,7 +31,7 @@ def systems_json(inv: Inventory, current: str | None) -> dict:
 
 def answer_json(a: Answer) -> dict:
     snap = a.snapshot or {}
-    error = None if a.error is None else {"code": a.error.code, "message": a.error.message, "hint": a.error.hint}
+    error = None if a.error is None else {"code": a.error.code, "message": a.error.message, "hint": a.error.console_hint()}
     return {
         "name": a.system.name, "tags": list(a.system.tags), "reachable": a.reachable,
         "rttMs": None if a.rtt_ms is None else round(a.rtt_ms, 2),

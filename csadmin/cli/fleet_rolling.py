@@ -17,7 +17,7 @@ from ..states import ExecMode, title
 from . import render
 from .fleet_actions import selected
 from .grammar import Parsed
-from .session import Session
+from .action_context import ActionContext
 
 if TYPE_CHECKING:
     from ..fleet.switch import Outcome
@@ -46,7 +46,7 @@ def _max_parallel(p: Parsed) -> int:
     return k
 
 
-def _confirm(s: Session, p: Parsed, names: list[str], mode: str, k: int) -> None:
+def _confirm(s: ActionContext, p: Parsed, names: list[str], mode: str, k: int) -> None:
     if p.options.get("no_confirm"):
         return
     if not s.console.interactive:
@@ -59,7 +59,7 @@ def _confirm(s: Session, p: Parsed, names: list[str], mode: str, k: int) -> None
         raise errors.Cancelled("Cancelled; nothing was changed.")
 
 
-def execmode_setup(s: Session, p: Parsed) -> int:
+def execmode_setup(s: ActionContext, p: Parsed) -> int:
     if not p.options.get("systems") and not p.options.get("tag"):
         raise errors.UsageError("Name the systems: --systems a,b,c (or --tag TAG).",
                                 "`cs systems` lists them; a rolling change never picks the whole fleet by itself.")

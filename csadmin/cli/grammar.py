@@ -1,5 +1,5 @@
 """What a `cs` command is, as plain data: its words and options (Command, Option), a command
-line parsed against it (Parsed), and its action (Action), which gets a Session and returns the
+line parsed against it (Parsed), and its action (Action), which gets an ActionContext and returns the
 exit code. The table of commands is commands.py.
 
 (NamedTuples rather than dataclasses: `dataclasses` imports `inspect`, ~5 ms on every one-shot.)
@@ -10,11 +10,11 @@ from __future__ import annotations
 from typing import Callable, Iterable, NamedTuple
 
 from ..ops import Op
-from .session import Session
+from .action_context import ActionContext
 
 
 class Source:
-    """A live source of completions the shell asks csd (or the inventory) for: `fetch(session)`.
+    """A live source of completions the shell asks csd (or the inventory) for: `fetch(context)`.
     `kept`: what it returns holds for the system in use (csd's catalogues), so the shell asks
     once per system; otherwise (the runs) it asks at each TAB. The sources are sources.py's.
     (This and Argument are plain slotted classes: a NamedTuple class costs ~0.15 ms to define,
@@ -22,7 +22,7 @@ class Source:
 
     __slots__ = ("fetch", "kept")
 
-    def __init__(self, fetch: Callable[[Session], Iterable[str]], kept: bool = False):
+    def __init__(self, fetch: Callable[[ActionContext], Iterable[str]], kept: bool = False):
         self.fetch, self.kept = fetch, kept
 
 
@@ -102,4 +102,4 @@ class Parsed(NamedTuple):
     args: list[str]
 
 
-Action = Callable[[Session, Parsed], int]  # returns the exit code
+Action = Callable[[ActionContext, Parsed], int]  # returns the exit code

@@ -15,39 +15,41 @@ from .commands import ExitShell
 from .grammar import Parsed
 from .parse import check, json_asked, parse, split
 from .render import shown
-from .session import Session
+from .action_context import ActionContext
 from .terms import in_console_terms
 
 
-def wants_json(s: Session, tokens: list[str]) -> bool:
+def wants_json(s: ActionContext, tokens: list[str]) -> bool:
     """Whether this line's outcome is JSON: asked for globally or on the line."""
     return s.output_format == "json" or json_asked(tokens)
 
 
-def report(s: Session, exc: errors.CsError, line: int | None = None, command: str = "", as_json: bool = False) -> int:
+def report(s: ActionContext, exc: errors.CsError, line: int | None = None, command: str = "",
+           as_json: bool = False) -> int:
     """Say what failed; in a script, `line` (and the `command` there) says where. Returns the
-    failure's exit code."""
+    failure's exit code. The hint is the console's (errors.CsError.console_hint)."""
+    hint = exc.console_hint()
     if as_json or s.output_format == "json":
-        error = {"code": exc.code, "message": exc.message, "hint": exc.hint}
+        error = {"code": exc.code, "message": exc.message, "hint": hint}
         if line is not None:
             error.update(line=line, command=command)
         s.console.out(s.as_json({"error": error}))
     elif exc.asked_for:  # "n" or Ctrl-C: what the person did, not an error
-        s.console.err(exc.message + (f"\n{exc.hint}" if exc.hint else ""))
+        s.console.err(exc.message + (f"\n{hint}" if hint else ""))
     else:
         where = f" at line {line} (`{shown(command, 60)}`)" if line is not None else ""
         error = s.console.err_paint.error("Error")
-        s.console.err(f"{error}{where}: {exc.message}" + (f"\n{exc.hint}" if exc.hint else ""))
+        s.console.err(f"{error}{where}: {exc.message}" + (f"\n{hint}" if hint else ""))
     return exc.exit_code
 
 
-def _checked(s: Session, tokens: list[str]) -> Parsed:
+def _checked(s: ActionContext, tokens: list[str]) -> Parsed:
     parsed = parse(tokens)
     check(parsed, s.console.interactive)
     return parsed
 
 
-def _run(s: Session, parsed: Parsed, tokens: list[str], line: int | None) -> int:
+def _run(s: ActionContext, parsed: Parsed, tokens: list[str], line: int | None) -> int:
     """Carry out a parsed, checked line; ExitShell passes through, every other failure becomes
     an exit code (csd's refusals said in the console's terms)."""
     as_json = wants_json(s, tokens)
@@ -61,7 +63,7 @@ def _run(s: Session, parsed: Parsed, tokens: list[str], line: int | None) -> int
         return report(s, errors.Interrupted("Interrupted."), line, shlex.join(tokens), as_json)
 
 
-def run_tokens(s: Session, tokens: list[str], line: int | None = None) -> int:
+def run_tokens(s: ActionContext, tokens: list[str], line: int | None = None) -> int:
     """Run one command; ExitShell passes through, every other failure becomes an exit code.
     `line`: where the command is in a script, for the error message."""
     try:
@@ -73,7 +75,7 @@ def run_tokens(s: Session, tokens: list[str], line: int | None = None) -> int:
     return _run(s, parsed, tokens, line)
 
 
-def run_line(s: Session, line: str) -> int:
+def run_line(s: ActionContext, line: str) -> int:
     try:
         tokens = split(line)
     except errors.UsageError as exc:
@@ -104,7 +106,7 @@ def script_commands(text: str) -> tuple[list[tuple[int, list[str]]], list[tuple[
     return [(number, c) for number, c in commands if c], bad
 
 
-def run_script(s: Session, text: str) -> int:
+def run_script(s: ActionContext, text: str) -> int:
     """Check every line, then run them in order. Any line that does not parse or check: each is
     reported with its number, nothing runs, exit 2. Otherwise the first failure stops the script
     and is its exit code."""

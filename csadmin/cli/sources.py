@@ -8,22 +8,22 @@ import it. They hold for the system in use (`kept`); the runs change, so they ar
 from __future__ import annotations
 
 from .grammar import Source
-from .session import Session
+from .action_context import ActionContext
 
 
-def _event_types(s: Session) -> list[str]:
+def _event_types(s: ActionContext) -> list[str]:
     return s.client.hello().get("eventTypes", [])
 
 
-def _run_ids(s: Session) -> list[str]:
+def _run_ids(s: ActionContext) -> list[str]:
     return [run["runId"] for run in s.client.runs_list(max_count=50)["runs"]]
 
 
-def _fault_names(s: Session) -> list[str]:
+def _fault_names(s: ActionContext) -> list[str]:
     return [fault["name"] for fault in s.client.fault_list()["catalogue"]]
 
 
-def _system_names(s: Session) -> list[str]:
+def _system_names(s: ActionContext) -> list[str]:
     from ..inventory import load  # the inventory's TOML parser loads only when a system is completed
 
     return [system.name for system in load().systems]

@@ -19,7 +19,7 @@ import csadmin.cstorch.current as current
 import csadmin.cstorch.runtime as runtime
 from .amp.precision import check_float32_weights
 from .config import require_config
-from .session import Session
+from .csd_link import CsdLink
 
 BACKENDS = {"wse_ws": "WEIGHT_STREAMING", "wse_pl": "PIPELINED"}
 
@@ -116,9 +116,9 @@ def compile(model: torch.nn.Module, backend: str = "wse_ws") -> CompiledModel:
         raise InvalidArgument(
             f"compile: backend {backend!r} differs from the run's {rt.backend!r}: one run, one execution mode.",
             "Compile every model of this process for the same backend.")
-    if rt.session is None:  # validate_only and compile_only check the system too, and stop there
-        rt.session = Session(config)
-    rt.session.check_system(execmode, backend, BACKENDS)
+    if rt.csd is None:  # validate_only and compile_only check the system too, and stop there
+        rt.csd = CsdLink(config)
+    rt.csd.check_system(execmode, backend, BACKENDS)
     rt.backend = key
     current.state().execmode = execmode
     compiled = CompiledModel(model, key)

@@ -1,4 +1,4 @@
-"""The model directory as 003 lists it, beyond performance.json (session.py) and the checkpoints
+"""The model directory as 003 lists it, beyond performance.json (csd_link.py) and the checkpoints
 (the script's `cstorch.save`):
 
     <model_dir>/cs_<checksum>            the compile directory: a link to compile_dir/cs_<checksum>

@@ -1,6 +1,6 @@
-"""The runtime's own process-wide objects: the compiled models, the session with csd, the program.
+"""The runtime's own process-wide objects: the compiled models, the link to csd, the program.
 
-One run per process (004), so one Runtime: compile() adds models and opens the session,
+One run per process (004), so one Runtime: compile() adds models and opens the link to csd,
 the first compile_step call sets the program, the last step (or the process's end) closes
 the run. The facts the library reads are in current.py; this is what only the runtime touches.
 """
@@ -21,7 +21,7 @@ from .config import reset as forget_config
 class Runtime:
     backend: str | None = None
     models: list = field(default_factory=list)  # CompiledModel, in compile order
-    session: object = None  # session.Session once compile() reached csd
+    csd: object = None  # csd_link.CsdLink once compile() reached csd
     program: object = None  # program.Program once the first step compiled
     capture: object = None  # capture.Capture while the first step is captured
     captured_closures: list = field(default_factory=list)
@@ -68,8 +68,8 @@ def finish(reason: str | None = None) -> None:
             failure = exc
             reason = reason or getattr(exc, "reason", None) or exc.message
     try:
-        if rt.session is not None:
-            rt.session.close(reason)
+        if rt.csd is not None:
+            rt.csd.close(reason)
     finally:
         if rt.summaries is not None:
             rt.summaries.close()
@@ -79,7 +79,7 @@ def finish(reason: str | None = None) -> None:
 
 def end_of_process() -> None:
     """atexit: close a run still open; an uncaught exception (Ctrl-C too) ends it ABORTED."""
-    if _runtime.finished or _runtime.session is None:
+    if _runtime.finished or _runtime.csd is None:
         return
     exc = getattr(sys, "last_exc", None) or getattr(sys, "last_value", None)
     reason = None if exc is None else f"runtime failed: {type(exc).__name__}: {exc}"

@@ -2,7 +2,7 @@
 
 The first call of a compile_step function is the compile: it captures the whole step (forward,
 loss, backward, optimizer and scheduler steps) as one static program (capture.py), measures and
-writes it (program.py), opens the run on csd and programs the fabric once (session.py), then
+writes it (program.py), opens the run on csd and programs the fabric once (csd_link.py), then
 executes step 1. Every later call executes the program on the new batch: the function's Python
 body does not run again, so a non-tensor variable it changes keeps its first value (004).
 
@@ -84,8 +84,8 @@ class StepFunction:
             raise InvalidState(f"This process's run has ended (after step {current.state().step}): one run per process.",
                                "Start a new process for another run.")
         check_modes(rt.models, rt.program.mode)
-        session = rt.session
-        session.check()
+        csd = rt.csd
+        csd.check()
         try:
             with current.stepping():
                 result, closures = rt.program.run(inputs)
@@ -96,7 +96,7 @@ class StepFunction:
         state.step += 1
         for fn, a, kw in closures:
             fn(*a, **kw)
-        session.step_done(rt.program.batch_size)
+        csd.step_done(rt.program.batch_size)
         last = state.last_step is not None and state.step >= state.last_step
         rt.summaries.step_done(state.step, result, rt.program.batch_size, last)
         if last:
@@ -147,8 +147,8 @@ class StepFunction:
                f"batch size {program.batch_size}, mode {mode}, in {captured - start:.3f} s",
                f"mixed precision: float32 weights, {str(half).removeprefix('torch.')} compute (casts inserted "
                f"by autocast), float32 weight update"]
-        session = rt.session
-        serial = None if session is None else session.serial
+        csd = rt.csd
+        serial = None if csd is None else csd.serial
         # Artifacts of this very program for this system: reuse them; for another: refused.
         cached = None if config.validate_only else lookup_artifacts(config.compile_dir, program.checksum, serial)
         if cached is not None:
@@ -180,10 +180,10 @@ class StepFunction:
             print(only_summary(config, program, serial), flush=True)
             return result
         runtime.close_at_exit()  # first: Ctrl-C while programming must close the run too
-        session.open(mode, program.descriptor(serial))
+        csd.open(mode, program.descriptor(serial))
         rt.program = program
         rt.summaries = Summaries(config.model_dir)
-        write_params(config, program, {"run_id": session.run.id, "system": serial, "backend": rt.backend},
+        write_params(config, program, {"run_id": csd.run.id, "system": serial, "backend": rt.backend},
                                [m.model for m in rt.models])
         return self._execute(rt, inputs)
 

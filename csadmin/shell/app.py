@@ -8,7 +8,7 @@ from prompt_toolkit.patch_stdout import patch_stdout
 
 from .. import errors
 from ..cli import render
-from ..cli.session import Session
+from ..cli.action_context import ActionContext
 from ..cli.commands import ExitShell
 from ..cli.grammar import Source
 from ..cli.parse import parse, split
@@ -17,7 +17,7 @@ from ..client import Client
 from .completer import CommandCompleter
 from .console import ShellConsole
 from .history import shell_history
-from .keys import shell_key_bindings
+from .key_bindings import shell_key_bindings
 from .live import LiveState
 from .toolbar import toolbar_text
 from .watcher import Watcher
@@ -40,25 +40,25 @@ def _changes_state(line: str) -> bool:
 
 def run_shell(client: Client, g, watch: bool = True) -> int:
     console = ShellConsole()
-    session = Session(client, console, g.output_format, g.timeout, g.key, getattr(g, "system", None))
+    context = ActionContext(client, console, g.output_format, g.timeout, g.key, getattr(g, "system", None))
     try:  # the endpoint the connection file names, not the default the client starts from
         endpoint = client.target()
     except errors.CsError:
         endpoint = client.endpoint  # the watcher says more once it can reach csd
     live = LiveState(endpoint)
-    live.system = session.system
+    live.system = context.system
     kept: dict[Source, list[str]] = {}  # the `kept` sources' values for the system in use
 
     def fetch(source: Source) -> list[str]:
         if source not in kept:
-            values = list(source.fetch(session))
+            values = list(source.fetch(context))
             if not source.kept:
                 return values
             kept[source] = values
         return kept[source]
 
     prompt = PromptSession(
-        message=lambda: f"cs[{session.system}]> " if session.system else "cs> ",
+        message=lambda: f"cs[{context.system}]> " if context.system else "cs> ",
         completer=CommandCompleter(fetch),
         complete_while_typing=False,
         history=shell_history(),
@@ -69,7 +69,7 @@ def run_shell(client: Client, g, watch: bool = True) -> int:
     watcher = None
     if watch:
         watcher = Watcher(
-            lambda: session.client.sibling(timeout=min(g.timeout, 2.0), retries=0), live,
+            lambda: context.client.sibling(timeout=min(g.timeout, 2.0), retries=0), live,
             lambda e: print(announce_line(e), flush=True), client.session, invalidate=lambda: prompt.app.invalidate(),
         )
         watcher.start()
@@ -80,13 +80,13 @@ def run_shell(client: Client, g, watch: bool = True) -> int:
         for old in switched:
             old.close()
         switched[:] = [new]
-        session.client, session.system = new, name
+        context.client, context.system = new, name
         live.switch(name, new.endpoint)
         kept.clear()
         if watcher is not None:
             watcher.retarget()
 
-    session.switch_system = switch_system
+    context.switch_system = switch_system
 
     def read_line() -> str | None:
         # stdout is patched only while the prompt is up: the watcher's lines then go above
@@ -104,12 +104,12 @@ def run_shell(client: Client, g, watch: bool = True) -> int:
         if watcher is not None:
             watcher.busy = True
         try:
-            run_line(session, line)  # Ctrl-C during a command's waits cancels that wait only
+            run_line(context, line)  # Ctrl-C during a command's waits cancels that wait only
         finally:
             if watcher is not None:
                 if _changes_state(line):
                     try:
-                        watcher.quiet_seq = session.client.system_show()["seq"]
+                        watcher.quiet_seq = context.client.system_show()["seq"]
                     except errors.CsError:
                         pass
                 watcher.busy = False

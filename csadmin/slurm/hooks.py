@@ -190,7 +190,7 @@ def prolog(client, options: dict, say: Reporter) -> int:
             what = "csd unreachable" if isinstance(exc, errors.Unreachable) else "busy"
             problem, code, retry_in = f"{what} for {wait:g} s: {exc.message}", exc.exit_code, 1.0
         except errors.CsError as exc:
-            problem, code = f"{exc.message} {exc.hint}".strip(), exc.exit_code
+            problem, code = f"{exc.message} {exc.console_hint()}".strip(), exc.exit_code
             break  # refused for a reason waiting will not fix (a key, an argument)
         if _left(deadline) <= 0:
             break
@@ -251,5 +251,5 @@ def run_hook(client, hook: Callable[..., int], name: str, options: dict, args: l
     try:
         return hook(client, options, say, *args)
     except errors.CsError as exc:
-        say(f"{exc.message}" + (f" {exc.hint}" if exc.hint else ""), error=True)
+        say(f"{exc.message} {exc.console_hint()}".strip(), error=True)
         return exc.exit_code

@@ -4,7 +4,7 @@ device's changes carry (statemachine/faults/state.py), by the rules in statemach
 
 It knows the device only through `FaultHost` (the lifecycle, the health, and dropping to
 STANDBY) and the callables it is built with; the device calls it, and decides itself how a
-pending transition completes (`Device._complete_transition`), asking it which fault is breaking
+pending transition completes (`SystemLifecycle.complete`, statemachine/lifecycle.py), asking it which fault is breaking
 the transition and telling it how the transition ended.
 """
 
@@ -160,8 +160,9 @@ class FaultInjector:
                 fault = entry.fault
                 raise FaultActive(
                     f"Fault {fault.name} is active ({fault.summary}, injected; systemHealth {fault.health}): {doing}.",
-                    f"See `cs system fault list`; wait for it to clear (wait_for(health=...)) or have an admin "
-                    f"clear it (`cs system fault clear {fault.name}`).",
+                    # How to wait is each surface's own words (errors.FaultActive's steps).
+                    f"See `cs system fault list`; wait for it to clear, or have an admin clear it "
+                    f"(`cs system fault clear {fault.name}`).",
                     fault=fault.name,
                 )
 

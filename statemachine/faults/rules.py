@@ -1,4 +1,4 @@
-"""What each kind of fault does, as data: statemachine/device.py applies these rules when a fault
+"""What each kind of fault does, as data: statemachine/faults/injector.py applies these rules when a fault
 takes effect, and consults BLOCKING before each request a fault may refuse.
 
 The catalogue (statemachine/faults/__init__.py) gives each fault its `Effect`; this table says what that

@@ -5,7 +5,7 @@ due), `armed` (a transition fault waiting for its transition), `firing` (a trans
 transition is under way and will fail) or `active` (affecting health and what is allowed). Entries
 are immutable and the set is a tuple, so a change's savepoint (statemachine/change.py) is the
 tuple itself: nothing is copied on the hot path. The rules that move entries are in
-statemachine/faults/rules.py; statemachine/device.py applies them.
+statemachine/faults/rules.py; statemachine/faults/injector.py applies them.
 """
 
 from __future__ import annotations

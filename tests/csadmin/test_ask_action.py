@@ -13,7 +13,7 @@ from csadmin import errors, ops
 from csadmin.cli import actions
 from csadmin.cli.commands import NO_CONFIRM, RUN_ID
 from csadmin.cli.grammar import Command, Option, Parsed
-from csadmin.cli.session import Session
+from csadmin.cli.action_context import ActionContext
 
 pytestmark = pytest.mark.shared_csd
 
@@ -41,7 +41,7 @@ class Person:
 def run(csd, command: Command, options: dict, args: list[str], yes: bool = True, output: str = "text"):
     person = Person(yes)
     with csd.client() as client:
-        code = command.action(Session(client, person, output), Parsed(command, options, args))
+        code = command.action(ActionContext(client, person, output), Parsed(command, options, args))
     return code, person
 
 

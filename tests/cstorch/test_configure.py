@@ -10,7 +10,7 @@ import torch
 
 import csadmin.cstorch as cstorch
 from csadmin import errors
-from csadmin.cstorch import config, current, session
+from csadmin.cstorch import config, csd_link, current
 from tests.cstorch.helpers import configure, model
 
 
@@ -124,7 +124,7 @@ def test_compile_says_csd_is_unreachable_within_the_client_timeout(make_csd, tmp
     start = time.monotonic()
     with pytest.raises(errors.Unreachable) as exc:
         cstorch.compile(model(), backend="wse_ws")
-    assert time.monotonic() - start < session.CLIENT_TIMEOUT + 2.0
+    assert time.monotonic() - start < csd_link.CLIENT_TIMEOUT + 2.0
     assert exc.value.hint
 
 

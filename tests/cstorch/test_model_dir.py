@@ -71,7 +71,7 @@ def test_the_compile_directory_and_the_yaml_round_trip(ws_csd, tmp_path):
     path = tmp_path / "model" / "train" / "params_train.yaml"
     loaded = yaml.safe_load(path.read_text())
     record = run_record(ws_csd)
-    expected = model_dir.run_params(config, rt.program, {"run_id": record["runId"], "system": rt.session.serial,
+    expected = model_dir.run_params(config, rt.program, {"run_id": record["runId"], "system": rt.csd.serial,
                                                          "backend": "wse_ws"}, [net])
     expected["optimizer"][0]["lr"] = loaded["optimizer"][0]["lr"]  # the yaml has the lr at the first step
     assert loaded == expected

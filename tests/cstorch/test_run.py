@@ -13,7 +13,7 @@ import time
 import pytest
 
 from csadmin import errors
-from csadmin.cstorch import runtime, session
+from csadmin.cstorch import csd_link, runtime
 from tests.cstorch.helpers import Trainer, batches, configure, model, run_record
 from tests.harness import ROOT, wait_until
 
@@ -37,7 +37,7 @@ def started(ws_csd, tmp_path) -> tuple[Trainer, str]:
     configure(ws_csd, tmp_path)
     t = Trainer(model())
     t.step(*batches(1)[0])
-    return t, runtime.get().session.run.id
+    return t, runtime.get().csd.run.id
 
 
 def test_an_admin_abort_raises_run_aborted_with_its_reason(ws_csd, tmp_path):
@@ -83,7 +83,7 @@ def test_a_critical_fault_raises_run_aborted_naming_it(ws_csd, tmp_path):
 
 def test_an_abort_the_event_missed_still_comes_from_the_next_stream(ws_csd, tmp_path):
     t, run_id = started(ws_csd, tmp_path)
-    s = runtime.get().session
+    s = runtime.get().csd
     s._events.close()  # as if every pushed event were lost: the next run.stream says it
     s._events = None
     s.run.stop_heartbeats()
@@ -92,7 +92,7 @@ def test_an_abort_the_event_missed_still_comes_from_the_next_stream(ws_csd, tmp_
     start = time.monotonic()
     exc, ran = step_until_aborted(t)
     assert exc.message == f"Run {run_id} was aborted on the system: lost event."
-    assert time.monotonic() - start < session.STREAM_EVERY_SECONDS + 3.0
+    assert time.monotonic() - start < csd_link.STREAM_EVERY_SECONDS + 3.0
 
 
 SCRIPT = textwrap.dedent('''
@@ -194,7 +194,7 @@ def test_a_fabric_held_by_another_run_is_busy_and_the_step_may_be_retried(ws_csd
 
 
 def test_csd_gone_mid_run_is_a_clear_error_within_the_client_timeout(make_csd, tmp_path, monkeypatch):
-    monkeypatch.setattr(session, "CLIENT_TIMEOUT", 1.0)
+    monkeypatch.setattr(csd_link, "CLIENT_TIMEOUT", 1.0)
     daemon = make_csd().start()
     from tests.cstorch.helpers import weight_streaming
 
@@ -208,7 +208,7 @@ def test_csd_gone_mid_run_is_a_clear_error_within_the_client_timeout(make_csd, t
     with pytest.raises(errors.Unreachable):
         for i in range(100_000):
             t.step(*data[i % 2])
-    assert time.monotonic() - start < session.STREAM_EVERY_SECONDS + session.CLIENT_TIMEOUT + 3.0
+    assert time.monotonic() - start < csd_link.STREAM_EVERY_SECONDS + csd_link.CLIENT_TIMEOUT + 3.0
 
 
 @pytest.mark.parametrize("how, reason", [

@@ -13,7 +13,7 @@ import torch
 
 import csadmin.cstorch as cstorch
 from csadmin import errors
-from csadmin.cstorch import current, runtime, session
+from csadmin.cstorch import csd_link, current, runtime
 from tests.cstorch.helpers import Trainer, as_the_system, batches, configure, eagerly, files, model, run_record
 
 READ_RULE = "it is not allowed to read a tensor's contents outside of a step closure"
@@ -46,10 +46,10 @@ def test_one_run_programmed_once_with_every_sample_and_performance_json(ws_csd, 
     rt = runtime.get()
     # At most one run.stream per STREAM_EVERY_STEPS steps (how many depends on how fast the steps
     # ran: each waits STREAM_EVERY_SECONDS too), and what is left goes at the close, in one more.
-    during = rt.session.round_trips
-    assert during <= 25 // session.STREAM_EVERY_STEPS
+    during = rt.csd.round_trips
+    assert during <= 25 // csd_link.STREAM_EVERY_STEPS
     runtime.finish()
-    assert rt.session.round_trips == during + 1
+    assert rt.csd.round_trips == during + 1
     record = run_record(ws_csd)
     assert (record["status"], record["mode"], record["totalSamples"]) == ("CLOSED", "train", 25 * 32)
     with open(tmp_path / "model" / "performance" / "performance.json") as f:
@@ -345,10 +345,10 @@ def test_streaming_batches_csd_round_trips(ws_csd, tmp_path, monkeypatch):
     data = batches(5)
     for i in range(100):
         t.step(*data[i % 5])
-    s = runtime.get().session
+    s = runtime.get().csd
     start = s._last_stream - 0.001  # the run was programmed then
-    assert s.round_trips <= min(10, int((time.monotonic() - start) / session.STREAM_EVERY_SECONDS) + 1)
-    monkeypatch.setattr(session, "STREAM_EVERY_SECONDS", 0.0)  # now only the ten-step bound holds
+    assert s.round_trips <= min(10, int((time.monotonic() - start) / csd_link.STREAM_EVERY_SECONDS) + 1)
+    monkeypatch.setattr(csd_link, "STREAM_EVERY_SECONDS", 0.0)  # now only the ten-step bound holds
     for i in range(30):
         t.step(*data[i % 5])
     assert run_record(ws_csd)["totalSamples"] >= 120 * 32

@@ -6,7 +6,7 @@ import os
 import re
 
 from csadmin import ops
-from csadmin.daemon.keys import ROLES
+from csadmin.daemon.key_registry import ROLES
 from tests.harness import ROOT
 
 

@@ -177,7 +177,7 @@ def test_standby_is_refused_while_a_run_holds_the_fabric_and_force_aborts_it(own
 
 
 def test_the_interactive_confirmation_names_the_run_to_be_aborted(csd):
-    from csadmin.cli.session import Session
+    from csadmin.cli.action_context import ActionContext
     from csadmin.cli.parse import parse
 
     class Console:
@@ -193,7 +193,7 @@ def test_the_interactive_confirmation_names_the_run_to_be_aborted(csd):
         with pytest.raises(errors.Cancelled):
             from csadmin.cli import actions
 
-            actions.system_standby(Session(c, console), parse(["system", "standby", "--force"]))
+            actions.system_standby(ActionContext(c, console), parse(["system", "standby", "--force"]))
         assert run.id in console.questions[0] and "aborted" in console.questions[0]
         assert c.system_show()["runHolder"]["runId"] == run.id
 

@@ -406,7 +406,7 @@ def test_every_op_refuses_a_role_below_its_own_and_a_revoked_key(csd):
     an op's role, and a key revoked while its connection stays open, get PERMISSION_DENIED
     from each op (before its arguments are even looked at), and csd's state does not move."""
     from csadmin.daemon.commands import COMMANDS
-    from csadmin.daemon.keys import RANK
+    from csadmin.daemon.key_registry import RANK
 
     keys = {role: csd.add_key(f"k-{role}", role) for role in ("viewer", "operator")}
     doomed = csd.add_key("k-doomed", "admin")

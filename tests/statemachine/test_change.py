@@ -167,4 +167,4 @@ def test_undo_keeps_nothing_once_the_outermost_change_is_done():
             run = device.open_run("job", CLIENT, RunMode.TRAIN)["runId"]
             device.heartbeat(run, CLIENT)
             device.close_run(run, CLIENT)
-    assert device._runs._undo == [] and len(device.events) <= device.events.capacity
+    assert device._run_book._undo == [] and len(device.events) <= device.events.capacity

@@ -397,7 +397,7 @@ def test_snapshot_in_mid_configuration_keeps_both_modes():
 def test_fresh_device():
     device, clock = make_device()
     assert device.lifecycle is A
-    assert device.state == "ACTIVE"
+    assert device._system.state == "ACTIVE"  # the transitions machine's own field (statemachine/lifecycle.py)
     assert device.configured_mode is PIP
     assert device.active_mode is PIP
     assert device.serial == "CS2-0001"
@@ -477,11 +477,11 @@ def test_execmode_titles():
 
 def test_no_auto_transition_shortcuts():
     device, _ = make_device()
-    for state in Lifecycle:
-        assert not hasattr(device, f"to_{state.value}"), f"to_{state.value} exists"
-    assert not hasattr(device, "to_ACTIVE")
-    assert not hasattr(device, "to_STANDBY")
-    assert device.machine.auto_transitions is False
+    system = device._system  # the machine's model (statemachine/lifecycle.py)
+    for model in (device, system):
+        for state in Lifecycle:
+            assert not hasattr(model, f"to_{state.value}"), f"to_{state.value} exists"
+    assert system.machine.auto_transitions is False
 
 
 def test_internal_triggers_respect_sources():
@@ -490,9 +490,9 @@ def test_internal_triggers_respect_sources():
 
     device, _ = make_device()  # ACTIVE
     with pytest.raises(MachineError):
-        device.settle()  # ACTIVE is not pending: nothing to settle
+        device._system.settle()  # ACTIVE is not pending: nothing to settle
     with pytest.raises(MachineError):
-        device.begin_activate()
+        device._system.begin_activate()
     assert device.lifecycle is A
 
 

@@ -111,8 +111,8 @@ class WorkerPool:
 
     def _hand_out(self) -> None:
         """Once the run is open: give every worker its id and join token (a secret, encrypted)."""
-        session = runtime.get().session
-        run = None if session is None else session.run
+        csd = runtime.get().csd
+        run = None if csd is None else csd.run
         if run is None or self.run_id is not None or self.closed:
             return
         self.run_id = run.id

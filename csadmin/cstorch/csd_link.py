@@ -1,16 +1,16 @@
 """The process's connection to csd and its one run there, as cstorch drives them.
 
-    session.check_system("WEIGHT_STREAMING")    # cstorch.compile: reachable, ACTIVE, that mode
-    session.open("train", descriptor)           # the first step: run.open, run.program (waits)
-    session.step_done(samples)                  # every step: no csd round trip most steps
-    session.close()                             # run.close, <model_dir>/performance/performance.json
+    csd.check_system("WEIGHT_STREAMING")        # cstorch.compile: reachable, ACTIVE, that mode
+    csd.open("train", descriptor)               # the first step: run.open, run.program (waits)
+    csd.step_done(samples)                      # every step: no csd round trip most steps
+    csd.close()                                 # run.close, <model_dir>/performance/performance.json
 
 Steps report their samples in batches: `run.stream` once at least STREAM_EVERY_STEPS steps and
 STREAM_EVERY_SECONDS have passed since the last (or STREAM_AT_LEAST_EVERY seconds, for slow
 steps), and the rest at the close. A fast loop thus costs csd one round trip a second, a slow one
 one per ten steps at most — each is a wait for csd to be scheduled, which on a busy host is
 milliseconds. The client's heartbeat thread keeps the lease meanwhile. A csd-side abort (standby --force, a
-critical fault, `runs abort`) is noticed without asking csd: the session subscribes to
+critical fault, `runs abort`) is noticed without asking csd: the link subscribes to
 EventTrainingAborted and checks that socket (ZMQ_EVENTS, no wait) at every step, and the heartbeat
 thread and the next stream are two more ways to learn it. The next step then raises RunAborted
 with csd's reason.
@@ -43,7 +43,7 @@ def aborted_error(run_id: str, reason: str, fault: str | None = None) -> errors.
         "again, resuming from its last checkpoint.", fault=fault)
 
 
-class Session:
+class CsdLink:
     """csd as this process's cstorch sees it. `round_trips` counts the requests steps made."""
 
     def __init__(self, config: Config):

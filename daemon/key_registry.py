@@ -6,7 +6,7 @@
       registry.json          0600: every client key: name, role, public key, created, revoked
       clients/NAME.key_secret  client secrets made by `csd keys add` (0600), to hand to that client
 
-`csd keys` (keys_cli.py) writes the registry atomically (temp file + rename) under a lock; the
+`csd keys` (keys_command.py) writes the registry atomically (temp file + rename) under a lock; the
 daemon only reads it, through `Registry`, which re-reads the file whenever its identity (inode,
 mtime, size) changes: checked once per batch of messages, after they were received (daemon/
 server.py), so a key revoked before a message was sent is refused from that very message, with

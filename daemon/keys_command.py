@@ -7,7 +7,7 @@
 
 Run it as the user csd runs as (files are created 0600 for that user; as root, new files in
 the state directory are handed to the directory's owner). The running daemon needs no signal:
-it notices a changed registry on its next message (keys.py).
+it notices a changed registry on its next message (key_registry.py).
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ import sys
 import time
 
 from .config import default_state_dir
-from .keys import ROLES, KeyManagementError, KeyStore
+from .key_registry import ROLES, KeyManagementError, KeyStore
 
 
 def build_parser() -> argparse.ArgumentParser:

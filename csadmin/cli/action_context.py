@@ -1,4 +1,5 @@
-"""What every action gets: the client, the console, and the global output settings."""
+"""What every action gets (an ActionContext): the client, the console, and the global output
+settings. Not a session: "session" is the connection csd names in `whoami` and `details.by`."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from ..client import Client
 from . import render
 
 
-class Session:
+class ActionContext:
     """What every action needs: the client, the console, and the global output settings."""
 
     def __init__(self, client: Client, console, output_format: str = "text", timeout: float = 10.0,
