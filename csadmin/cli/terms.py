@@ -1,6 +1,5 @@
 """csd's refusals said in the console's own words: `system.standby` → `system standby`, the
-argument 'mode' → `--mode`, csd's list of an op's arguments → the command's help, and a hint that
-tells a runtime what to call (FAULT_ACTIVE's `wait_for(health=...)`) → the commands a person runs.
+argument 'mode' → `--mode`, and csd's list of an op's arguments → the command's help.
 
 csd speaks its protocol (op and argument names, docs/protocol.md), which runtimes use; a person at
 `cs` knows only commands and options. The command table knows both names of each (Command.op,
@@ -50,9 +49,5 @@ def in_console_terms(exc: errors.CsError, command: Command | None) -> errors.CsE
     hint = exc.hint
     if isinstance(exc, errors.InvalidArgument) and hint.startswith(protocol.arguments_hint_prefix(command.op.name)):
         hint = f"See `{command.name} --help`."  # the console's options, not the op's arguments
-    elif isinstance(exc, errors.FaultActive) and exc.fault:
-        # csd's hint also tells a runtime how to wait (client.wait_for): a person has commands.
-        hint = (f"See `system fault list`; wait for it to clear (`events follow` shows when), or have an admin "
-                f"clear it (`system fault clear {exc.fault}`).")
     translated = type(exc)(_translate(exc.message, command), _translate(hint, command), exc.fault)
     return translated

@@ -1,14 +1,12 @@
 """csd's refusals in the console's own words (csadmin/cli/terms.py): no op or argument names of
-the protocol reach a `cs` user. The table's ops are csadmin/ops.py's, and their argument names
-are checked against the op's declaration, so a renamed op or argument cannot silently stop being translated."""
+the protocol reach a `cs` user. The table's ops are csadmin/ops.py's and their argument names are
+checked against the op's declaration, so a renamed op or argument cannot silently stop being
+translated."""
 
 import json
 
-import pytest
-
-from csadmin import errors
+from csadmin import errors, ops
 from csadmin.cli.commands import COMMANDS, NO_CONFIRM, OUTPUT_FORMAT, options_of
-from csadmin import ops
 
 
 def test_every_command_names_a_real_op_and_its_real_arguments():
@@ -40,20 +38,6 @@ def test_busy_says_force_as_the_option(csd):
         r = csd.cs("system", "standby", "--no-confirm")
     assert r.returncode == errors.EXIT_BUSY
     assert "`system standby --force`" in r.stderr and "force=true" not in r.stderr
-
-
-def test_a_fault_active_refusal_gives_commands_not_the_runtime_api(csd):
-    with csd.client() as c:
-        c.fault_inject("pump-missing")
-        c.system_standby()
-        c.wait_for(state="STANDBY", timeout=10)
-    r = csd.cs("system", "activate", "--no-confirm")
-    assert r.returncode == errors.EXIT_STATE
-    assert "Fault pump-missing is active" in r.stderr and "`system fault clear pump-missing`" in r.stderr
-    assert "wait_for" not in r.stderr, r.stderr
-    with csd.client() as c, pytest.raises(errors.FaultActive) as refused:
-        c.system_activate()
-    assert "wait_for(health=...)" in refused.value.hint  # a runtime is still told what to call
 
 
 def test_permission_denied_names_the_command(csd):
