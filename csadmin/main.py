@@ -13,7 +13,6 @@ is imported only when a shell is opened.
 from __future__ import annotations
 
 import contextlib
-import os
 import sys
 
 from . import __version__, errors
@@ -24,6 +23,7 @@ from .cli.parse import json_asked
 from .cli.runner import run_script, run_tokens
 from .cli.action_context import ActionContext
 from .client import Client
+from .pipes import reader_gone
 
 USAGE = """usage: cs [--system NAME] [--connect FILE] [--key FILE] [--endpoint URL --server-key KEY] [--timeout S]
           [--output-format text|json] [--embedded] [-c "CMD; CMD" | COMMAND [OPTIONS]]
@@ -122,17 +122,7 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         return errors.EXIT_INTERRUPTED
     except BrokenPipeError:
-        return _reader_gone()
-
-
-def _reader_gone() -> int:
-    """Whoever read our output went away (`cs events show | head`): stop quietly, as Unix tools
-    do. stdout is pointed at /dev/null so the interpreter's last flush of what is still buffered
-    cannot fail again on the way out (the recipe in the `signal` module's documentation)."""
-    devnull = os.open(os.devnull, os.O_WRONLY)
-    os.dup2(devnull, sys.stdout.fileno())
-    os.close(devnull)
-    return errors.EXIT_BROKEN_PIPE
+        return reader_gone()
 
 
 def _fail(exc: errors.CsError, argv: list[str]) -> int:

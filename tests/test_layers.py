@@ -20,7 +20,8 @@ from tests.harness import ROOT
 # Where each layer's files are in the repository, and its import name.
 FOLDERS = {"csadmin": "csadmin", "csadmin.daemon": "daemon", "csadmin.statemachine": "statemachine"}
 LEAVES = {"csadmin", "csadmin.errors", "csadmin.states", "csadmin.protocol", "csadmin.connection", "csadmin.keyfile",
-          "csadmin.scenario_limits", "csadmin.scenario_file", "csadmin.ops", "csadmin.opargs", "csadmin.programs"}
+          "csadmin.scenario_limits", "csadmin.scenario_file", "csadmin.rendezvous", "csadmin.pipes", "csadmin.ops",
+          "csadmin.opargs", "csadmin.programs"}
 # The pure leaves the model may import too (programs: a run's mode and program, which csd checks
 # as an op's arguments before the model sees them).
 MODEL_LEAVES = {"csadmin", "csadmin.errors", "csadmin.states", "csadmin.scenario_limits", "csadmin.programs"}

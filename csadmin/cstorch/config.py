@@ -13,6 +13,7 @@ import sys
 from dataclasses import dataclass, field, fields
 
 import csadmin.cstorch.current as current
+from csadmin import rendezvous
 from csadmin.errors import InvalidArgument, InvalidState
 
 # 004's note under the table: why configure runs once per process.
@@ -41,9 +42,15 @@ class Config:
     mgmt_address: str | None = None
     key: str | None = None
     labels: dict = field(default_factory=dict)  # job_labels parsed
+    workers_rendezvous: str | None = None  # csrun_wse's directory: the input workers are Slurm tasks
+
+    @property
+    def fed_by_workers(self) -> bool:
+        """Input workers feed the run (and stream its samples): forked ones, or Slurm tasks."""
+        return self.num_workers_per_csx > 1 or self.workers_rendezvous is not None
 
 
-PARAMETERS = tuple(f.name for f in fields(Config) if f.name != "labels")
+PARAMETERS = tuple(f.name for f in fields(Config) if f.name not in ("labels", "workers_rendezvous"))
 
 _config: Config | None = None
 
@@ -148,6 +155,19 @@ def _launcher_mode(compile_only: bool, validate_only: bool) -> tuple[bool, bool]
     return mode == "compile_only", mode == "validate_only"
 
 
+def _launcher_workers(workers: int) -> tuple[int, str | None]:
+    """csrun_wse with worker nodes: the job's input worker tasks are num_workers_per_csx (the
+    script's own value is replaced), and where they meet the trainer (csadmin/rendezvous.py)."""
+    directory = os.environ.get(rendezvous.DIR_ENV)
+    if not directory:
+        return workers, None
+    try:
+        return rendezvous.read_layout(directory).workers, directory
+    except ValueError as exc:
+        raise InvalidState(f"configure: ${rendezvous.DIR_ENV}: {exc}.",
+                           f"Unset {rendezvous.DIR_ENV}, or launch the script with csrun_wse.") from None
+
+
 def configure(**kwargs) -> Config:
     """Configure this process's run (once). Raises InvalidArgument for an unknown parameter or a
     bad value, InvalidState when called a second time."""
@@ -165,7 +185,8 @@ def configure(**kwargs) -> Config:
         raise InvalidArgument(
             f"configure: num_csx={num_csx} cannot be honoured: csd manages one CS-2 system.",
             "Use num_csx=1 (the default).")
-    workers = _int("num_workers_per_csx", get("num_workers_per_csx", d.num_workers_per_csx), 1)
+    workers, workers_rendezvous = _launcher_workers(
+        _int("num_workers_per_csx", get("num_workers_per_csx", d.num_workers_per_csx), 1))
     compile_only = _bool("compile_only", get("compile_only", d.compile_only))
     validate_only = _bool("validate_only", get("validate_only", d.validate_only))
     compile_only, validate_only = _launcher_mode(compile_only, validate_only)
@@ -194,6 +215,7 @@ def configure(**kwargs) -> Config:
         mgmt_address=None if address is None else _path("mgmt_address", address),
         key=None if key is None else _path("key", key),
         labels=labels,
+        workers_rendezvous=workers_rendezvous,
     )
     if not config.validate_only:  # validate_only writes no compile artifacts
         _writable_dir("compile_dir", config.compile_dir)

@@ -82,7 +82,7 @@ class CsdLink:
         """Open the run and program the fabric with `program` (waits until PROGRAMMED)."""
         owner = "cstorch " + os.path.basename(os.path.abspath(os.sys.argv[0] or "python"))
         workers = self.config.num_workers_per_csx
-        self.run = self.client.open_run(mode=mode, owner=owner[:60], workers=workers if workers > 1 else None,
+        self.run = self.client.open_run(mode=mode, owner=owner[:60], workers=workers if self.config.fed_by_workers else None,
                                         model_dir=os.path.abspath(self.config.model_dir))
         self._events = self.client.subscribe(ABORT_EVENT)
         try:
@@ -125,7 +125,7 @@ class CsdLink:
     def step_done(self, samples: int) -> None:
         """Count one executed step of `samples`; report them to csd when a batch is due. With
         input workers they report the samples (each what it fed): this process only counts steps."""
-        self._samples += samples if self.config.num_workers_per_csx == 1 else 0
+        self._samples += 0 if self.config.fed_by_workers else samples
         self._steps += 1
         waited = time.monotonic() - self._last_stream
         if (self._steps >= STREAM_EVERY_STEPS and waited >= STREAM_EVERY_SECONDS) or waited >= STREAM_AT_LEAST_EVERY:

@@ -26,6 +26,7 @@ import tempfile
 import time
 
 from csadmin import errors
+from csadmin.pipes import quiet_when_reader_gone
 
 from . import cluster, sizing
 from .args import help_asked, take_option
@@ -106,6 +107,7 @@ def render(script: str, results: list[dict], s: sizing.Sizing, opts) -> str:
     return "\n".join(lines) + "\n"
 
 
+@quiet_when_reader_gone
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if (status := help_asked(argv, USAGE, __doc__)) is not None:

@@ -17,6 +17,7 @@ import sys
 import tempfile
 
 from csadmin import errors
+from csadmin.pipes import quiet_when_reader_gone
 
 from . import cluster
 from .args import help_asked, mode_of, split_script, take_option
@@ -31,6 +32,7 @@ def script_command(script: list[str]) -> list[str]:
     return [sys.executable, "-m", "csadmin.cstorch", *script]
 
 
+@quiet_when_reader_gone
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if (status := help_asked(argv, USAGE, __doc__)) is not None:

@@ -133,3 +133,25 @@ def test_compile_refuses_weights_that_are_not_float32(ws_csd, tmp_path):
     with pytest.raises(errors.InvalidArgument, match="Only mixed precision is supported: weights are stored as "
                                                      "float32, but 0.weight is torch.float16"):
         cstorch.compile(model().half(), backend="wse_ws")
+
+
+def test_csrun_wse_worker_tasks_set_num_workers_per_csx(tmp_path, monkeypatch):
+    """Under csrun_wse with worker nodes the job's layout says how many input workers feed the
+    run, whatever the script asked; a damaged layout is refused, saying what to do."""
+    from csadmin import rendezvous
+
+    rendezvous.write_layout(str(tmp_path), rendezvous.Layout(0, 1, 6))
+    monkeypatch.setenv(rendezvous.DIR_ENV, str(tmp_path))
+    c = cstorch.configure(model_dir=str(tmp_path / "m"), compile_dir=str(tmp_path / "c"), num_workers_per_csx=2)
+    assert (c.num_workers_per_csx, c.workers_rendezvous, c.fed_by_workers) == (6, str(tmp_path), True)
+    assert "workers_rendezvous" not in config.PARAMETERS  # not a configure argument
+
+
+def test_a_damaged_rendezvous_is_refused(tmp_path, monkeypatch):
+    from csadmin import rendezvous
+
+    (tmp_path / rendezvous.LAYOUT).write_text("{not json")
+    monkeypatch.setenv(rendezvous.DIR_ENV, str(tmp_path))
+    with pytest.raises(errors.InvalidState, match="layout.json is missing or damaged") as exc:
+        cstorch.configure(model_dir=str(tmp_path / "m"), compile_dir=str(tmp_path / "c"))
+    assert "csrun_wse" in exc.value.hint

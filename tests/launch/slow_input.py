@@ -9,6 +9,7 @@ import time
 import torch
 
 import cerebras_pytorch.experimental as cstorch
+from tests.launch.script_step import training_step
 
 p = argparse.ArgumentParser()
 p.add_argument("--model-dir", required=True)
@@ -22,9 +23,16 @@ args = p.parse_args()
 cstorch.configure(model_dir=args.model_dir, compile_dir=args.compile_dir or os.path.join(args.model_dir, "compile"),
                   num_workers_per_csx=args.workers)
 torch.manual_seed(0)
+# One intra-op thread, in the training process too: the compiled estimate and every step then
+# measure one core's share of this CPU. With a thread per core on a shared machine, a thread
+# descheduled mid-matmul stalls its partner, and a step slows far more than the load grows.
+torch.set_num_threads(1)
 model = torch.nn.Sequential(torch.nn.Linear(512, 2048), torch.nn.ReLU(), torch.nn.Linear(2048, 2048),
                             torch.nn.ReLU(), torch.nn.Linear(2048, 2))
 compiled = cstorch.compile(model, backend="wse_ws")
+# bfloat16 for the step's half precision: this CPU has no float16 matrix kernels (PyTorch falls
+# back to converting element by element: seconds a step, which no sleeping input could starve).
+cstorch.amp.use_bfloat16(True)
 optimizer = cstorch.optim.SGD(model.parameters(), lr=0.01)
 loss_fn = torch.nn.CrossEntropyLoss()
 
@@ -44,22 +52,13 @@ class SlowBatches:
 
 
 def input_fn(batch_size, delay):
-    if cstorch.utils.data.num_tasks() > 1:  # an input worker process: one CPU (cpus_per_task), no OpenMP spinning
-        torch.set_num_threads(1)
     return SlowBatches(batch_size, delay)
 
 
 loader = cstorch.utils.data.DataLoader(input_fn, args.batch_size, args.delay, num_steps=args.num_steps)
 
 
-@cstorch.compile_step
-def step(batch):
-    inputs, targets = batch
-    loss = loss_fn(compiled(inputs), targets)
-    loss.backward()
-    optimizer.step()
-    optimizer.zero_grad()
-    return loss
+step = training_step(compiled, loss_fn, optimizer)
 
 
 for batch in loader:

@@ -30,36 +30,39 @@ def performance(model_dir: str) -> dict:
         return json.load(f)
 
 
-# Skipped, and said so in issue 25 (which stays open): this end-to-end check compares csd's
-# samples/s with an estimate measured on this CPU, so it fails whenever other processes take the
-# cores (2 of 3 full-suite runs on a loaded machine; it passes alone). Its cause is to be fixed,
-# not its assertion loosened.
-@pytest.mark.skip(reason="flaky under CPU load (issue 25, open): the estimate is this CPU's speed")
 def test_the_recommendation_applied_removes_the_input_bottleneck(csd, tmp_path):
+    """The device here is this CPU: a program's estimate is its best step time on it, and csd
+    flags a run fed below half of that. So each training run compiles its program afresh (a
+    compile_dir of its own): csd judges it against an estimate measured in the same process, under
+    the same load as its steps, not against one taken earlier on a machine that was busier or
+    idler. The input is slow by sleeping (its rate does not depend on the load, only bounded by
+    its delay), and one worker feeds an eighth of the first compile's estimate: starved even if
+    the cores get up to four times slower between that compile and a run."""
     env = user_env(csd, CS_CONNECT=csd.connection_file)
     cwd = str(tmp_path)
-    compile_dir = str(tmp_path / "compile")
-    script = [SLOW, "--compile-dir", compile_dir]
+    runs_dir = tmp_path / "runs"  # the training runs' compile reports go there, not over the first
+    runs_dir.mkdir()
 
-    done = launcher("csrun_cpu", "--local", "python", *script, "--model-dir", str(tmp_path / "c"),
-                    "--mode", "compile_only", env=env, cwd=cwd)
+    done = launcher("csrun_cpu", "--local", "python", SLOW, "--compile-dir", str(tmp_path / "compile"),
+                    "--model-dir", str(tmp_path / "c"), "--mode", "compile_only", env=env, cwd=cwd)
     assert done.returncode == 0, done.stderr
     est = float(report(cwd)["est_samples_per_sec"])
-    # One worker feeds a quarter of the estimate (the estimate is this CPU's speed on the program:
-    # the delay follows it, so that the test means the same on a fast or a loaded machine).
-    script += ["--delay", f"{4 * BATCH / est:.6f}"]
+    delay = ["--delay", f"{8 * BATCH / est:.6f}"]  # one worker: est / 8 samples/s at most
 
     def train(workers: int, steps: int, model: str) -> dict:
-        done = launcher("csrun_cpu", "--local", "python", *script, "--model-dir", str(tmp_path / model),
-                        "--num-steps", str(steps), "--workers", str(workers), "--mode", "train", env=env, cwd=cwd)
+        done = launcher("csrun_cpu", "--local", "python", SLOW, *delay,
+                        "--compile-dir", str(tmp_path / f"compile-{model}"),
+                        "--model-dir", str(tmp_path / model), "--num-steps", str(steps), "--workers", str(workers),
+                        "--mode", "train", env=env, cwd=str(runs_dir))
         assert done.returncode == 0, done.stderr
-        assert "compile cached" in done.stderr  # the same program: csd judges it against the same estimate
+        assert "compile cached" not in done.stderr  # its own estimate, measured under its own load
         return performance(str(tmp_path / model))
 
-    starved = train(1, 20, "starved")
-    assert starved["est_samples_per_sec"] == est and starved["suspected_input_bottleneck"] is True, starved
+    starved = train(1, 16, "starved")
+    assert starved["suspected_input_bottleneck"] is True, starved
+    assert starved["samples_per_sec"] <= est / 8 * 1.05, (starved, est)  # the sleep bounds it
 
-    done = launcher("cs_input_analyzer", "--local", "--seconds", "1", "python", *script, "--model-dir",
+    done = launcher("cs_input_analyzer", "--local", "--seconds", "1", "python", SLOW, *delay, "--model-dir",
                     str(tmp_path / "a"), env=env, cwd=cwd)
     assert done.returncode == 0, done.stderr
     with open(tmp_path / "input_analysis_report.txt") as f:
@@ -67,14 +70,16 @@ def test_the_recommendation_applied_removes_the_input_bottleneck(csd, tmp_path):
     assert text == done.stdout
     values = dict(line.split(": ", 1) for line in text.splitlines() if ": " in line and not line.startswith("#"))
     per_worker = float(values["samples_per_sec_per_worker"].split()[0])
-    assert 0 < per_worker <= est / 4 * 1.05, text
+    assert 0 < per_worker <= est / 8 * 1.05, text
     assert values["input_bound"].startswith("yes (below half the estimate"), text
+    needed = int(values["workers_needed"].split()[0])
+    assert needed * per_worker >= est * 1.25 > (needed - 1) * per_worker, text  # enough, not more
     nodes, tasks, cpus = int(values["nodes"]), int(values["tasks_per_node"]), int(values["cpus_per_task"])
     assert cpus == 1 and tasks <= (os.cpu_count() or 1)
-    assert nodes * tasks * per_worker >= est * 1.25 > (nodes * tasks - 1) * per_worker  # enough, not more
+    assert nodes * tasks >= needed > (nodes - 1) * tasks, text  # the fewest nodes that hold them
 
     fed = train(nodes * tasks, 60, "fed")
-    assert fed["est_samples_per_sec"] == est and fed["suspected_input_bottleneck"] is False, fed
+    assert fed["suspected_input_bottleneck"] is False, fed
     assert fed["samples_per_sec"] > starved["samples_per_sec"] * 2, (fed, starved)
 
 

@@ -32,6 +32,38 @@ def test_srun_line_asks_for_the_wafer_the_mode_and_the_node():
     assert cmd[7] == "--nodelist=cs2-node3" and cmd[-4:] == ["-m", "csadmin.cstorch", "train.py", "--x"]
 
 
+def test_workers_on_other_nodes_are_a_second_component_of_the_same_step():
+    p = placement.plan("python-ws", 4, 2, 2, 3, True)
+    cmd = wse.srun_command(p, "cs1", "job", ["train.py"], "/shared/.csrun_wse-x")
+    trainer, workers = cmd[:cmd.index(":")], cmd[cmd.index(":") + 1:]
+    assert "--gres=cs:1" in trainer and "--nodelist=cs1" in trainer
+    supervised = ["csadmin.launch.task", "trainer", "/shared/.csrun_wse-x", "--"]
+    assert trainer[trainer.index("csadmin.launch.task"):][:4] == supervised
+    assert "--gres=cs:1" not in workers
+    assert workers[:5] == ["--nodes=2", "--ntasks-per-node=2", "--cpus-per-task=3", "--distribution=cyclic",
+                           "--exclude=cs1"]
+    supervised[1] = "worker"
+    assert workers[workers.index("csadmin.launch.task"):][:4] == supervised
+    assert workers[-3:] == ["-m", "csadmin.cstorch", "train.py"]
+
+
+def test_a_worker_task_learns_its_index_from_slurm_and_the_trainer_its_address(tmp_path):
+    from csadmin import rendezvous
+    from csadmin.launch import task
+
+    rendezvous.write_layout(str(tmp_path), rendezvous.Layout(0, 1, 4))
+    env = task.role_env("worker", str(tmp_path), {"SLURM_PROCID": "3", "CS_INPUT_WORKER_BIND": "tcp://x:*"})
+    assert (env[rendezvous.WORKER_ENV], env["CSTORCH_MODE"]) == ("2", "validate_only")
+    assert env[rendezvous.DIR_ENV] == str(tmp_path)
+    with pytest.raises(ValueError, match="not one of the 4 input workers"):
+        task.role_env("worker", str(tmp_path), {"SLURM_PROCID": "5"})
+    env = task.role_env("trainer", str(tmp_path), {"SLURM_PROCID": "0", rendezvous.WORKER_ENV: "1"})
+    assert rendezvous.WORKER_ENV not in env and env[rendezvous.BIND_ENV].startswith("tcp://")
+    assert env[rendezvous.BIND_ENV].endswith(":*")
+    given = task.role_env("trainer", str(tmp_path), {"CS_INPUT_WORKER_BIND": "tcp://10.1.2.3:5555"})
+    assert given[rendezvous.BIND_ENV] == "tcp://10.1.2.3:5555"  # the user's choice wins
+
+
 def test_sizing_feeds_the_estimate_with_headroom():
     s = sizing.size([600.0, 640.0, 700.0], cpus_per_task=2, target=2000.0, node_cpus=4, current_workers=3)
     assert s.per_worker == 640.0 and s.per_cpu == 320.0

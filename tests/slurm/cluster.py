@@ -23,8 +23,10 @@ import sys
 import tempfile
 import time
 
+from typing import NamedTuple
+
 from csadmin.slurm.scontrol import Node, parse_node
-from tests.harness import ROOT, wait_until
+from tests.harness import ROOT, Daemon, wait_until
 
 SAMPLES = os.path.join(ROOT, "slurm")
 SCRIPTS = ("cs-healthcheck", "cs-features", "cs-reboot", "cs-prolog", "cs-epilog")
@@ -46,6 +48,28 @@ def needs_slurm() -> list:
             "`apt-get install --no-install-recommends slurmctld slurmd slurm-client munge`")),
         pytest.mark.skipif(os.geteuid() != 0, reason="slurmd and the scripts it runs need root (CI runs as root)"),
     ]
+
+
+class NodeSystems(NamedTuple):
+    """A cluster of several nodes, each with its own CS-2: its csd, and a trainer's key for it."""
+
+    csds: dict[str, Daemon]
+    trainers: dict[str, str]  # node -> an operator's secret key file on its csd
+    cluster: "Cluster"
+
+
+def site_of(nodes: tuple[str, ...], health_interval: int) -> NodeSystems:
+    """One started csd per node (serial CS2-<NODE>, quick mode switches), each holding the Slurm
+    scripts' key (admin) and a trainer's (operator); the Cluster around them, not started. The
+    caller cleans up the cluster, then the csds."""
+    csds = {n: Daemon(activate_seconds=0.3, standby_seconds=0.3, extra_args=["--serial", f"CS2-{n.upper()}"])
+            for n in nodes}
+    scripts = {n: d.add_key("slurm", "admin") for n, d in csds.items()}
+    trainers = {n: d.add_key("trainer", "operator") for n, d in csds.items()}
+    for d in csds.values():
+        d.start()
+    cluster = Cluster(None, None, health_interval, nodes={n: (csds[n].connection_file, scripts[n]) for n in nodes})
+    return NodeSystems(csds, trainers, cluster)
 
 
 def free_ports(n: int) -> list[int]:

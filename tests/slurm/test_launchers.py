@@ -1,33 +1,31 @@
 """The seeds' workflow on the 3-node test cluster (each node its own csd): csrun_cpu validates
 and compiles for one system under srun without programming it, csrun_wse runs the training
-script on that system's node through Slurm (passing Slurm's own lines through) and reuses the
-compile, a weight-streaming layout with one single-task node is refused before anything is
-allocated, and the artifacts are refused on another system."""
+script on that system's node through Slurm (passing Slurm's own lines through), its input workers
+on the two other nodes, and reuses the compile; a weight-streaming layout with one single-task
+node is refused before anything is allocated, and the artifacts are refused on another system.
+Then the workers on other nodes shard by their index, and one that raises or is killed ends the
+run cleanly with its traceback / its Slurm task in the trainer's error."""
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import subprocess
 import pytest
 
-from tests.harness import ROOT, Daemon, wait_until
+from tests.harness import ROOT, wait_until
 from tests.launch.helpers import BIN, TRAIN, programming_events, report, runs
-from tests.slurm.cluster import Cluster, needs_slurm
+from tests.slurm.cluster import needs_slurm, site_of
 
 NODES = ("cs1", "cs2", "cs3")
+SHARDED = os.path.join(os.path.dirname(__file__), "sharded_input.py")
 pytestmark = needs_slurm()
 
 
 @pytest.fixture(scope="module")
 def site(tmp_path_factory):
-    csds = {n: Daemon(activate_seconds=0.3, standby_seconds=0.3, extra_args=["--serial", f"CS2-{n.upper()}"])
-            for n in NODES}
-    scripts = {n: d.add_key("slurm", "admin") for n, d in csds.items()}
-    trainers = {n: d.add_key("trainer", "operator") for n, d in csds.items()}
-    for d in csds.values():
-        d.start()
-    cluster = Cluster(None, None, 5, nodes={n: (csds[n].connection_file, scripts[n]) for n in NODES})
+    csds, trainers, cluster = site_of(NODES, 5)
     work = tmp_path_factory.mktemp("work")
     inventory = work / "systems.toml"
     inventory.write_text("".join(f'[systems.{n}]\nconnect = "{csds[n].connection_file}"\nkey = "{trainers[n]}"\n'
@@ -76,8 +74,11 @@ def test_compile_on_a_cpu_node_then_run_on_the_system_through_slurm(site):
     holder = cluster.sbatch("--gres=cs:1", "--nodelist=cs1", "--constraint=cs2_weight_streaming",
                             script="exec sleep 300", env=env)
     cluster.wait_job(holder, lambda j: j["JobState"] == "RUNNING", what="the holder to run")
-    proc = subprocess.Popen([os.path.join(BIN, "csrun_wse"), "--total-nodes", "2", "--single-task-nodes", "2",
-                             "python-ws", *script, "--cs_ip", "cs1", "--mode", "train"],
+    # 003's layout, scaled to the cluster: two single-task nodes (the training process on cs1's, the
+    # other not allocated: this runtime runs nothing there), two worker nodes of two tasks, cyclic.
+    proc = subprocess.Popen([os.path.join(BIN, "csrun_wse"), "--total-nodes", "4", "--tasks-per-node", "2",
+                             "--single-task-nodes", "2", "--cyclic", "python-ws", *script, "--cs_ip", "cs1",
+                             "--mode", "train"],
                             env=env, cwd=work, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         wait_until(lambda: "csrun_wse" in cluster._run("squeue", "-h", "-o", "%j %T").stdout, 60,
@@ -93,6 +94,15 @@ def test_compile_on_a_cpu_node_then_run_on_the_system_through_slurm(site):
     (record,) = runs(csds["cs1"])
     assert (record["status"], record["totalSamples"]) == ("CLOSED", 12 * 32)
     assert record["slurmJob"]  # opened inside the job Slurm allocated
+    # The four workers fed it from cs2 and cs3 (task 0 is the trainer), every sample counted once.
+    with csds["cs1"].client() as c:
+        shown = c.runs_show(record["runId"])
+    fed = {w["name"]: w["samples"] for w in shown["workers"]}
+    assert set(fed) == {f"worker-{i} (task {i + 1} on {node})" for i, node in enumerate(("cs2", "cs3") * 2)}, fed
+    assert sum(fed.values()) == 12 * 32 and shown["inputReport"]["joined"] == 4
+    text = csds["cs1"].cs("runs", "show", record["runId"])
+    assert "worker-3 (task 4 on cs3)" in text.stdout and "Input workers: 4 of 4 joined" in text.stdout, text.stdout
+    assert not [name for name in os.listdir(work) if name.startswith(".csrun_wse-")]  # the rendezvous is gone
 
     # Another system: Slurm runs the job on cs2's node; the artifacts are refused there.
     done = launch("csrun_wse", "python-ws", *script, "--cs_ip", "cs2", env=env, cwd=work)
@@ -100,3 +110,47 @@ def test_compile_on_a_cpu_node_then_run_on_the_system_through_slurm(site):
     assert ("were compiled for system CS2-CS1, not CS2-CS2: when you compile your model on one CS system, "
             "you cannot run this compiled model on another") in done.stderr
     assert runs(csds["cs2"]) == []
+
+
+def test_workers_on_other_nodes_shard_by_their_index_and_fail_cleanly(site):
+    csds, cluster, env, work = site
+    layout = ["--total-nodes", "4", "--single-task-nodes", "2", "--tasks-per-node", "2", "--cyclic", "python-ws"]
+
+    def run(model: str, *extra: str) -> tuple[subprocess.CompletedProcess, dict]:
+        done = launch("csrun_wse", *layout, SHARDED, "--model-dir", os.path.join(work, model), *extra,
+                      "--cs_ip", "cs1", env=env, cwd=work)
+        return done, max(runs(csds["cs1"]), key=lambda r: r["number"])  # this run: the newest
+
+    # Each worker's input function shards by worker_info(): together the steps see samples
+    # 0 … 95 once each (24 steps of 4), worker i's being those ≡ i (mod 4).
+    done, record = run("sharded")
+    assert done.returncode == 0, done.stderr + cluster.logs()
+    with open(os.path.join(work, "sharded", "fed.json")) as f:
+        fed = json.load(f)
+    assert (fed["workers"], sorted(fed["ids"])) == (4, list(range(96)))
+    assert record["status"] == "CLOSED" and record["totalSamples"] == 96
+
+    # A worker's exception: the trainer says so with the worker's traceback, the run ends ABORTED,
+    # csrun_wse returns the script's status (3), and no worker is left behind.
+    done, record = run("raised", "--raise-in", "1", "--num-steps", "400")  # it fails long before the end
+    assert done.returncode == 3, done.stderr + cluster.logs()
+    assert "INPUT_WORKER_FAILED: input worker 1 raised:\nTraceback (most recent call last):" in done.stderr
+    assert "RuntimeError: shard 1 is unreadable" in done.stderr
+    assert record["status"] == "ABORTED" and "input worker 1 raised RuntimeError" in record["abortReason"], record
+
+    # A worker killed: named by its Slurm task and node.
+    done, record = run("killed", "--kill-in", "2", "--num-steps", "400")
+    assert done.returncode == 3, done.stderr + cluster.logs()
+    assert re.search(r"input worker 2 \(Slurm task 3 on cs\d, pid \d+\) was killed by signal SIGKILL", done.stderr)
+    assert record["status"] == "ABORTED" and "input worker 2" in record["abortReason"], record
+    # A worker task that ends before it reaches the trainer (its script failed early): the trainer,
+    # waiting for its workers, reads it in the task's exit file; no run was opened.
+    before = len(runs(csds["cs1"]))
+    done, _ = run("early", "--exit-in-task", "2")
+    assert done.returncode == 3, done.stderr + cluster.logs()
+    assert re.search(r"input worker 1 \(Slurm task 2 on cs\d, pid \d+\) exited with status 5 without finishing",
+                     done.stderr), done.stderr
+    assert len(runs(csds["cs1"])) == before
+
+    # Every task of the step ended: the job completes (its epilogs run) and leaves the queue.
+    wait_until(lambda: not cluster._run("squeue", "-h").stdout.strip(), 60, interval=0.2, what="the queue empty")

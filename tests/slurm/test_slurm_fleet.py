@@ -19,7 +19,7 @@ import pytest
 
 from tests.csadmin.fleet import Fleet
 from tests.harness import ROOT, Daemon, wait_until
-from tests.slurm.cluster import Cluster, needs_slurm
+from tests.slurm.cluster import Cluster, needs_slurm, site_of
 
 HEALTH_INTERVAL = 5
 NODES = ("cs1", "cs2", "cs3")
@@ -86,13 +86,7 @@ class Site:
 
 @pytest.fixture(scope="module")
 def site():
-    csds = {n: Daemon(activate_seconds=0.3, standby_seconds=0.3, extra_args=["--serial", f"CS2-{n.upper()}"])
-            for n in NODES}
-    scripts = {n: d.add_key("slurm", "admin") for n, d in csds.items()}
-    trainers = {n: d.add_key("trainer", "operator") for n, d in csds.items()}
-    for d in csds.values():
-        d.start()
-    cluster = Cluster(None, None, HEALTH_INTERVAL, nodes={n: (csds[n].connection_file, scripts[n]) for n in NODES})
+    csds, trainers, cluster = site_of(NODES, HEALTH_INTERVAL)
     s = Site(csds, cluster, trainers)
     try:
         cluster.start()

@@ -36,6 +36,7 @@ from ..optim.checks import plain_value, whole
 from .input_analysis import measure_and_exit, requested as analysis_requested
 from .batches import EMPTY, EMPTY_HINT, repeated, tensors
 from .pool import WorkerPool
+from .remote import serve_and_exit, worker_requested as remote_worker_requested
 from .tasks import WorkerInfo, num_tasks, task_id, worker_info  # noqa: F401  (the API's names)
 
 ADVICE = ("To ensure a fixed batch size across all steps, set drop_last=True when batching in the input "
@@ -52,6 +53,8 @@ class DataLoader:
                                   f"a {type(input_fn).__name__}.")
         if analysis_requested():  # cs_input_analyzer: measure input_fn in this process, and end it
             measure_and_exit(input_fn, args, kwargs)
+        if remote_worker_requested():  # a csrun_wse input worker task: feed the trainer, and end
+            serve_and_exit(input_fn, args, kwargs, require_config())
         counts = dict(num_steps=num_steps, max_steps=max_steps, num_epochs=num_epochs, steps_per_epoch=steps_per_epoch)
         for name, value in counts.items():
             if value is not None:
@@ -69,9 +72,10 @@ class DataLoader:
         self._sizes: list | None = None
         config = current_config()
         self.workers = 1 if config is None else config.num_workers_per_csx
+        self.rendezvous = None if config is None else config.workers_rendezvous
         self.pool = None
         self.args, self.kwargs = args, kwargs
-        if self.workers > 1:  # the workers call input_fn, each in its own process
+        if config is not None and config.fed_by_workers:  # the workers call input_fn, each in its own process
             self.loader = None
             self.steps_per_epoch = steps_per_epoch
             self.total_steps = self._total()
@@ -135,7 +139,7 @@ class DataLoader:
     def __iter__(self):
         run = current.state()
         run.last_step = None if self.total_steps is None else run.step + self.total_steps
-        if self.workers > 1:
+        if self.loader is None:  # fed by input workers
             yield from self._from_workers()
             return
         for index, batch in enumerate(itertools.islice(self._batches(), self.total_steps)):
@@ -145,7 +149,8 @@ class DataLoader:
     def _from_workers(self):
         """total_steps batches from num_workers_per_csx worker processes (pool.py), each checked
         before its step; the workers end when the run closes, or when iterating stops."""
-        self.pool = pool = WorkerPool(self.input_fn, self.args, self.kwargs, self.workers, require_config())
+        self.pool = pool = WorkerPool(self.input_fn, self.args, self.kwargs, self.workers, require_config(),
+                                      self.rendezvous)
         try:
             for index in range(self.total_steps):
                 _, batch = pool.next_batch()

@@ -17,6 +17,10 @@ first step has opened the run (`hand_out`, over the CURVE socket).
 
 A worker's exception, or a worker process that ends without saying bye (killed), ends the run
 ABORTED and raises InputWorkerFailed in the training process, with the worker's traceback.
+
+With `rendezvous` (a csrun_wse job's directory, remote.py) the workers are not forked: they are
+Slurm tasks on other nodes, which find this socket through the directory and are watched through
+their tasks' exit files; they join the run as `worker-<task> (task <slurm task> on <node>)`.
 """
 
 from __future__ import annotations
@@ -31,32 +35,41 @@ from csadmin.errors import InputWorkerFailed
 import csadmin.cstorch.runtime as runtime
 
 from .batches import samples_of
+from .remote import publish, remote_tasks
 from .transport import TrainerSocket, unpack_batch
 from .worker import PREFETCH, process_main
 
 HELLO_TIMEOUT = 60.0  # a worker process must start and say hello within this
+REMOTE_HELLO_TIMEOUT = 600.0  # … a Slurm task (it runs the script up to its DataLoader first; one
+# that fails on the way is noticed by its exit file, not by this)
 BYE_TIMEOUT = 30.0  # … and stream its last samples, leave the run and say bye within this
 POLL_MS = 100  # how often a wait checks the worker processes are alive
 
 
-def worker_name(task: int) -> str:
-    """The name a worker feeds under in csd's run record."""
-    return f"worker-{task}"
+def worker_name(task: int, where: str | None = None) -> str:
+    """The name a worker feeds under in csd's run record (`where`: its Slurm task and node)."""
+    return f"worker-{task}" + (f" ({where})" if where else "")
 
 
 class WorkerPool:
     """N input worker processes feeding this process (see the module docstring)."""
 
-    def __init__(self, input_fn, args: tuple, kwargs: dict, count: int, config):
+    def __init__(self, input_fn, args: tuple, kwargs: dict, count: int, config, rendezvous: str | None = None):
         self.count = count
-        self.socket = TrainerSocket()
-        csd = {"address": config.mgmt_address, "key": config.key}
-        context = multiprocessing.get_context("fork")  # the input function needs no pickling
-        self.processes = [
-            context.Process(target=process_main, args=(spec, input_fn, args, kwargs, csd),
-                            name=f"cstorch-{worker_name(spec.task)}", daemon=True)
-            for spec in self.socket.specs(count)]
+        self.remote = rendezvous is not None
+        self.socket = TrainerSocket(linger_ms=1000 if self.remote else 0)
+        if self.remote:
+            self.processes = remote_tasks(rendezvous, count)
+            publish(rendezvous, self.socket)
+        else:
+            csd = {"address": config.mgmt_address, "key": config.key}
+            context = multiprocessing.get_context("fork")  # the input function needs no pickling
+            self.processes = [
+                context.Process(target=process_main, args=(spec, input_fn, args, kwargs, csd),
+                                name=f"cstorch-{worker_name(spec.task)}", daemon=True)
+                for spec in self.socket.specs(count)]
         self.identities: dict[int, bytes] = {}
+        self.where: dict[int, str] = {}  # remote workers: "task 2 on cs3"
         self.queues = [collections.deque() for _ in range(count)]
         self.fed = [0] * count  # samples taken from each worker
         self.byes: dict[int, dict] = {}
@@ -66,11 +79,12 @@ class WorkerPool:
         runtime.get().before_close.append(self.finish)
         for p in self.processes:
             p.start()
-        deadline = time.monotonic() + HELLO_TIMEOUT
+        timeout = REMOTE_HELLO_TIMEOUT if self.remote else HELLO_TIMEOUT
+        deadline = time.monotonic() + timeout
         while len(self.identities) < count:
             if time.monotonic() > deadline:
                 missing = sorted(set(range(count)) - set(self.identities))
-                self._fail(f"input worker(s) {missing} did not start within {HELLO_TIMEOUT:g} s")
+                self._fail(f"input worker(s) {missing} did not start within {timeout:g} s")
             self._wait()
 
     # -- batches -------------------------------------------------------------------------------
@@ -117,7 +131,8 @@ class WorkerPool:
             return
         self.run_id = run.id
         for task, identity in self.identities.items():
-            self.socket.send(identity, "join", {"run_id": run.id, "token": run.join_token, "name": worker_name(task)})
+            self.socket.send(identity, "join", {"run_id": run.id, "token": run.join_token,
+                                                "name": worker_name(task, self.where.get(task))})
 
     def finish(self) -> None:
         """Before the run closes: every worker streams what was consumed, leaves, says bye."""
@@ -141,6 +156,10 @@ class WorkerPool:
         if self.closed:
             return
         self.closed = True
+        if self.remote:  # Slurm tasks: told to end (a `stop` they have had already is harmless)
+            for task, identity in self.identities.items():
+                if task not in self.byes:
+                    self.socket.send(identity, "stop", {})
         for p in self.processes:
             if p.is_alive():
                 p.terminate()
@@ -164,6 +183,8 @@ class WorkerPool:
             task = header.get("task")
             if header.get("secret") == self.socket.hello_secret and task in range(self.count):
                 self.identities[task] = identity
+                if isinstance(header.get("where"), str):
+                    self.where[task] = header["where"][:100]
             return
         task = next((t for t, i in self.identities.items() if i == identity), None)
         if task is None:
@@ -182,7 +203,8 @@ class WorkerPool:
                 self._drain(0)  # its error message may be waiting
                 how = (f"was killed by signal {signal.Signals(-p.exitcode).name}" if p.exitcode < 0
                        else f"exited with status {p.exitcode}")
-                self._fail(f"input worker {task} (pid {p.pid}) {how} without finishing")
+                self._fail(f"input worker {task} ({p.describe() if self.remote else f'pid {p.pid}'}) {how} "
+                           "without finishing")
 
     def _fail(self, message: str, short: str | None = None) -> None:
         """End the workers and the run (ABORTED, saying why), then raise."""

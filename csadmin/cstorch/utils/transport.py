@@ -28,7 +28,8 @@ from dataclasses import dataclass
 import torch
 import zmq
 
-BIND_ENV = "CS_INPUT_WORKER_BIND"
+from csadmin.rendezvous import BIND_ENV
+
 DEFAULT_BIND = "tcp://127.0.0.1:*"
 
 
@@ -73,13 +74,13 @@ def unpack_batch(data: bytes):
 class TrainerSocket:
     """The trainer's side: one ROUTER for every worker. `specs(n)` are what each worker gets."""
 
-    def __init__(self):
+    def __init__(self, linger_ms: int = 0):
         self.context = zmq.Context()
         self.server_public, server_secret = zmq.curve_keypair()
         self.client_public, self.client_secret = zmq.curve_keypair()
         self.hello_secret = secrets.token_urlsafe(24)
         self.socket = self.context.socket(zmq.ROUTER)
-        self.socket.linger = 0
+        self.socket.linger = linger_ms  # remote workers: their last `stop` still leaves on close
         self.socket.curve_server = True
         self.socket.curve_secretkey = server_secret
         self.socket.curve_publickey = self.server_public

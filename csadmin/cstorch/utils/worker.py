@@ -3,6 +3,10 @@
 
     main(spec, input_fn, args, kwargs, csd)     # the process's whole life; returns its exit status
 
+A forked worker (pool.py) knows its trainer is gone when its parent changes; a worker in another
+Slurm task (remote.py) is given `trainer_gone` and `where` (its Slurm task and node, which the
+trainer puts in the name it joins the run under).
+
 The worker says who it is (`cstorch.utils.data.worker_info()` → its task and the worker count),
 calls `input_fn(*args, **kwargs)`, and sends batches to the trainer, at most PREFETCH ahead of
 what the trainer has acknowledged; its input restarts when it runs out, until the trainer says
@@ -39,11 +43,12 @@ def csd_client(address: str | None, key: str | None, timeout: float = CLIENT_TIM
     return Client(endpoint, timeout=timeout, connect=connect, key=key)
 
 
-def main(spec: Spec, input_fn, args: tuple, kwargs: dict, csd: dict) -> int:
+def main(spec: Spec, input_fn, args: tuple, kwargs: dict, csd: dict, where: str | None = None,
+         trainer_gone=None) -> int:
     enter_worker(spec.task, spec.count)
     sock = WorkerSocket(spec)
     try:
-        return Feeder(spec, sock, csd).feed(input_fn, args, kwargs)
+        return Feeder(spec, sock, csd, where, trainer_gone).feed(input_fn, args, kwargs)
     except BaseException:  # noqa: BLE001 — everything goes to the trainer, which raises it
         sock.send("error", {"task": spec.task, "traceback": traceback.format_exc()})
         return 1
@@ -63,16 +68,18 @@ def process_main(*args) -> None:
 class Feeder:
     """The worker's loop (see the module docstring)."""
 
-    def __init__(self, spec: Spec, sock: WorkerSocket, csd: dict):
-        self.spec, self.sock, self.csd = spec, sock, csd
-        self.parent = os.getppid()
+    def __init__(self, spec: Spec, sock: WorkerSocket, csd: dict, where: str | None = None, trainer_gone=None):
+        self.spec, self.sock, self.csd, self.where = spec, sock, csd, where
+        parent = os.getppid()
+        self.trainer_gone = trainer_gone or (lambda: os.getppid() != parent)
         self.credits = PREFETCH
         self.produced = self.consumed = self.streamed = 0
         self.client = self.run = None
         self.last_stream = time.monotonic()
 
     def feed(self, input_fn, args, kwargs) -> int:
-        self.sock.send("hello", {"task": self.spec.task, "pid": os.getpid(), "secret": self.spec.hello_secret})
+        self.sock.send("hello", {"task": self.spec.task, "pid": os.getpid(), "secret": self.spec.hello_secret,
+                                 "where": self.where})
         batches = repeated(input_fn(*args, **kwargs))
         try:
             while True:
@@ -80,8 +87,8 @@ class Feeder:
                 if message is None:
                     if self.credits:
                         self._send(next(batches))
-                    elif os.getppid() != self.parent:
-                        return 1  # the trainer is gone
+                    elif self.trainer_gone():
+                        return 0  # it ended first (having failed before this one said hello, say): it reports why
                     continue
                 kind, header, _ = message
                 if kind == "stop":
