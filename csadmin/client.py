@@ -9,9 +9,10 @@
             run.stream(256)
             perf = run.close(performance_dir=".")
 
-One method per csd operation (its module in daemon/commands/ documents it: `system_standby`
-is `system.standby`, in daemon/commands/system_standby.py), plus waiting and following events
-(csadmin/follow.py). How requests travel, time out and are retried is csadmin/transport.py's;
+One method per csd operation, each calling the op's declaration (csadmin/ops.py:
+`system_standby` sends `ops.SYSTEM_STANDBY`; its module in daemon/commands/ documents it), plus
+waiting and following events (csadmin/follow.py). An op without a method here is still one
+call away: `cs.call(ops.META_WHOAMI)`. How requests travel, time out and are retried is csadmin/transport.py's;
 errors raise the class of their code from `csadmin.errors`. Importing this module loads only
 pyzmq and the stdlib.
 """
@@ -22,7 +23,7 @@ import functools
 
 import zmq
 
-from . import connection, errors
+from . import connection, errors, ops
 from .follow import EventStream, until
 from .transport import Transport
 
@@ -78,63 +79,63 @@ class Client(Transport):
 
     def hello(self) -> dict:
         """Protocol version, serial, events endpoint and event types of the daemon."""
-        result = self.call("meta.hello")
+        result = self.call(ops.META_HELLO)
         if self._events_endpoint is None:  # a connection file already says where
             self._events_endpoint = connection.events_endpoint_for(self.endpoint, result)
         return result
 
     def whoami(self) -> dict:
         """{name, role, session}: the key this client uses and this connection, as csd sees them."""
-        return self.call("meta.whoami")
+        return self.call(ops.META_WHOAMI)
 
     def audit_show(self, max_count: int | None = None) -> list[dict]:
         """The newest audit records, oldest first (admins only)."""
-        return self.call("audit.show", **_given(max_count=max_count))["entries"]
+        return self.call(ops.AUDIT_SHOW, **_given(max_count=max_count))["entries"]
 
     def system_show(self, detailed: bool = False) -> dict:
         """The system's state, health and modes (with `detailed`, csd's version and timings)."""
-        return self.call("system.show", **_given(detailed=detailed or None))
+        return self.call(ops.SYSTEM_SHOW, **_given(detailed=detailed or None))
 
     def system_date(self) -> dict:
         """{time (ms since the epoch), iso (UTC)}: the system's clock."""
-        return self.call("system.date")
+        return self.call(ops.SYSTEM_DATE)
 
     def system_standby(self, force: bool = False, dry_run: bool = False) -> dict:
         """Start ACTIVE → STANDBY. With `force`, abort the run holding the fabric; with
         `dry_run`, only check (the refusal, or `changed` saying whether it would act)."""
-        return self.call("system.standby", **_given(force=force or None, dry_run=dry_run or None))
+        return self.call(ops.SYSTEM_STANDBY, **_given(force=force or None, dry_run=dry_run or None))
 
     def system_activate(self, dry_run: bool = False) -> dict:
         """Start STANDBY → ACTIVE in the configured execution mode (admins); with `dry_run`,
         only check. Wait for it with `wait_for(state="ACTIVE")`."""
-        return self.call("system.activate", **_given(dry_run=dry_run or None))
+        return self.call(ops.SYSTEM_ACTIVATE, **_given(dry_run=dry_run or None))
 
     def fault_inject(self, name: str, for_seconds: float | None = None, after_seconds: float | None = None,
                      dry_run: bool = False) -> dict:
         """Inject a simulated fault (admins; daemon/commands/system_fault_inject.py)."""
-        return self.call("system.fault.inject", name=name, **_given(
+        return self.call(ops.SYSTEM_FAULT_INJECT, name=name, **_given(
             for_seconds=for_seconds, after_seconds=after_seconds, dry_run=dry_run or None))
 
     def fault_clear(self, name: str | None = None, all: bool = False, dry_run: bool = False) -> dict:
         """Clear the fault `name`, or every fault with `all=True` (admins)."""
-        return self.call("system.fault.clear", **_given(name=name, all=all or None, dry_run=dry_run or None))
+        return self.call(ops.SYSTEM_FAULT_CLEAR, **_given(name=name, all=all or None, dry_run=dry_run or None))
 
     def fault_list(self) -> dict:
         """{faults (present), catalogue, systemHealth, scenario}."""
-        return self.call("system.fault.list")
+        return self.call(ops.SYSTEM_FAULT_LIST)
 
     def fault_scenario(self, text: str, source: str | None = None, dry_run: bool = False) -> dict:
         """Load a fault scenario from its TOML text (admins; statemachine/faults/scenario.py)."""
-        return self.call("system.fault.scenario", text=text, **_given(source=source, dry_run=dry_run or None))
+        return self.call(ops.SYSTEM_FAULT_SCENARIO, text=text, **_given(source=source, dry_run=dry_run or None))
 
     def execmode_show(self) -> dict:
         """{execmode (configured), activeExecmode, takesEffectOnActivate}."""
-        return self.call("config.execmode.show")
+        return self.call(ops.CONFIG_EXECMODE_SHOW)
 
     def execmode_setup(self, mode: str, dry_run: bool = False) -> dict:
         """Configure the mode the next activation boots into, PIPELINED or WEIGHT_STREAMING
         (admins, STANDBY only: InvalidState otherwise)."""
-        return self.call("config.execmode.setup", mode=mode, **_given(dry_run=dry_run or None))
+        return self.call(ops.CONFIG_EXECMODE_SETUP, mode=mode, **_given(dry_run=dry_run or None))
 
     def open_run(
         self, mode: str = "train", owner: str | None = None, lease_seconds: float | None = None, heartbeat: bool = True,
@@ -147,7 +148,7 @@ class Client(Transport):
         InvalidArgument."""
         from .runs import Run  # threading and json only load for runtimes
 
-        record = self.call("run.open", mode=mode, **_given(owner=owner, lease_seconds=lease_seconds, workers=workers,
+        record = self.call(ops.RUN_OPEN, mode=mode, **_given(owner=owner, lease_seconds=lease_seconds, workers=workers,
                                                                model_dir=model_dir))
         return self._keep(Run(self, record, heartbeat=heartbeat))
 
@@ -160,7 +161,7 @@ class Client(Transport):
         RunAborted, InvalidState (closed), NotFound."""
         from .runs import WorkerRun
 
-        record = self.call("run.join", run_id=run_id, token=token, **_given(name=name))
+        record = self.call(ops.RUN_JOIN, run_id=run_id, token=token, **_given(name=name))
         return self._keep(WorkerRun(self, record, heartbeat=heartbeat))
 
     def _keep(self, run):
@@ -170,34 +171,34 @@ class Client(Transport):
 
     def runs_list(self, max_count: int | None = None) -> dict:
         """{runs: [...newest first], runHolder: null or {runId, owner, since, mode, fabric}}."""
-        return self.call("runs.list", **_given(max_count=max_count))
+        return self.call(ops.RUNS_LIST, **_given(max_count=max_count))
 
     def runs_show(self, run_id: str) -> dict:
         """One run: owner, state, lease, program, performance and input workers (NotFound if unknown)."""
-        return self.call("runs.show", run_id=run_id)
+        return self.call(ops.RUNS_SHOW, run_id=run_id)
 
     def runs_abort(self, run_id: str, reason: str | None = None, dry_run: bool = False) -> dict:
         """Abort a run and release the fabric (admins); its runtime gets RunAborted with `reason`."""
-        return self.call("runs.abort", run_id=run_id, **_given(reason=reason or None, dry_run=dry_run or None))
+        return self.call(ops.RUNS_ABORT, run_id=run_id, **_given(reason=reason or None, dry_run=dry_run or None))
 
     def events_show(
         self, event_type: str | None = None, from_time: int | None = None, max_count: int | None = None
     ) -> list[dict]:
         """Kept events, oldest first: those whose type matches the glob `event_type`, at or after
         `from_time` (ms), the newest `max_count`."""
-        return self.call("events.show", **_given(event_type=event_type, from_time=from_time, max_count=max_count))["events"]
+        return self.call(ops.EVENTS_SHOW, **_given(event_type=event_type, from_time=from_time, max_count=max_count))["events"]
 
     def events_after(self, seq: int) -> list[dict]:
         """The kept events after `seq`, oldest first."""
-        return self.call("events.show", after_seq=seq)["events"]
+        return self.call(ops.EVENTS_SHOW, after_seq=seq)["events"]
 
     def slurm_job_begin(self, job_id: str, user: str) -> dict:
         """Slurm gave the wafer to `job_id` (its prolog's call; admins)."""
-        return self.call("slurm.job.begin", job_id=job_id, user=user)
+        return self.call(ops.SLURM_JOB_BEGIN, job_id=job_id, user=user)
 
     def slurm_job_end(self, job_id: str) -> dict:
         """Slurm job `job_id` ended (its epilog's call; admins)."""
-        return self.call("slurm.job.end", job_id=job_id)
+        return self.call(ops.SLURM_JOB_END, job_id=job_id)
 
     # -- events and waiting --------------------------------------------------------------------
 

@@ -26,7 +26,7 @@ import json
 import os
 import threading
 
-from . import errors
+from . import errors, ops
 from .follow import until
 from .protocol import REASON_MAX_CHARS
 
@@ -59,7 +59,7 @@ class Run:
         workers may join it from now on with `self.join_token`. Raises IncompatibleProgram,
         ReprogramForbidden, ..."""
         args = {"workers": workers} if workers else {}
-        record = self.client.call("run.program", run_id=self.id, program=program, **args)
+        record = self.client.call(ops.RUN_PROGRAM, run_id=self.id, program=program, **args)
         self.record = record
         self.join_token = record.get("joinToken", self.join_token)
         if not wait or record["fabric"] == "PROGRAMMED":
@@ -69,14 +69,14 @@ class Run:
 
     def stream(self, samples: int) -> dict:
         """Report `samples` fed since the last report (renews the lease)."""
-        return self.client.call("run.stream", run_id=self.id, samples=samples)
+        return self.client.call(ops.RUN_STREAM, run_id=self.id, samples=samples)
 
     def heartbeat(self) -> dict:
         """Renew the lease now (the background thread does this on its own)."""
-        return self.client.call("run.heartbeat", run_id=self.id)
+        return self.client.call(ops.RUN_HEARTBEAT, run_id=self.id)
 
     def show(self) -> dict:
-        self.record = self.client.call("runs.show", run_id=self.id)
+        self.record = self.client.call(ops.RUNS_SHOW, run_id=self.id)
         return self.record
 
     @property
@@ -94,7 +94,7 @@ class Run:
         args = {"run_id": self.id}
         if reason is not None:
             args["reason"] = shorten_reason(reason)
-        self.record = self.client.call("run.close", **args)
+        self.record = self.client.call(ops.RUN_CLOSE, **args)
         performance = self.record["performance"]
         if performance_dir is not None:
             write_performance(performance_dir, performance)
@@ -145,7 +145,7 @@ class Run:
         try:
             while not self._stop.wait(interval):
                 try:
-                    beat.call("run.heartbeat", run_id=self.id)
+                    beat.call(ops.RUN_HEARTBEAT, run_id=self.id)
                 except errors.RunAborted as exc:
                     self.aborted = exc
                     return
@@ -181,12 +181,12 @@ class WorkerRun(Run):
 
     def close(self, performance_dir: str | None = None, reason: str | None = None) -> dict:
         """Refused by csd (the opener closes the run); the heartbeats carry on."""
-        return self.client.call("run.close", run_id=self.id, **({"reason": shorten_reason(reason)} if reason else {}))
+        return self.client.call(ops.RUN_CLOSE, run_id=self.id, **({"reason": shorten_reason(reason)} if reason else {}))
 
     def leave(self) -> dict:
         """Say this worker is done feeding the run (reported LEFT, not LOST); stops heartbeats."""
         self.stop_heartbeats()
-        self.record = self.client.call("run.leave", run_id=self.id)
+        self.record = self.client.call(ops.RUN_LEAVE, run_id=self.id)
         return self.record
 
     def __exit__(self, exc_type, exc, tb) -> None:

@@ -15,22 +15,31 @@ which reads at most MAX_BYTES + 1 bytes of a file) all use these numbers.
 
 from __future__ import annotations
 
+import functools
 import re
 
 MAX_BYTES = 60_000
 MAX_NESTING = 10
+MAX_SECONDS = 366 * 24 * 3600  # any delay or duration: a year, beyond any test, far below what breaks the arithmetic
 
 # What can open or close a level, start a string or a comment, end a line, or part a dotted key
 # from its value (or the next); all else is skipped.
-_TOKEN = re.compile(r'"""|\'\'\'|"|\'|#|[\[\]{}\n.=,]')
+_TOKEN = r'"""|\'\'\'|"|\'|#|[\[\]{}\n.=,]'
 # Where a string opened by each quote ends (TOML v1.0: escapes only in "basic" strings; a
 # multi-line one may end in up to two more quotes, which belong to its content).
 _CLOSE = {
-    '"': re.compile(r'(?:[^"\\\n]|\\.)*"'),
-    "'": re.compile(r"[^'\n]*'"),
-    '"""': re.compile(r'(?:[^"\\]|\\.|"(?!""))*"""(?:""?(?!"))?', re.S),
-    "'''": re.compile(r"(?:[^']|'(?!''))*'''(?:''?(?!'))?", re.S),
+    '"': (r'(?:[^"\\\n]|\\.)*"', 0),
+    "'": (r"[^'\n]*'", 0),
+    '"""': (r'(?:[^"\\]|\\.|"(?!""))*"""(?:""?(?!"))?', re.S),
+    "'''": (r"(?:[^']|'(?!''))*'''(?:''?(?!'))?", re.S),
 }
+
+
+@functools.cache
+def _scanner() -> tuple[re.Pattern, dict[str, re.Pattern]]:
+    """The patterns above, compiled at the first scan rather than at import: every one-shot `cs`
+    imports this module for its numbers (csadmin/ops.py), and compiling them costs ~0.3 ms."""
+    return re.compile(_TOKEN), {quote: re.compile(pattern, flags) for quote, (pattern, flags) in _CLOSE.items()}
 
 
 _NESTED = (f"nested more than {MAX_NESTING} deep (arrays and inline tables in each other, or a key of more "
@@ -47,8 +56,9 @@ def problem(text: str, source: str) -> tuple[int | None, str] | None:
     nor hide real ones. A text over MAX_BYTES is refused by its length, before it is scanned."""
     if len(text) > MAX_BYTES or len(text.encode("utf-8", "surrogatepass")) > MAX_BYTES:
         return None, too_large(source)
+    tokens, closes = _scanner()
     depth, dots, line, at = 0, 0, 1, 0
-    while (found := _TOKEN.search(text, at)) is not None:
+    while (found := tokens.search(text, at)) is not None:
         token, at = found.group(), found.end()
         if token == ".":
             # A key's dots all come before its `=` (or its header's `]`) on one line; a value
@@ -58,15 +68,15 @@ def problem(text: str, source: str) -> tuple[int | None, str] | None:
             if dots > MAX_NESTING:
                 return line, _NESTED
             continue
-        if token not in _CLOSE:
+        if token not in closes:
             dots = 0  # a new key or value starts (a quoted key part does not start one)
         if token == "\n":
             line += 1
         elif token == "#":
             newline = text.find("\n", at)
             at = len(text) if newline < 0 else newline
-        elif token in _CLOSE:
-            closed = _CLOSE[token].match(text, at)
+        elif token in closes:
+            closed = closes[token].match(text, at)
             if closed is None:
                 return None  # an unterminated string: the parser stops there and says where
             line += text.count("\n", at, closed.end())

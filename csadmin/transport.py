@@ -21,9 +21,14 @@ import zmq
 
 from . import connection, errors, protocol
 from .credentials import check_listening, resolve
+from .ops import Op
 
 _HANDSHAKE_FAILURES = zmq.EVENT_HANDSHAKE_FAILED_AUTH | zmq.EVENT_HANDSHAKE_FAILED_NO_DETAIL
 _LATE = object()  # a reply to an earlier request of ours that had timed out
+
+
+def _name(op: Op | str) -> str:
+    return op if isinstance(op, str) else op.name
 
 
 class Transport:
@@ -168,10 +173,13 @@ class Transport:
             self._monitor.close(0)
             self._monitor = None
 
-    def call(self, op: str, **args) -> dict:
-        """Send one request and return its result, or raise the error's class."""
+    def call(self, op: Op | str, **args) -> dict:
+        """Send one request for `op` (csadmin/ops.py: `call(ops.SYSTEM_SHOW)`) and return its
+        result, or raise the error's class. A bare name is sent as it is: what a client in
+        another language sends, or a test of names csd must refuse."""
         sock = self._socket()
         request_id = os.urandom(12).hex()  # not uuid: its import costs ~4 ms per one-shot
+        op = _name(op)
         frame = protocol.request(request_id, op, args)
         per_try_ms = max(1, int(self.timeout * 1000 / (self.retries + 1)))
         for _ in range(self.retries + 1):
@@ -206,11 +214,11 @@ class Transport:
 
     # -- one request among many: a caller polling several clients at once (csadmin/fleet/query.py) --
 
-    def send(self, op: str, **args) -> str:
+    def send(self, op: Op | str, **args) -> str:
         """Send one request without waiting (no retry); returns its id for `reply`. The endpoint
         is not probed first: a refused connection raises from `reply` instead, at once."""
         request_id = os.urandom(12).hex()
-        self._socket(probe=False).send(protocol.request(request_id, op, args))
+        self._socket(probe=False).send(protocol.request(request_id, _name(op), args))
         return request_id
 
     def pollable(self) -> list[zmq.Socket]:

@@ -9,11 +9,7 @@ from __future__ import annotations
 
 import secrets
 
-from csadmin.statemachine.workers import MAX_SLOTS, token_digest
-
-from .args import Arg, at_most
-
-WORKERS = Arg(int, parse=at_most(MAX_SLOTS), help="input worker slots; the reply carries their joinToken")
+from csadmin.statemachine.workers import token_digest
 
 
 def draw(slots: int) -> tuple[str | None, str | None]:

@@ -1,6 +1,6 @@
 """Encoded answers of cached reads, kept until the model changes.
 
-An op whose answer depends only on the model and its arguments says so with `CACHED = True`
+An op whose answer depends only on the model and its arguments says so with `cached=True` (csadmin/ops.py)
 (system.show). The first time it is asked (per set of arguments) its result is encoded once;
 later requests get those bytes with their own id, until the dispatcher says the model changed
 (`clear()`: after every change it applied, every timer that fired). A `time` field in the result

@@ -18,6 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable, Iterable
 
+from csadmin.programs import RunMode
 from csadmin.states import PENDING_STATES, ExecMode, Health, Lifecycle
 
 from .change import Change
@@ -28,7 +29,6 @@ from .faults.injector import FaultInjector
 from .faults.state import FaultState
 from .lifecycle import SystemLifecycle
 from .lifecycle_rules import HEALTH
-from .programs import RunMode
 from .run_book import RunBook
 from .runs import Runs
 from .slurm_jobs import SlurmJob, begin_job, end_job

@@ -13,7 +13,7 @@ from typing import Callable, Protocol
 from csadmin.states import ExecMode, Lifecycle
 
 from .faults.injector import FaultInjector
-from .programs import RunMode
+from csadmin.programs import RunMode
 from .run import Run
 from .run_report import holder_summary, record
 from .run_rules import OPEN_RULES

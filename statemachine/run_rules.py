@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from csadmin.errors import IncompatibleProgram, InvalidState, ReprogramForbidden, RunAborted
 from csadmin.states import Lifecycle
 
-from .programs import TRAIN_AND_EVAL, TRAIN_AND_EVAL_NEXT, TRAIN_AND_EVAL_WHY
+from csadmin.programs import TRAIN_AND_EVAL, TRAIN_AND_EVAL_NEXT, TRAIN_AND_EVAL_WHY
 from .rules import GO, Already, Go, Refuse
 
 # A run is in one phase (Run.phase): open with its fabric in one of three states, or ended.

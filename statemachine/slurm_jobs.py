@@ -3,9 +3,9 @@
 On a Slurm node the CS-2 is a GRES of count 1, so Slurm gives it to one job at a time. The job's
 prolog tells csd which job that is (`slurm.job.begin`); runs opened from then on carry the job's
 id, and its epilog (`slurm.job.end`) aborts whatever run the job left holding the fabric. csd
-records what Slurm says and does not ask Slurm itself. This module holds the record, the checks
-of its inputs, and the rules of a job's beginning and end (`begin_job`, `end_job`: pure, the
-device keeps the job they return).
+records what Slurm says and does not ask Slurm itself. This module holds the record and the
+rules of a job's beginning and end (`begin_job`, `end_job`: pure, the device keeps the job they
+return); a job id is checked as an op's argument (csadmin/opargs.py, job_id).
 """
 
 from __future__ import annotations
@@ -13,12 +13,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from .programs import quoted
-
 if TYPE_CHECKING:
     from .runs import Runs
-
-_JOB_ID_CHARS = frozenset("0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ_.+-")
 
 
 @dataclass(frozen=True)
@@ -36,13 +32,6 @@ class SlurmJob:
     def from_dict(cls, d: dict) -> "SlurmJob":
         return cls(job_id=str(d["jobId"]), user=str(d["user"]), since=int(d["since"]))
 
-
-def parse_job_id(value: str) -> str:
-    """A Slurm job id as its scripts see it: `42`, an array task `42_7`, a het component `42+1`."""
-    text = value.strip()
-    if not text or len(text) > 64 or not set(text) <= _JOB_ID_CHARS:
-        raise ValueError(f"must be a Slurm job id such as 42 or 42_7 (1 to 64 letters, digits, _ . + -), not {quoted(value)}")
-    return text
 
 
 def ended_reason(job_id: str) -> str:

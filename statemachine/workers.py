@@ -21,7 +21,6 @@ import hashlib
 import hmac
 from dataclasses import dataclass
 
-MAX_SLOTS = 64  # worker slots per run: far beyond a CS-2's input nodes, small enough to list
 # A feeder below this fraction of its fair share of the samples is named as slow.
 FAIR_SHARE_FRACTION = 0.5
 

@@ -7,9 +7,10 @@ line here. The command table (commands.py) names each command's action.
 
 from __future__ import annotations
 
+from types import ModuleType
 from typing import Callable
 
-from .. import errors, scenario_file
+from .. import errors
 from ..states import ExecMode, title
 from . import render
 from .grammar import Parsed
@@ -40,6 +41,8 @@ def check_fault_scenario(p: Parsed, interactive: bool) -> None:
 def _scenario_text(path: str) -> str:
     """The scenario file's text, held to the limits csd holds it to (csadmin/scenario_file.py),
     before anything is sent."""
+    from .. import scenario_file  # only for `system fault scenario`: not on every one-shot's path
+
     return scenario_file.read(path, shown=repr(render.shown_path(path)))
 
 
@@ -100,6 +103,33 @@ def _answer(s: ActionContext, p: Parsed, result: dict, as_text: Callable[[dict],
     """Print what csd answered: as JSON (stable keys, docs/cli.md) or as text for people."""
     s.console.out(s.as_json(result) if s.json(p) else as_text(result))
     return errors.EXIT_OK
+
+
+def op_args(p: Parsed) -> dict:
+    """The op's arguments a command line gives: each option and positional argument that names
+    one (Option.op_arg, Argument.op_arg; the console's own options name none), left out when not
+    given, so csd applies its default."""
+    takes = p.command.op.args
+    args = {o.op_arg: p.options[o.dest] for o in p.command.options if o.op_arg in takes}
+    args.update((a.op_arg, value) for a, value in zip(p.command.arguments, p.args) if a.op_arg)
+    return {k: v for k, v in args.items() if v is not None and v is not False}
+
+
+def ask(s: ActionContext, p: Parsed) -> int:
+    """The action of a command that is its op and nothing more (the table row names the op):
+    send it with the line's arguments and print the reply: its `message`, or its keys one a
+    line (JSON with --output-format json). A change is checked first (a dry run, when the op
+    takes one) and confirmed with its message unless --no-confirm."""
+    args = op_args(p)
+    if p.command.changes_state and not p.options.get("no_confirm"):
+        question = f"`{p.command.name}` changes the system."
+        if p.command.op.dry_run:  # refused, or nothing to do: said before anyone is asked
+            check = s.client.call(p.command.op, **args, dry_run=True)
+            if not check["changed"]:
+                return _answer(s, p, check, lambda r: r["message"])
+            question = check["message"]
+        _confirm(s, f"{question} Do you want to proceed?")
+    return _answer(s, p, s.client.call(p.command.op, **args), render.reply)
 
 
 def system_show(s: ActionContext, p: Parsed) -> int:
@@ -246,11 +276,17 @@ def whoami(s: ActionContext, p: Parsed) -> int:
     return _answer(s, p, me, lambda r: f"{r['name']} ({r['role']}), session {r['session']}")
 
 
-def slurm(s: ActionContext, p: Parsed) -> int:
-    """`slurm …`: the hooks Slurm's scripts run (csadmin/slurm/hooks.py, loaded only here)."""
-    from ..slurm.hooks import run_hook
+def slurm_hook(pick: Callable[[ModuleType], Callable[..., int]]) -> Callable[[ActionContext, Parsed], int]:
+    """The action of a `slurm …` command: the hook `pick` takes from csadmin/slurm/hooks.py
+    (`slurm_hook(lambda hooks: hooks.prolog)`), a reference resolved when the command runs, so
+    that module loads only for Slurm's scripts, never for another one-shot `cs`."""
 
-    return run_hook(s.client, p.command.words[1:], p.options, p.args)
+    def action(s: ActionContext, p: Parsed) -> int:
+        from ..slurm import hooks
+
+        return hooks.run_hook(s.client, pick(hooks), " ".join(p.command.words[1:]), p.options, p.args)
+
+    return action
 
 
 def events_follow(s: ActionContext, p: Parsed) -> int:

@@ -9,10 +9,10 @@ no string looked up: COMMANDS → actions.system_standby → Client.system_stand
 
 from __future__ import annotations
 
-from .. import errors
+from .. import errors, ops
 from ..states import EXECMODE_SPELLINGS, ExecMode
-from . import actions, fleet_actions, fleet_rolling
-from .grammar import Command, Option, Parsed
+from . import actions, fleet_actions, fleet_rolling, sources
+from .grammar import Argument, Command, Option, Parsed
 from .render import shown
 from .action_context import ActionContext
 
@@ -36,17 +36,17 @@ GLOBAL_OPTIONS = (
     Option("--help", "print this help and exit"),
 )
 
-# Where the shell finds completions for a positional argument (a live source, see Option).
-ARGUMENT_SOURCES = {"ID": "run_ids", "NAME": "fault_names", "[NAME]": "fault_names", "SYSTEM": "system_names"}
 
 EVENT_TYPE = Option(
-    "--event-type", "glob on the event type, e.g. 'EventActivate*'", True, "GLOB", complete_from="event_types"
+    "--event-type", "glob on the event type, e.g. 'EventActivate*'", True, "GLOB", complete_from=sources.EVENT_TYPES
 )
 
 # The fleet commands' choice of systems (the inventory: csadmin/inventory.py, README "Several systems").
 FLEET_TAG = Option("--tag", "only systems with this tag (a,b: with each of them)", True, "TAG")
 FLEET_SYSTEMS = Option("--systems", "these systems, in this order (comma-separated names)", True, "A,B,…",
-                       complete_from="system_names")
+                       complete_from=sources.SYSTEM_NAMES)
+
+RUN_ID = Argument("ID", "run_id", sources.RUN_IDS)
 
 SLURM_JOB_ID = Option("--job-id", "Slurm's job id (default $SLURM_JOB_ID)", True, "ID")
 SLURM_NODE = Option("--node", "this node's Slurm name (default $SLURMD_NODENAME)", True, "NAME")
@@ -119,21 +119,21 @@ COMMANDS: tuple[Command, ...] = (
     Command(
         ("system", "show"), "Show the system's state, health and execution mode.", actions.system_show,
         options=(Option("--detailed", "also show the daemon's version, start time and durations"),),
-        aliases=(("system", "status"),), reads=True, op="system.show",
+        aliases=(("system", "status"),), reads=True, op=ops.SYSTEM_SHOW,
     ),
     Command(
         ("system", "standby"), "Put the system in standby (ACTIVE → STANDBY).", actions.system_standby,
         options=(NO_CONFIRM, Option("--force", "abort the run holding the fabric instead of refusing")),
-        changes_state=True, op="system.standby",
+        changes_state=True, op=ops.SYSTEM_STANDBY,
         details="Waits for PENDING_STANDBY to complete. Admins only. Refused (busy, exit 4) while a run "
                 "holds the fabric, unless --force, which aborts that run.",
     ),
     Command(
         ("system", "activate"), "Activate the system in the configured execution mode (STANDBY → ACTIVE).",
-        actions.system_activate, options=(NO_CONFIRM,), changes_state=True, op="system.activate",
+        actions.system_activate, options=(NO_CONFIRM,), changes_state=True, op=ops.SYSTEM_ACTIVATE,
         details="The system reboots into the configured execution mode; waits for PENDING_ACTIVE to complete.",
     ),
-    Command(("system", "date"), "Show the system's date and time.", actions.system_date, reads=True, op="system.date"),
+    Command(("system", "date"), "Show the system's date and time.", actions.system_date, reads=True, op=ops.SYSTEM_DATE),
     # Simulated faults (docs/cli.md, "Faults"): every event they cause says `injected`.
     Command(
         ("system", "fault", "inject"), "Inject a simulated fault (admins only).", actions.fault_inject,
@@ -143,7 +143,8 @@ COMMANDS: tuple[Command, ...] = (
             Option("--after", "inject it this many seconds from now", True, "S", number=True, arg="after_seconds"),
             NO_CONFIRM,
         ),
-        changes_state=True, arguments=("NAME",), op="system.fault.inject", op_args=("name",),
+        changes_state=True, arguments=(Argument("NAME", "name", sources.FAULT_NAMES),),
+        op=ops.SYSTEM_FAULT_INJECT,
         details="NAME is one of `system fault list`'s catalogue. A warning makes systemHealth DEGRADED; a critical "
                 "fault aborts the run holding the fabric and refuses new runs; emergency-shutdown drops to STANDBY; "
                 "a transition fault makes the next activate/standby/execmode change fail or time out.",
@@ -151,20 +152,21 @@ COMMANDS: tuple[Command, ...] = (
     Command(
         ("system", "fault", "clear"), "Clear a fault, or every fault with --all (admins only).", actions.fault_clear,
         options=(Option("--all", "every fault, and the loaded scenario's steps still to come"), NO_CONFIRM),
-        changes_state=True, arguments=("[NAME]",), op="system.fault.clear", op_args=("name",),
+        changes_state=True, arguments=(Argument("[NAME]", "name", sources.FAULT_NAMES),),
+        op=ops.SYSTEM_FAULT_CLEAR,
         check=actions.check_fault_clear,
         details="Clearing the last active fault emits EventHealthOk. After emergency-shutdown, activate the system.",
     ),
     Command(("system", "fault", "list"), "Show the faults present, the scenario, and the faults that can be injected.",
-            actions.fault_list, reads=True, op="system.fault.list"),
+            actions.fault_list, reads=True, op=ops.SYSTEM_FAULT_LIST),
     Command(
         ("system", "fault", "scenario"), "Load a fault scenario file (TOML) into csd (admins only).",
-        actions.fault_scenario, options=(NO_CONFIRM,), changes_state=True, arguments=("FILE",),
-        op="system.fault.scenario", op_args=("text",), check=actions.check_fault_scenario,
+        actions.fault_scenario, options=(NO_CONFIRM,), changes_state=True, arguments=(Argument("FILE", "text"),),
+        op=ops.SYSTEM_FAULT_SCENARIO, check=actions.check_fault_scenario,
         details="It replaces the scenario loaded before. docs/operations.md, \"Fault scenarios\", describes the file.",
     ),
     Command(("config", "execmode", "show"), "Show the configured execution mode.", actions.execmode_show, reads=True,
-            op="config.execmode.show"),
+            op=ops.CONFIG_EXECMODE_SHOW),
     Command(
         ("config", "execmode", "setup"), "Choose the execution mode the next activation boots into (STANDBY only).",
         actions.execmode_setup,
@@ -173,7 +175,7 @@ COMMANDS: tuple[Command, ...] = (
                    parse=ExecMode.parse),
             NO_CONFIRM,
         ),
-        changes_state=True, op="config.execmode.setup", check=actions.check_execmode_setup,
+        changes_state=True, op=ops.CONFIG_EXECMODE_SETUP, check=actions.check_execmode_setup,
         details="Without --mode, offers the two modes as a selection. Takes effect on `system activate`.",
     ),
     Command(
@@ -183,38 +185,38 @@ COMMANDS: tuple[Command, ...] = (
             Option("--from-time", "only events at or after this time (ms since the epoch)", True, "MS", integer=True),
             Option("--max-count", "only the newest N matching events", True, "N", integer=True),
         ),
-        reads=True, op="events.show",
+        reads=True, op=ops.EVENTS_SHOW,
     ),
     Command(
         ("events", "follow"), "Print events as they happen, until Ctrl-C.", actions.events_follow,
-        options=(EVENT_TYPE,), reads=True, op="events.show",
+        options=(EVENT_TYPE,), reads=True, op=ops.EVENTS_SHOW,
         details="With --output-format json, one JSON object per line.",
     ),
     Command(("whoami",), "Show who csd takes you for: key name, role and session.", actions.whoami, reads=True,
-            op="meta.whoami"),
+            op=ops.META_WHOAMI),
     Command(
         ("runs", "list"), "List the kept runs, newest first, and the run holding the fabric.", actions.runs_list,
-        options=(Option("--max-count", "only the newest N runs", True, "N", integer=True),), reads=True, op="runs.list",
+        options=(Option("--max-count", "only the newest N runs", True, "N", integer=True),), reads=True, op=ops.RUNS_LIST,
     ),
-    Command(("runs", "show"), "Show one run and its performance record.", actions.runs_show, reads=True, arguments=("ID",),
-            op="runs.show", op_args=("run_id",)),
+    Command(("runs", "show"), "Show one run and its performance record.", actions.runs_show, reads=True,
+            arguments=(RUN_ID,), op=ops.RUNS_SHOW),
     Command(
         ("runs", "abort"), "Abort a run, releasing the fabric (admins only).", actions.runs_abort,
         options=(NO_CONFIRM, Option("--reason", "why, shown to the run's runtime", True, "TEXT")),
-        changes_state=True, arguments=("ID",), op="runs.abort", op_args=("run_id",),
+        changes_state=True, arguments=(RUN_ID,), op=ops.RUNS_ABORT,
         details="The run's runtime gets RUN_ABORTED with the reason on its next call.",
     ),
     Command(
         ("audit", "show"), "Show the audit log: every change requested and every denial, oldest first.", actions.audit_show,
         options=(Option("--max-count", "only the newest N records (default 100)", True, "N", integer=True),),
-        reads=True, op="audit.show", details="Admins only.",
+        reads=True, op=ops.AUDIT_SHOW, details="Admins only.",
     ),
     # Several systems (README, "Several systems"): the inventory, and commands across it.
     Command(("systems",), "List the systems of the inventory (* marks the one in use).", fleet_actions.systems,
             reads=True, details="The inventory is $CS_INVENTORY, else ~/.config/cs/systems.toml, else "
                                 "/etc/cs/systems.toml. `cs --system NAME COMMAND` (or $CS_SYSTEM) addresses one."),
     Command(("use",), "Switch the shell to another system of the inventory.", fleet_actions.use,
-            arguments=("SYSTEM",), output=False,
+            arguments=(Argument("SYSTEM", complete_from=sources.SYSTEM_NAMES),), output=False,
             details="The prompt and the toolbar name the system in use. One-shot: `cs --system NAME COMMAND`."),
     Command(
         ("fleet", "show"), "Show every system at once: state, health, modes, run holder, Slurm job, round trip.",
@@ -251,26 +253,31 @@ COMMANDS: tuple[Command, ...] = (
     # Slurm's scripts on a node with a CS-2 attached run these (docs/slurm.md, slurm/): no prompts,
     # a bounded runtime, exit codes Slurm understands; csadmin/slurm/hooks.py carries them out.
     Command(
-        ("slurm", "health-check"), "HealthCheckProgram: drain the node while the CS-2 cannot take jobs.", actions.slurm,
+        ("slurm", "health-check"), "HealthCheckProgram: drain the node while the CS-2 cannot take jobs.",
+        actions.slurm_hook(lambda hooks: hooks.health_check),
         options=(SLURM_NODE,), output=False,
         details="Drains with a reason ending in '(cs health check)' unless the system is ACTIVE with systemHealth "
                 "OK/DEGRADED in the mode Slurm has; resumes only nodes it drained itself.",
     ),
-    Command(("slurm", "features"), "node_features/helpers: print the active mode's Slurm feature.", actions.slurm,
+    Command(("slurm", "features"), "node_features/helpers: print the active mode's Slurm feature.",
+            actions.slurm_hook(lambda hooks: hooks.features_show),
             output=False, details="cs2_pipelined or cs2_weight_streaming, on stdout."),
     Command(
         ("slurm", "set-feature"), "node_features/helpers: put the system in STANDBY configured for FEATURE's mode.",
-        actions.slurm, options=(_slurm_wait("STANDBY", 40, "ExecTime in helpers.conf"),), arguments=("FEATURE",),
+        actions.slurm_hook(lambda hooks: hooks.features_set),
+        options=(_slurm_wait("STANDBY", 40, "ExecTime in helpers.conf"),), arguments=(Argument("FEATURE"),),
         output=False,
         details="Refused (exit 4) while a run holds the fabric. `slurm reboot` (RebootProgram) then activates it.",
     ),
     Command(
-        ("slurm", "reboot"), "RebootProgram: activate the system, then have slurmd report the reboot.", actions.slurm,
+        ("slurm", "reboot"), "RebootProgram: activate the system, then have slurmd report the reboot.",
+        actions.slurm_hook(lambda hooks: hooks.reboot),
         options=(_slurm_wait("ACTIVE", 300, "ResumeTimeout in slurm.conf"),), output=False,
         details="The host does not reboot: slurmd is restarted with -b once the CS-2 is ACTIVE.",
     ),
     Command(
-        ("slurm", "prolog"), "Prolog: wait for ACTIVE in the job's mode; give the wafer to the job.", actions.slurm,
+        ("slurm", "prolog"), "Prolog: wait for ACTIVE in the job's mode; give the wafer to the job.",
+        actions.slurm_hook(lambda hooks: hooks.prolog),
         options=(
             SLURM_JOB_ID, Option("--user", "the job's user (default $SLURM_JOB_USER)", True, "USER"),
             Option("--constraint", "the job's constraint (default $SLURM_JOB_CONSTRAINTS)", True, "EXPR"),
@@ -279,7 +286,8 @@ COMMANDS: tuple[Command, ...] = (
         output=False,
         details="Runs opened while the job holds the wafer carry its id. On failure drains the node with the reason.",
     ),
-    Command(("slurm", "epilog"), "Epilog: abort the run the job left holding the fabric.", actions.slurm,
+    Command(("slurm", "epilog"), "Epilog: abort the run the job left holding the fabric.",
+            actions.slurm_hook(lambda hooks: hooks.epilog),
             options=(SLURM_JOB_ID,), output=False, details="Its reason: 'slurm job J ended'."),
     Command(("help",), "Show the commands, or one command's options: help [COMMAND].", show_help,
             takes_command=True),

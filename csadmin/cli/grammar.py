@@ -7,9 +7,23 @@ exit code. The table of commands is commands.py.
 
 from __future__ import annotations
 
-from typing import Callable, NamedTuple
+from typing import Callable, Iterable, NamedTuple
 
+from ..ops import Op
 from .action_context import ActionContext
+
+
+class Source:
+    """A live source of completions the shell asks csd (or the inventory) for: `fetch(context)`.
+    `kept`: what it returns holds for the system in use (csd's catalogues), so the shell asks
+    once per system; otherwise (the runs) it asks at each TAB. The sources are sources.py's.
+    (This and Argument are plain slotted classes: a NamedTuple class costs ~0.15 ms to define,
+    on every one-shot `cs`.)"""
+
+    __slots__ = ("fetch", "kept")
+
+    def __init__(self, fetch: Callable[[ActionContext], Iterable[str]], kept: bool = False):
+        self.fetch, self.kept = fetch, kept
 
 
 class Option(NamedTuple):
@@ -20,7 +34,7 @@ class Option(NamedTuple):
     values: tuple[str, ...] = ()  # completion candidates (and, if `choices`, the only ones allowed)
     choices: bool = False
     integer: bool = False
-    complete_from: str = ""  # a live source of completions the shell asks the daemon for ("event_types")
+    complete_from: Source | None = None  # a live source of its values (sources.EVENT_TYPES)
     number: bool = False  # a number of seconds (float)
     arg: str = ""  # the csd op's argument it sets, when not its `dest` (--for: for_seconds)
     parse: Callable[[str], object] | None = None  # raises ValueError for a value csd would refuse
@@ -34,6 +48,25 @@ class Option(NamedTuple):
         return self.arg or self.dest
 
 
+class Argument:
+    """A positional argument: its name in the usage ("ID"; "[NAME]" when it may be left out),
+    the csd op's argument it fills (so csd's refusals name it: terms.py), and a live source of
+    its values for the shell's completion."""
+
+    __slots__ = ("metavar", "op_arg", "complete_from")
+
+    def __init__(self, metavar: str, op_arg: str = "", complete_from: Source | None = None):
+        self.metavar, self.op_arg, self.complete_from = metavar, op_arg, complete_from
+
+    @property
+    def optional(self) -> bool:
+        return self.metavar.startswith("[")
+
+    @property
+    def name(self) -> str:
+        return self.metavar.strip("[]")
+
+
 class Command(NamedTuple):
     words: tuple[str, ...]
     help: str
@@ -44,13 +77,12 @@ class Command(NamedTuple):
     reads: bool = False  # reads state only (no confirmation, safe to retry)
     output: bool = True  # prints a result, so takes --output-format
     details: str = ""
-    arguments: tuple[str, ...] = ()  # positional arguments, all required, e.g. ("ID",)
+    arguments: tuple[Argument, ...] = ()  # positional arguments, in order
     takes_command: bool = False  # its arguments name a command (help)
     shell_only: bool = False  # offered only in the interactive shell (exit)
-    # The csd op it asks for and the op's argument each of `arguments` fills, so csd's refusals
-    # can be said in the console's own names (terms.py): system.standby → `system standby`.
-    op: str = ""
-    op_args: tuple[str, ...] = ()
+    # The csd op it asks for (csadmin/ops.py), so csd's refusals can be said in the console's own
+    # names (terms.py): system.standby → `system standby`.
+    op: Op | None = None
     # Checks of the parsed line beyond its grammar (actions.py), run before anything is sent and
     # over a whole script before its first line runs; `interactive`: whether someone can answer.
     check: Callable[[Parsed, bool], None] | None = None
@@ -61,7 +93,7 @@ class Command(NamedTuple):
 
     @property
     def usage(self) -> str:
-        return " ".join((self.name, *self.arguments))
+        return " ".join((self.name, *(a.metavar for a in self.arguments)))
 
 
 class Parsed(NamedTuple):

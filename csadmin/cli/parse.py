@@ -153,11 +153,12 @@ def _parse_options(command: Command, tokens: list[str]) -> tuple[dict, list[str]
     if not command.takes_command:
         wanted = len(command.arguments)
         if len(args) > wanted:
-            what = "no argument" if not wanted else f"only {' '.join(command.arguments)}, not"
+            what = "no argument" if not wanted else f"only {' '.join(a.metavar for a in command.arguments)}, not"
             raise UsageError(f"`{command.name}` takes {what} {shown(args[wanted])!r}.", f"See `help {command.name}`.")
         # An argument written in brackets ("[NAME]") may be left out.
-        if len(args) < sum(1 for a in command.arguments if not a.startswith("[")):
+        if len(args) < sum(1 for a in command.arguments if not a.optional):
             raise UsageError(
-                f"`{command.name}` needs {' '.join(command.arguments[len(args):])}.", f"Usage: {command.usage}"
+                f"`{command.name}` needs {' '.join(a.metavar for a in command.arguments[len(args):])}.",
+                f"Usage: {command.usage}",
             )
     return options, args

@@ -49,6 +49,17 @@ def _rows(rows: list[tuple[str, str]]) -> str:
     return "\n".join(f"{k.ljust(width)} : {v}" for k, v in rows)
 
 
+def reply(result: dict) -> str:
+    """Any op's reply for people: its message, else its keys one a line."""
+    if "message" in result:
+        return str(result["message"])
+    return _rows([(key, _value(value)) for key, value in result.items()]) if result else ""
+
+
+def _value(value) -> str:
+    return "-" if value is None else value if isinstance(value, str) else compact_json(value)
+
+
 def system_show(snap: dict, paint: Paint = PLAIN) -> str:
     rows = [
         ("System", f"{snap['serial']} ({snap['systemType']})"),

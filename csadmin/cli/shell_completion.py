@@ -65,7 +65,7 @@ def core() -> str:
         option_arms.append((name, " ".join([o.name for o in options] + ["--help"])))
         value_option_arms.append((name, " ".join(o.name for o in options if o.takes_value)))
         value_arms += [(f"{name} {o.name}", _values(o)) for o in options if o.takes_value and _values(o)]
-        if "FILE" in command.arguments:
+        if any(a.metavar == "FILE" for a in command.arguments):
             file_commands.append(name)
     globals_with_values = [o.name for o in GLOBAL_OPTIONS if o.takes_value]
     value_arms += [(o.name, _values(o)) for o in GLOBAL_OPTIONS if o.takes_value and _values(o)]

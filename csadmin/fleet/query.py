@@ -15,7 +15,7 @@ from typing import NamedTuple
 
 import zmq
 
-from .. import errors
+from .. import errors, ops
 from ..inventory import System
 from .connect import client_for
 
@@ -45,7 +45,7 @@ def show_all(systems: list[System], deadline: float, default_key: str | None = N
             try:
                 client = client_for(system, timeout=deadline, retries=0, context=context, default_key=default_key)
                 clients.append(client)
-                waiting[i] = (client, client.send("system.show"), time.monotonic())
+                waiting[i] = (client, client.send(ops.SYSTEM_SHOW), time.monotonic())
             except errors.CsError as exc:
                 answers[i] = Answer(system, error=exc)
             except zmq.ZMQError as exc:  # e.g. an endpoint ZeroMQ cannot parse
@@ -72,7 +72,7 @@ def show_all(systems: list[System], deadline: float, default_key: str | None = N
                     answers[i] = Answer(systems[i], snapshot, (time.monotonic() - sent) * 1000)
                     del waiting[i]
         for i, (client, _, _) in waiting.items():
-            answers[i] = Answer(systems[i], error=client.no_answer("system.show"))
+            answers[i] = Answer(systems[i], error=client.no_answer(ops.SYSTEM_SHOW.name))
     finally:
         for client in clients:
             client.close()

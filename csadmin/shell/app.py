@@ -10,6 +10,7 @@ from .. import errors
 from ..cli import render
 from ..cli.action_context import ActionContext
 from ..cli.commands import ExitShell
+from ..cli.grammar import Source
 from ..cli.parse import parse, split
 from ..cli.runner import run_line
 from ..client import Client
@@ -46,32 +47,19 @@ def run_shell(client: Client, g, watch: bool = True) -> int:
         endpoint = client.endpoint  # the watcher says more once it can reach csd
     live = LiveState(endpoint)
     live.system = context.system
-    event_types: list[str] = []
+    kept: dict[Source, list[str]] = {}  # the `kept` sources' values for the system in use
 
-    def provide_event_types():
-        if not event_types:
-            event_types.extend(context.client.hello().get("eventTypes", []))
-        return event_types
-
-    def provide_run_ids():
-        return [run["runId"] for run in context.client.runs_list(max_count=50)["runs"]]
-
-    fault_names: list[str] = []
-
-    def provide_fault_names():  # the catalogue comes from csd: the console never imports the model
-        if not fault_names:
-            fault_names.extend(f["name"] for f in context.client.fault_list()["catalogue"])
-        return fault_names
-
-    def provide_system_names():
-        from ..inventory import load
-
-        return [system.name for system in load().systems]
+    def fetch(source: Source) -> list[str]:
+        if source not in kept:
+            values = list(source.fetch(context))
+            if not source.kept:
+                return values
+            kept[source] = values
+        return kept[source]
 
     prompt = PromptSession(
         message=lambda: f"cs[{context.system}]> " if context.system else "cs> ",
-        completer=CommandCompleter({"event_types": provide_event_types, "run_ids": provide_run_ids,
-                                     "fault_names": provide_fault_names, "system_names": provide_system_names}),
+        completer=CommandCompleter(fetch),
         complete_while_typing=False,
         history=shell_history(),
         bottom_toolbar=lambda: toolbar_text(live),
@@ -94,8 +82,7 @@ def run_shell(client: Client, g, watch: bool = True) -> int:
         switched[:] = [new]
         context.client, context.system = new, name
         live.switch(name, new.endpoint)
-        fault_names.clear()
-        event_types.clear()
+        kept.clear()
         if watcher is not None:
             watcher.retarget()
 

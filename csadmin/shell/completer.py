@@ -1,5 +1,6 @@
 """Completion of the whole `cs` grammar from the command table: command words, option names,
-option values (fixed ones from the table, live ones such as event types from the daemon)."""
+option values (fixed ones from the table, live ones such as event types from the daemon: the
+table names each live source, csadmin/cli/sources.py, and `live` fetches it)."""
 
 from __future__ import annotations
 
@@ -7,14 +8,18 @@ from typing import Callable, Iterable
 
 from prompt_toolkit.completion import Completer, Completion
 
-from ..cli.commands import ARGUMENT_SOURCES, command_at, next_words, options_of
+from ..cli.commands import command_at, next_words, options_of
+from ..cli.grammar import Source
 
-Providers = dict[str, Callable[[], Iterable[str]]]
+Live = Callable[[Source], Iterable[str]]  # a source's values now (the shell's: csadmin/shell/app.py)
 
 
-def candidates(text: str, providers: Providers | None = None) -> tuple[str, list[str]]:
+def _nothing_live(source: Source) -> list[str]:
+    return []
+
+
+def candidates(text: str, live: Live = _nothing_live) -> tuple[str, list[str]]:
     """(the word being completed, what may replace it) for the line `text` up to the cursor."""
-    providers = providers or {}
     words = text.split()
     current = "" if not words or text[-1:].isspace() else words[-1]
     done = words if not current else words[:-1]
@@ -29,24 +34,23 @@ def candidates(text: str, providers: Providers | None = None) -> tuple[str, list
     rest = done[used:]
     if rest and rest[-1] in options and options[rest[-1]].takes_value:
         opt = options[rest[-1]]
-        values = _live(providers, opt.complete_from) if opt.complete_from else list(opt.values)
+        values = _live(live, opt.complete_from) if opt.complete_from else list(opt.values)
         return current, [v for v in values if v.startswith(current)]
     unused = [name for name in options if name not in rest]
     given = _positionals(rest, options)
     if len(given) < len(command.arguments) and not current.startswith("-"):
-        source = ARGUMENT_SOURCES.get(command.arguments[len(given)], "")
-        values = [v for v in _live(providers, source) if v.startswith(current)]
+        values = [v for v in _live(live, command.arguments[len(given)].complete_from) if v.startswith(current)]
         return current, values + ([] if current else unused)
     if current and not current.startswith("-"):
         return current, []
     return current, [name for name in unused if name.startswith(current)]
 
 
-def _live(providers: Providers, source: str) -> list[str]:
-    if source not in providers:
+def _live(live: Live, source: Source | None) -> list[str]:
+    if source is None:
         return []
     try:
-        return list(providers[source]())
+        return list(live(source))
     except Exception:  # a completion must never break the line being typed
         return []
 
@@ -65,11 +69,11 @@ def _positionals(rest: list[str], options: dict) -> list[str]:
 
 
 class CommandCompleter(Completer):
-    def __init__(self, providers: Providers | None = None):
-        self.providers = providers or {}
+    def __init__(self, live: Live = _nothing_live):
+        self.live = live
 
     def get_completions(self, document, complete_event):
-        current, matches = candidates(document.text_before_cursor, self.providers)
+        current, matches = candidates(document.text_before_cursor, self.live)
         for match in matches:
             # A trailing space after a complete word lets the next TAB go straight on.
             yield Completion(match + " ", start_position=-len(current), display=match)

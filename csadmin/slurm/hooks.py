@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import socket
 import time
+from typing import Callable
 
 from .. import errors
 from ..states import settles_to
@@ -243,22 +244,12 @@ def _refuse_job(options: dict, hook: str, exc: environment.HostileEnvironment, s
         say(failed.message, error=True)
 
 
-HOOKS = {
-    "health-check": health_check,
-    "features": features_show,
-    "set-feature": features_set,
-    "reboot": reboot,
-    "prolog": prolog,
-    "epilog": epilog,
-}
-
-
-def run_hook(client, words: tuple[str, ...], options: dict, args: list[str]) -> int:
-    """Run `cs slurm WORDS…`; report a failure to every place an admin looks, as its exit code."""
-    name = " ".join(words)
+def run_hook(client, hook: Callable[..., int], name: str, options: dict, args: list[str]) -> int:
+    """Run `hook` (one of the functions above) for `cs slurm NAME…`; report a failure to every
+    place an admin looks, as its exit code."""
     say = Reporter(name)
     try:
-        return HOOKS[name](client, options, say, *args)
+        return hook(client, options, say, *args)
     except errors.CsError as exc:
         say(f"{exc.message} {exc.console_hint()}".strip(), error=True)
         return exc.exit_code

@@ -1,66 +1,14 @@
-"""The daemon's operations, one module each; its docstring is the operation's documentation.
+"""The daemon's operations, one module each: the module for op `a.b.c` is `a_b_c.py`, its
+docstring is the operation's documentation, `SPEC` the op it carries out (csadmin/ops.py, where
+the op is declared: arguments, role, durability, reply) and `execute(ctx, args, caller)` does it.
 
-`COMMANDS` is a plain table from op name to module: adding an op means writing its module and
-listing it here, nothing else.
+`COMMANDS` is a plain table from op name to module, read from csadmin/ops.py's list: adding an op
+means declaring it there and writing its module here, nothing else (tests/test_ops.py checks that
+every op has its module, every module its op, and each module's SPEC is the op it is named for).
 """
 
-from . import (
-    audit_show,
-    config_execmode_setup,
-    config_execmode_show,
-    events_show,
-    meta_hello,
-    meta_whoami,
-    run_close,
-    run_heartbeat,
-    run_join,
-    run_leave,
-    run_open,
-    run_program,
-    run_stream,
-    runs_abort,
-    runs_list,
-    runs_show,
-    slurm_job_begin,
-    slurm_job_end,
-    system_activate,
-    system_date,
-    system_fault_clear,
-    system_fault_inject,
-    system_fault_list,
-    system_fault_scenario,
-    system_show,
-    system_standby,
-)
+from importlib import import_module
 
-COMMANDS = {
-    m.NAME: m
-    for m in (
-        meta_hello,
-        meta_whoami,
-        system_show,
-        system_date,
-        system_standby,
-        system_activate,
-        system_fault_inject,
-        system_fault_clear,
-        system_fault_list,
-        system_fault_scenario,
-        config_execmode_show,
-        config_execmode_setup,
-        events_show,
-        run_open,
-        run_program,
-        run_stream,
-        run_heartbeat,
-        run_close,
-        run_join,
-        run_leave,
-        runs_list,
-        runs_show,
-        runs_abort,
-        audit_show,
-        slurm_job_begin,
-        slurm_job_end,
-    )
-}
+from csadmin import ops
+
+COMMANDS = {op.name: import_module(f"{__name__}.{op.module}") for op in ops.ALL}

@@ -6,12 +6,9 @@ result: {entries: [{time (ms), name (key), role, op, args (JSON text), outcome (
 Admins only. Read from the state store (audit reads are rare; the log can be long).
 """
 
-from ..args import Arg, non_negative
+from csadmin import ops
 
-NAME = "audit.show"
-MUTATING = False
-ROLE = "admin"  # the least role allowed (admin > operator > viewer)
-ARGS = {"max_count": Arg(int, parse=non_negative, help="only the newest N records (default 100)")}
+SPEC = ops.AUDIT_SHOW
 
 
 def execute(ctx, args, caller):

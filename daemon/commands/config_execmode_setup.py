@@ -6,14 +6,9 @@ Only in STANDBY (INVALID_STATE otherwise, with the next step). Same mode again: 
 result: {message, changed, state, pendingUntil, execmode, activeExecmode, takesEffectOnActivate}
 """
 
-from csadmin.states import ExecMode
+from csadmin import ops
 
-from ..args import DRY_RUN, Arg
-
-NAME = "config.execmode.setup"
-MUTATING = True
-ROLE = "admin"  # the least role allowed (admin > operator > viewer)
-ARGS = {"mode": Arg(str, required=True, parse=ExecMode.parse, help="PIPELINED or WEIGHT_STREAMING"), "dry_run": DRY_RUN}
+SPEC = ops.CONFIG_EXECMODE_SETUP
 
 
 def execute(ctx, args, caller):

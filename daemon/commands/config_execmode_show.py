@@ -4,10 +4,9 @@ args: none.
 result: {execmode (configured), activeExecmode, takesEffectOnActivate}
 """
 
-NAME = "config.execmode.show"
-MUTATING = False
-ROLE = "viewer"  # the least role allowed (admin > operator > viewer)
-ARGS = {}
+from csadmin import ops
+
+SPEC = ops.CONFIG_EXECMODE_SHOW
 
 
 def execute(ctx, args, caller):

@@ -5,17 +5,9 @@ args: event_type (str glob, e.g. "EventActivate*"), from_time (int ms, inclusive
 result: {events: [{seq, type, severity, triggerTime, details}], seq (the newest event's)}
 """
 
-from ..args import Arg, glob, non_negative
+from csadmin import ops
 
-NAME = "events.show"
-MUTATING = False
-ROLE = "viewer"  # the least role allowed (admin > operator > viewer)
-ARGS = {
-    "event_type": Arg(str, parse=glob, help="glob on the event type"),
-    "from_time": Arg(int, parse=non_negative, help="ms since the epoch"),
-    "max_count": Arg(int, parse=non_negative),
-    "after_seq": Arg(int, parse=non_negative),
-}
+SPEC = ops.EVENTS_SHOW
 
 
 def execute(ctx, args, caller):

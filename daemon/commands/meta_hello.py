@@ -6,13 +6,11 @@ result: {protocol, version, serial, systemType, eventsEndpoint, tcpEventsEndpoin
 (tcpEventsEndpoint is "" unless csd also publishes on TCP for remote runtimes.)
 """
 
+from csadmin import ops
 from csadmin import protocol
 from csadmin.statemachine.events import CATALOG
 
-NAME = "meta.hello"
-MUTATING = False
-ROLE = "viewer"  # the least role allowed (admin > operator > viewer)
-ARGS = {}
+SPEC = ops.META_HELLO
 
 
 def execute(ctx, args, caller):

@@ -5,10 +5,9 @@ result: {name, role, session}: the caller's key name (from its CURVE key), role
 (admin, operator, viewer) and session (this connection's identity, as in events' `details.by`).
 """
 
-NAME = "meta.whoami"
-MUTATING = False
-ROLE = "viewer"  # the least role allowed (admin > operator > viewer)
-ARGS = {}
+from csadmin import ops
+
+SPEC = ops.META_WHOAMI
 
 
 def execute(ctx, args, caller):

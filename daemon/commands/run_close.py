@@ -8,15 +8,9 @@ performance.json: compile_time, est_samples_per_sec, programming_time, samples_p
 suspected_input_bottleneck, total_samples, total_time (seconds).
 """
 
-from ..args import Arg, reason, run_id
+from csadmin import ops
 
-NAME = "run.close"
-MUTATING = True
-ROLE = "operator"  # the least role allowed (admin > operator > viewer)
-ARGS = {
-    "run_id": Arg(str, required=True, parse=run_id, help="the run's id"),
-    "reason": Arg(str, parse=reason, help="end the run as ABORTED with this reason"),
-}
+SPEC = ops.RUN_CLOSE
 
 
 def execute(ctx, args, caller):

@@ -6,13 +6,9 @@ A hot op: the new deadline lives in memory (not fsynced per call).
 result: {runId, status, fabric, leaseUntil}
 """
 
-from ..args import Arg, run_id
+from csadmin import ops
 
-NAME = "run.heartbeat"
-MUTATING = True
-DURABLE = False  # hot op: see daemon/dispatch.py
-ROLE = "operator"  # the least role allowed (admin > operator > viewer)
-ARGS = {"run_id": Arg(str, required=True, parse=run_id, help="the run's id")}
+SPEC = ops.RUN_HEARTBEAT
 
 
 def execute(ctx, args, caller):

@@ -16,16 +16,9 @@ kept in the audit trail.
 result: the run (runs.show's keys), `worker` (the name it feeds under), `changed`, `message`.
 """
 
-from ..args import Arg, join_token, label, run_id
+from csadmin import ops
 
-NAME = "run.join"
-MUTATING = True
-ROLE = "operator"  # the least role allowed (admin > operator > viewer)
-ARGS = {
-    "run_id": Arg(str, required=True, parse=run_id, help="the run's id"),
-    "token": Arg(str, required=True, parse=join_token, help="the run's joinToken, from its opener"),
-    "name": Arg(str, parse=label, help="the worker's name in the run's breakdown"),
-}
+SPEC = ops.RUN_JOIN
 
 
 def execute(ctx, args, caller):

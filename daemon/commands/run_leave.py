@@ -6,12 +6,9 @@ Leaving again: success with changed=false. INVALID_STATE (closed run), RUN_ABORT
 result: the run (runs.show's keys), `worker`, `changed`, `message`.
 """
 
-from ..args import Arg, run_id
+from csadmin import ops
 
-NAME = "run.leave"
-MUTATING = True
-ROLE = "operator"  # the least role allowed (admin > operator > viewer)
-ARGS = {"run_id": Arg(str, required=True, parse=run_id, help="the run's id")}
+SPEC = ops.RUN_LEAVE
 
 
 def execute(ctx, args, caller):

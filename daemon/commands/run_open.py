@@ -16,21 +16,11 @@ never shows it in runs.show, events or the audit trail). A retried run.open gets
 result: the run (runs.show's keys), `message` and, with workers, `joinToken`.
 """
 
-from csadmin.statemachine.programs import parse_mode
+from csadmin import ops
 
 from .. import join_tokens
-from ..args import Arg, label, lease_seconds, path
 
-NAME = "run.open"
-MUTATING = True
-ROLE = "operator"  # the least role allowed (admin > operator > viewer)
-ARGS = {
-    "mode": Arg(str, required=True, parse=parse_mode, help="train or eval"),
-    "owner": Arg(str, parse=label, help="the runtime's label, e.g. a job name"),
-    "lease_seconds": Arg(float, parse=lease_seconds, help="seconds without a call before the run is aborted"),
-    "workers": join_tokens.WORKERS,
-    "model_dir": Arg(str, parse=path, help="the runtime's artifact directory (shown, never opened)"),
-}
+SPEC = ops.RUN_OPEN
 
 
 def execute(ctx, args, caller):

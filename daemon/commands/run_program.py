@@ -15,19 +15,11 @@ Idempotent on the request id: a retried request gets the first reply and program
 result: the run (runs.show's keys), `message` and, with workers, `joinToken`.
 """
 
-from csadmin.statemachine.programs import parse_program
+from csadmin import ops
 
 from .. import join_tokens
-from ..args import Arg, run_id
 
-NAME = "run.program"
-MUTATING = True
-ROLE = "operator"  # the least role allowed (admin > operator > viewer)
-ARGS = {
-    "run_id": Arg(str, required=True, parse=run_id, help="the run's id, e.g. run-000042"),
-    "program": Arg(dict, required=True, parse=parse_program, help="the compiled artifact's descriptor"),
-    "workers": join_tokens.WORKERS,
-}
+SPEC = ops.RUN_PROGRAM
 
 
 def execute(ctx, args, caller):

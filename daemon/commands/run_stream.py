@@ -8,17 +8,9 @@ retry with the same request id gets the first reply (samples are not counted twi
 result: {runId, status, fabric, totalSamples, leaseUntil}
 """
 
-from ..args import Arg, at_most, run_id
+from csadmin import ops
 
-NAME = "run.stream"
-MUTATING = True
-DURABLE = False  # hot op: see daemon/dispatch.py
-MAX_SAMPLES = 10**12  # per report: far beyond any batch, far below what breaks the arithmetic
-ROLE = "operator"  # the least role allowed (admin > operator > viewer)
-ARGS = {
-    "run_id": Arg(str, required=True, parse=run_id, help="the run's id"),
-    "samples": Arg(int, required=True, parse=at_most(MAX_SAMPLES), help="samples fed since the last report"),
-}
+SPEC = ops.RUN_STREAM
 
 
 def execute(ctx, args, caller):

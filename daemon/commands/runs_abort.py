@@ -7,16 +7,10 @@ Already aborted: success with changed=false. A closed run: INVALID_STATE. NOT_FO
 result: the run (runs.show's keys), `changed`, `message`.
 """
 
-from ..args import DRY_RUN, Arg, reason, run_id
+from csadmin import ops
+from csadmin.opargs import reason
 
-NAME = "runs.abort"
-MUTATING = True
-ROLE = "admin"  # the least role allowed (admin > operator > viewer)
-ARGS = {
-    "run_id": Arg(str, required=True, parse=run_id, help="the run's id"),
-    "reason": Arg(str, parse=reason, help="why, shown to the runtime"),
-    "dry_run": DRY_RUN,
-}
+SPEC = ops.RUNS_ABORT
 
 
 def execute(ctx, args, caller):

@@ -5,12 +5,9 @@ csd keeps the last 1,000 runs in memory (older ones stay in its store).
 result: {runs: [run (runs.show's keys)], runHolder: null or {runId, owner, since, mode, fabric}}
 """
 
-from ..args import Arg, non_negative
+from csadmin import ops
 
-NAME = "runs.list"
-MUTATING = False
-ROLE = "viewer"  # the least role allowed (admin > operator > viewer)
-ARGS = {"max_count": Arg(int, parse=non_negative, help="only the newest N runs")}
+SPEC = ops.RUNS_LIST
 
 
 def execute(ctx, args, caller):

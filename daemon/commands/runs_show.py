@@ -7,12 +7,9 @@ program (descriptor or null), programmingStartedAt, programmingUntil, totalSampl
 abortReason, performance (performance.json's fields; so far, while open)}
 """
 
-from ..args import Arg, run_id
+from csadmin import ops
 
-NAME = "runs.show"
-MUTATING = False
-ROLE = "viewer"  # the least role allowed (admin > operator > viewer)
-ARGS = {"run_id": Arg(str, required=True, parse=run_id, help="the run's id, e.g. run-000042")}
+SPEC = ops.RUNS_SHOW
 
 
 def execute(ctx, args, caller):

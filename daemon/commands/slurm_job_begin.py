@@ -9,17 +9,9 @@ Admins only (Slurm's scripts run as root with an admin key).
 result: {message, changed, slurmJob: {jobId, user, since}, abortedRun (run id or null)}
 """
 
-from csadmin.statemachine.slurm_jobs import parse_job_id
+from csadmin import ops
 
-from ..args import Arg, label
-
-NAME = "slurm.job.begin"
-MUTATING = True
-ROLE = "admin"  # the least role allowed (admin > operator > viewer)
-ARGS = {
-    "job_id": Arg(str, required=True, parse=parse_job_id, help="Slurm's job id"),
-    "user": Arg(str, required=True, parse=label, help="the job's user"),
-}
+SPEC = ops.SLURM_JOB_BEGIN
 
 
 def execute(ctx, args, caller):

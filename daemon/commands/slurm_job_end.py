@@ -8,14 +8,9 @@ Admins only.
 result: {message, changed, abortedRun (run id or null)}
 """
 
-from csadmin.statemachine.slurm_jobs import parse_job_id
+from csadmin import ops
 
-from ..args import Arg
-
-NAME = "slurm.job.end"
-MUTATING = True
-ROLE = "admin"  # the least role allowed (admin > operator > viewer)
-ARGS = {"job_id": Arg(str, required=True, parse=parse_job_id, help="Slurm's job id")}
+SPEC = ops.SLURM_JOB_END
 
 
 def execute(ctx, args, caller):

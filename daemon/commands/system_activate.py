@@ -6,12 +6,9 @@ On completion the active execution mode equals the configured one.
 result: {message, changed, state, pendingUntil} (and dryRun: true)
 """
 
-from ..args import DRY_RUN
+from csadmin import ops
 
-NAME = "system.activate"
-MUTATING = True
-ROLE = "admin"  # the least role allowed (admin > operator > viewer)
-ARGS = {"dry_run": DRY_RUN}
+SPEC = ops.SYSTEM_ACTIVATE
 
 
 def execute(ctx, args, caller):

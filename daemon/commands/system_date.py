@@ -4,12 +4,10 @@ args: none.
 result: {time (ms since the epoch), iso (UTC, ISO 8601)}
 """
 
+from csadmin import ops
 import time
 
-NAME = "system.date"
-MUTATING = False
-ROLE = "viewer"  # the least role allowed (admin > operator > viewer)
-ARGS = {}
+SPEC = ops.SYSTEM_DATE
 
 
 def execute(ctx, args, caller):

@@ -10,18 +10,10 @@ args: name (str); all (bool); dry_run (bool): check only.
 result: {message, changed, state, pendingUntil, systemHealth, activeFaults} (and dryRun: true)
 """
 
+from csadmin import ops
 from csadmin.errors import InvalidArgument
 
-from ..args import DRY_RUN, Arg, fault_name
-
-NAME = "system.fault.clear"
-MUTATING = True
-ROLE = "admin"  # the least role allowed (admin > operator > viewer)
-ARGS = {
-    "name": Arg(str, parse=fault_name, help="the fault to clear"),
-    "all": Arg(bool, help="clear every fault and the scenario's steps still to come"),
-    "dry_run": DRY_RUN,
-}
+SPEC = ops.SYSTEM_FAULT_CLEAR
 
 
 def execute(ctx, args, caller):

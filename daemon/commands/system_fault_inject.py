@@ -15,17 +15,9 @@ when nothing moved). An unknown name: INVALID_ARGUMENT naming the catalogue.
 result: {message, changed, state, pendingUntil, systemHealth, activeFaults} (and dryRun: true)
 """
 
-from ..args import DRY_RUN, Arg, fault_name, seconds_after, seconds_for
+from csadmin import ops
 
-NAME = "system.fault.inject"
-MUTATING = True
-ROLE = "admin"  # the least role allowed (admin > operator > viewer)
-ARGS = {
-    "name": Arg(str, required=True, parse=fault_name, help="a fault of the catalogue, e.g. temperature-high-warn"),
-    "for_seconds": Arg(float, parse=seconds_for, help="it clears this long after it is injected"),
-    "after_seconds": Arg(float, parse=seconds_after, help="inject it this long from now"),
-    "dry_run": DRY_RUN,
-}
+SPEC = ops.SYSTEM_FAULT_INJECT
 
 
 def _ms(seconds: float | None) -> int | None:

@@ -9,12 +9,11 @@ result: {faults: [{name, status (scheduled|armed|firing|active), since, until, d
          waiting} | null}
 """
 
+from csadmin import ops
 from csadmin.statemachine.faults import FAULTS
 
-NAME = "system.fault.list"
-MUTATING = False
-ROLE = "viewer"  # the least role allowed (admin > operator > viewer)
-ARGS = {}
+SPEC = ops.SYSTEM_FAULT_LIST
+
 
 CATALOGUE = [
     {"name": f.name, "event": f.event, "severity": f.severity.value, "health": f.health, "effect": f.effect.value,

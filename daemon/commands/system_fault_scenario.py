@@ -10,19 +10,9 @@ args: text (str, required, at most 60000 characters); source (str): a name for m
 result: {message, changed, steps: [in words], systemHealth, activeFaults} (and dryRun: true)
 """
 
-from csadmin.scenario_limits import MAX_BYTES
+from csadmin import ops
 
-from ..args import DRY_RUN, Arg, label
-
-NAME = "system.fault.scenario"
-MUTATING = True
-ROLE = "admin"  # the least role allowed (admin > operator > viewer)
-MAX_TEXT_CHARS = MAX_BYTES  # the file's own bound (csadmin/scenario_limits.py), inside one 64 KiB frame
-ARGS = {
-    "text": Arg(str, required=True, max_chars=MAX_TEXT_CHARS, help="the scenario, as TOML"),
-    "source": Arg(str, parse=label, help="a name for messages, e.g. the file's"),
-    "dry_run": DRY_RUN,
-}
+SPEC = ops.SYSTEM_FAULT_SCENARIO
 
 
 def execute(ctx, args, caller):

@@ -5,13 +5,9 @@ result: {systemType, serial, state, systemHealth, activeExecmode, configuredExec
          pendingUntil (ms or null), seq (last event's, for resync), time (ms)}
 """
 
-from ..args import Arg
+from csadmin import ops
 
-NAME = "system.show"
-MUTATING = False
-CACHED = True  # the answer depends only on the model: encoded once per change (daemon/reads.py)
-ROLE = "viewer"  # the least role allowed (admin > operator > viewer)
-ARGS = {"detailed": Arg(bool, help="add daemon and timing details")}
+SPEC = ops.SYSTEM_SHOW
 
 
 def execute(ctx, args, caller):

@@ -8,12 +8,9 @@ dry_run (bool): check only (the refusal, or `changed` saying whether it would ac
 result: {message, changed, state, pendingUntil} (and dryRun: true)
 """
 
-from ..args import DRY_RUN, Arg
+from csadmin import ops
 
-NAME = "system.standby"
-MUTATING = True
-ROLE = "admin"  # the least role allowed (admin > operator > viewer)
-ARGS = {"force": Arg(bool, help="abort the run holding the fabric"), "dry_run": DRY_RUN}
+SPEC = ops.SYSTEM_STANDBY
 
 
 def execute(ctx, args, caller):

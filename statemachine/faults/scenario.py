@@ -33,7 +33,6 @@ from csadmin import scenario_limits
 from . import Fault, parse_fault
 
 MAX_STEPS = 1_000
-MAX_SECONDS = 366 * 24 * 3600  # a year: beyond any test, far below what breaks the arithmetic
 
 LOAD = "load"  # anchored at the moment the scenario is loaded
 RUN = "run"  # anchored at a run's opening (its EventTrainingStarted)
@@ -175,8 +174,8 @@ def _seconds(value, key: str, problem, allow_zero: bool) -> int | None:
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         problem(key, f"`{key}` must be a number of seconds ({least}), not {value!r}")
         return None
-    if not math.isfinite(value) or value < 0 or (value == 0 and not allow_zero) or value > MAX_SECONDS:
-        problem(key, f"`{key}` must be {least} seconds and at most {MAX_SECONDS} (a year), not {value!r}")
+    if not math.isfinite(value) or value < 0 or (value == 0 and not allow_zero) or value > scenario_limits.MAX_SECONDS:
+        problem(key, f"`{key}` must be {least} seconds and at most {scenario_limits.MAX_SECONDS} (a year), not {value!r}")
         return None
     ms = round(value * 1000)
     if ms == 0 and not allow_zero:

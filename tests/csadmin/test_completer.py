@@ -3,7 +3,13 @@
 import pytest
 from prompt_toolkit.document import Document
 
+from csadmin.cli import sources
 from csadmin.shell.completer import CommandCompleter, candidates
+
+
+def live(values: dict):
+    """What the shell fetches for each source the table names (only those in `values`)."""
+    return lambda source: values.get(source, [])
 
 
 @pytest.mark.parametrize(
@@ -39,7 +45,7 @@ def test_options_of_the_command_not_yet_used():
 
 
 def test_fault_names_complete_from_the_catalogue_csd_sends():
-    names = {"fault_names": lambda: ["psu-hardware-error", "pump-missing", "temperature-high-warn"]}
+    names = live({sources.FAULT_NAMES: ["psu-hardware-error", "pump-missing", "temperature-high-warn"]})
     assert candidates("system fault inject p", names)[1] == ["psu-hardware-error", "pump-missing"]
     assert candidates("system fault clear t", names)[1] == ["temperature-high-warn"]
     assert candidates("system fault inject psu-hardware-error --f", names)[1] == ["--for"]
@@ -52,13 +58,13 @@ def test_option_values():
 
 
 def test_live_values_come_from_the_provider():
-    providers = {"event_types": lambda: ["EventActivateIssued", "EventActivateCompleted", "EventStandbyIssued"]}
+    providers = live({sources.EVENT_TYPES: ["EventActivateIssued", "EventActivateCompleted", "EventStandbyIssued"]})
     assert candidates("events show --event-type EventAct", providers)[1] == ["EventActivateIssued", "EventActivateCompleted"]
     assert candidates("events follow --event-type ", providers)[1][-1] == "EventStandbyIssued"
 
 
 def test_run_ids_complete_the_positional_then_options():
-    providers = {"run_ids": lambda: ["run-000002", "run-000001"]}
+    providers = live({sources.RUN_IDS: ["run-000002", "run-000001"]})
     assert candidates("runs show ", providers)[1] == ["run-000002", "run-000001", "--output-format"]
     assert candidates("runs show run-0000", providers)[1] == ["run-000002", "run-000001"]
     assert candidates("runs abort --reason late ", providers)[1][:2] == ["run-000002", "run-000001"]
@@ -66,12 +72,23 @@ def test_run_ids_complete_the_positional_then_options():
 
 
 def test_a_failing_provider_gives_no_completions_instead_of_an_error():
-    def broken():
+    def broken(source):
         raise RuntimeError("daemon gone")
 
-    assert candidates("events show --event-type E", {"event_types": broken})[1] == []
+    assert candidates("events show --event-type E", broken)[1] == []
 
 
 def test_completer_replaces_the_current_word_and_adds_a_space():
     completions = list(CommandCompleter().get_completions(Document("who"), None))
     assert [(c.text, c.start_position) for c in completions] == [("whoami ", -3)]
+
+
+def test_each_positional_names_its_source_by_reference():
+    def fetched(source):
+        return {sources.RUN_IDS: ["run-000001"], sources.FAULT_NAMES: ["pump-missing"],
+                sources.SYSTEM_NAMES: ["lab-a"]}[source]
+
+    assert candidates("runs abort ", fetched)[1][0] == "run-000001"
+    assert candidates("system fault clear ", fetched)[1][0] == "pump-missing"
+    assert candidates("use ", fetched)[1] == ["lab-a"]
+    assert candidates("slurm set-feature ", fetched)[1] == ["--wait"]  # FEATURE has no live source

@@ -1,25 +1,24 @@
 """csd's refusals in the console's own words (csadmin/cli/terms.py): no op or argument names of
-the protocol reach a `cs` user. The table's op/argument names are checked against csd's own
-declarations, so a renamed op or argument cannot silently stop being translated."""
+the protocol reach a `cs` user. The table's ops are csadmin/ops.py's and their argument names are
+checked against the op's declaration, so a renamed op or argument cannot silently stop being
+translated."""
 
 import json
 
-from csadmin import errors
+from csadmin import errors, ops
 from csadmin.cli.commands import COMMANDS, NO_CONFIRM, OUTPUT_FORMAT, options_of
-from csadmin.daemon.commands import COMMANDS as OPS
 
 
 def test_every_command_names_a_real_op_and_its_real_arguments():
     for command in COMMANDS:
-        if not command.op:
+        if command.op is None:
             continue
-        assert command.op in OPS, command.name
-        takes = set(OPS[command.op].ARGS)
+        assert command.op in ops.ALL, command.name
+        takes = set(command.op.args)
         for option in options_of(command):
             if option not in (NO_CONFIRM, OUTPUT_FORMAT):  # the console's own, never sent
                 assert option.op_arg in takes, (command.name, option.name)
-        assert set(command.op_args) <= takes, command.name
-        assert len(command.op_args) in (0, len(command.arguments)), command.name
+        assert {a.op_arg for a in command.arguments if a.op_arg} <= takes, command.name
 
 
 def test_a_bad_mode_names_the_option_not_the_op(csd):

@@ -3,7 +3,7 @@ bad value is quoted short; nothing a client sends reaches a command as an out-of
 
 import pytest
 
-from csadmin.daemon.args import ArgError, describe, validate
+from csadmin.opargs import ArgError, describe, validate
 from csadmin.daemon.commands import COMMANDS
 
 PROGRAM = {"fingerprint": "f", "target_system": "CS2-0001", "execmode": "PIPELINED", "mode": "train",
@@ -12,7 +12,7 @@ PROGRAM = {"fingerprint": "f", "target_system": "CS2-0001", "execmode": "PIPELIN
 
 def _refused(op: str, args: dict) -> str:
     with pytest.raises(ArgError) as info:
-        validate(COMMANDS[op].ARGS, args)
+        validate(COMMANDS[op].SPEC.args, args)
     return str(info.value)
 
 
@@ -63,12 +63,12 @@ def test_long_strings_are_refused_and_quoted_short(op, args):
 
 
 def test_values_at_the_limits_pass():
-    assert validate(COMMANDS["audit.show"].ARGS, {"max_count": 2**63 - 1}) == {"max_count": 2**63 - 1}
-    assert validate(COMMANDS["run.stream"].ARGS, {"run_id": "run-000001", "samples": 10**12})["samples"] == 10**12
-    assert validate(COMMANDS["run.program"].ARGS, {"run_id": "run-000001", "program": PROGRAM})["program"] == PROGRAM
+    assert validate(COMMANDS["audit.show"].SPEC.args, {"max_count": 2**63 - 1}) == {"max_count": 2**63 - 1}
+    assert validate(COMMANDS["run.stream"].SPEC.args, {"run_id": "run-000001", "samples": 10**12})["samples"] == 10**12
+    assert validate(COMMANDS["run.program"].SPEC.args, {"run_id": "run-000001", "program": PROGRAM})["program"] == PROGRAM
 
 
 def test_describe_names_every_argument_for_a_runtime_developer():
-    text = describe(COMMANDS["run.open"].ARGS)
+    text = describe(COMMANDS["run.open"].SPEC.args)
     assert "mode (train or eval, required)" in text and "owner" in text and "lease_seconds" in text
     assert describe({}) == "no arguments"

@@ -2,7 +2,7 @@
 
 import inspect
 
-from csadmin.daemon.args import Arg
+from csadmin.opargs import Arg
 from csadmin.daemon.commands import COMMANDS
 
 ROLES = {"admin", "operator", "viewer"}
@@ -10,16 +10,16 @@ ROLES = {"admin", "operator", "viewer"}
 
 def test_every_command_module_is_complete_and_documented():
     for name, module in COMMANDS.items():
-        assert module.NAME == name
+        assert module.SPEC.name == name
         assert module.__doc__ and module.__doc__.startswith(name), f"{name}: docstring must open with the op name"
-        assert isinstance(module.MUTATING, bool)
-        assert module.ROLE in ROLES, name
-        assert all(isinstance(spec, Arg) for spec in module.ARGS.values()), name
+        assert isinstance(module.SPEC.mutating, bool)
+        assert module.SPEC.role in ROLES, name
+        assert all(isinstance(spec, Arg) for spec in module.SPEC.args.values()), name
         assert list(inspect.signature(module.execute).parameters) == ["ctx", "args", "caller"], name
 
 
 def test_state_changes_are_admin_only_and_reads_open_to_viewers():
     for name in ("system.standby", "system.activate", "config.execmode.setup"):
-        assert COMMANDS[name].ROLE == "admin" and COMMANDS[name].MUTATING
+        assert COMMANDS[name].SPEC.role == "admin" and COMMANDS[name].SPEC.mutating
     for name in ("system.show", "config.execmode.show", "events.show", "meta.hello"):
-        assert COMMANDS[name].ROLE == "viewer" and not COMMANDS[name].MUTATING
+        assert COMMANDS[name].SPEC.role == "viewer" and not COMMANDS[name].SPEC.mutating

@@ -1,33 +1,30 @@
-"""docs/security.md's roles table lists, for each role, exactly the ops that declare it as their
-least role (daemon/commands/*.py `ROLE`): a new op, or a changed role, must change the doc too."""
+"""docs/protocol.md's table of operations gives each op the least role it declares (csadmin/ops.py
+`role`), and docs/security.md's roles table names the roles csd knows: a new op, or a changed
+role, must change the doc too."""
 
 import os
 import re
 
-from csadmin.daemon.commands import COMMANDS
+from csadmin import ops
 from csadmin.daemon.key_registry import ROLES
 from tests.harness import ROOT
 
 
-def roles_table() -> dict[str, set[str]]:
-    """role → the op names its row of the table lists (in backticks)."""
-    with open(os.path.join(ROOT, "docs", "security.md"), encoding="utf-8") as f:
-        text = f.read()
-    table = text[text.index("## Roles"):]
-    rows = {}
-    for role in ROLES:
-        (row,) = re.findall(rf"^\| `{role}` \|.*$", table, flags=re.M)
-        rows[role] = set(re.findall(r"`([a-z]+(?:\.[a-z_]+)+)`", row))
-    return rows
+def _doc(name: str) -> str:
+    with open(os.path.join(ROOT, "docs", name), encoding="utf-8") as f:
+        return f.read()
 
 
-def test_every_role_row_lists_exactly_the_ops_declaring_that_role():
-    documented = roles_table()
-    for role in ROLES:
-        declared = {name for name, module in COMMANDS.items() if module.ROLE == role}
-        assert documented[role] == declared, (role, "missing:", declared - documented[role],
-                                              "not so:", documented[role] - declared)
+def documented_roles() -> dict[str, str]:
+    """op → the role its row of docs/protocol.md's operations table gives."""
+    section = _doc("protocol.md").split("\n## Operations\n", 1)[1].split("\n## ", 1)[0]
+    return dict(re.findall(r"^\| `([a-z_.]+)` \| ([a-z]+) \|", section, flags=re.M))
 
 
-def test_the_table_speaks_of_every_op():
-    assert set().union(*roles_table().values()) == set(COMMANDS)
+def test_every_op_row_gives_the_role_the_op_declares():
+    assert documented_roles() == {op.name: op.role for op in ops.ALL}
+
+
+def test_the_roles_table_names_exactly_the_roles_csd_knows():
+    table = _doc("security.md").split("## Roles", 1)[1]
+    assert set(re.findall(r"^\| `([a-z]+)` \|", table, flags=re.M)) == set(ROLES)

@@ -420,9 +420,9 @@ def test_every_op_refuses_a_role_below_its_own_and_a_revoked_key(csd):
     for role, key in keys.items():
         with csd.client(key=key) as c:
             for op, command in sorted(COMMANDS.items()):
-                if RANK[command.ROLE] <= RANK[role]:
+                if RANK[command.SPEC.role] <= RANK[role]:
                     continue
-                with pytest.raises(errors.PermissionDenied, match=f"needs the {command.ROLE} role"):
+                with pytest.raises(errors.PermissionDenied, match=f"needs the {command.SPEC.role} role"):
                     c.call(op)
     with csd.client(key=doomed) as c:
         assert c.whoami()["role"] == "admin"

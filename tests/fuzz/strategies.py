@@ -13,7 +13,7 @@ from typing import NamedTuple
 
 from hypothesis import strategies as st
 
-from csadmin.daemon.args import Arg
+from csadmin.opargs import Arg
 from csadmin.daemon.commands import COMMANDS
 
 VIEWER, ADMIN = "viewer", "admin"
@@ -59,7 +59,7 @@ def _value_for(spec: Arg):
 
 @st.composite
 def args_for(draw, op: str):
-    schema = COMMANDS[op].ARGS
+    schema = COMMANDS[op].SPEC.args
     known = draw(st.fixed_dictionaries({}, optional={name: _value_for(spec) for name, spec in schema.items()}))
     if draw(often(5)):
         return known
@@ -81,8 +81,8 @@ def ids(draw):
     return draw(good_ids) if draw(often(8)) else draw(bad_ids)  # mostly usable: most frames reach an op
 
 # Ops an admin may fuzz without changing anything: reads, and changes only as dry runs.
-DRY_RUN_OPS = sorted(op for op, m in COMMANDS.items() if "dry_run" in m.ARGS)
-READ_OPS = sorted(op for op, m in COMMANDS.items() if not m.MUTATING)
+DRY_RUN_OPS = sorted(op for op, m in COMMANDS.items() if "dry_run" in m.SPEC.args)
+READ_OPS = sorted(op for op, m in COMMANDS.items() if not m.SPEC.mutating)
 ALL_OPS = sorted(COMMANDS)
 
 

@@ -13,7 +13,7 @@ import pytest
 from csadmin.errors import Busy, InvalidState
 from csadmin.statemachine.defaults import Timings
 from csadmin.statemachine.device import Device
-from csadmin.statemachine.programs import RunMode, parse_program
+from csadmin.programs import RunMode, parse_program
 from csadmin.states import ExecMode, Lifecycle
 from tests.statemachine.fakeclock import FakeClock
 

@@ -11,7 +11,7 @@ from csadmin.errors import FaultActive, InvalidArgument, InvalidState, NotFound,
 from csadmin.statemachine.defaults import Timings
 from csadmin.statemachine.device import Device
 from csadmin.statemachine.faults import FAULTS, TIMES_OUT_AFTER, Effect
-from csadmin.statemachine.programs import RunMode
+from csadmin.programs import RunMode
 from csadmin.states import ExecMode, Lifecycle
 from tests.statemachine.fakeclock import FakeClock
 

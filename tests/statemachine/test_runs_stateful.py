@@ -20,7 +20,7 @@ from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, 
 from csadmin.errors import CsError
 from csadmin.statemachine.defaults import Timings
 from csadmin.statemachine.device import Device
-from csadmin.statemachine.programs import RunMode, parse_program
+from csadmin.programs import RunMode, parse_program
 from csadmin.statemachine.workers import token_digest
 from csadmin.states import Lifecycle
 from tests.statemachine.fakeclock import FakeClock

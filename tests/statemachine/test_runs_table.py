@@ -22,7 +22,7 @@ from csadmin.errors import (
 )
 from csadmin.statemachine.defaults import Timings
 from csadmin.statemachine.device import Device
-from csadmin.statemachine.programs import RunMode, parse_mode, parse_program
+from csadmin.programs import RunMode, parse_mode, parse_program
 from csadmin.statemachine.run_rules import (
     ABORTED,
     CLOSED,

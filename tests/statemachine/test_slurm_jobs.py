@@ -9,8 +9,9 @@ import pytest
 from csadmin.errors import Busy
 from csadmin.statemachine.defaults import Timings
 from csadmin.statemachine.device import Device
-from csadmin.statemachine.programs import RunMode
-from csadmin.statemachine.slurm_jobs import SlurmJob, parse_job_id
+from csadmin.programs import RunMode
+from csadmin.opargs import job_id as parse_job_id
+from csadmin.statemachine.slurm_jobs import SlurmJob
 from tests.statemachine.fakeclock import START_MS, FakeClock
 
 TRAIN = RunMode.TRAIN

@@ -1,4 +1,7 @@
-"""Validation of request arguments against each command's declared schema (plain data).
+"""An op's arguments as plain data (`Arg`), and their validation against that schema.
+
+Both ends import it (csadmin/ops.py declares every op's arguments with it; csd validates each
+request with `validate`), so it is a leaf: pure, stdlib only.
 
 Every value is range-checked before a command sees it: integers fit in 64 bits (SQLite's range,
 and what a JSON number from another language can hold), numbers are finite, strings are
@@ -8,27 +11,32 @@ bounded; each argument's `parse` narrows that further (a count, a label, a glob)
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 from typing import Any, Callable
 
-from csadmin.protocol import REASON_MAX_CHARS
-from csadmin.statemachine.faults.scenario import MAX_SECONDS  # a year: what a scenario file may say too
+from .protocol import REASON_MAX_CHARS
+from .programs import quoted
+from .scenario_limits import MAX_SECONDS  # a year: what a scenario file may say too
 
 INT_MIN, INT_MAX = -(2**63), 2**63 - 1
 MAX_STRING_CHARS = 1000  # any string argument; `parse` functions bound most far lower
 ECHO_CHARS = 60  # how much of a bad value an error message repeats
 
 
-@dataclass(frozen=True)
 class Arg:
-    """One argument: its JSON type, whether it must be given, and an optional `parse` that turns
-    the raw value into what the command uses (raising ValueError with a readable reason)."""
+    """One argument: its JSON type, whether it must be given, an optional `parse` that turns the
+    raw value into what the command uses (raising ValueError with a readable reason), a help
+    text, and a string's bound (a scenario's TOML text may be longer than MAX_STRING_CHARS).
+    (A plain class with slots: neither `dataclasses`, which imports `inspect`, ~5 ms, nor
+    NamedTuple, whose class costs ~0.15 ms, on every one-shot `cs`.)"""
 
-    type: type
-    required: bool = False
-    parse: Callable[[Any], Any] | None = None
-    help: str = ""
-    max_chars: int = MAX_STRING_CHARS  # a string's bound (a scenario's TOML text may be longer)
+    __slots__ = ("type", "required", "parse", "help", "max_chars")
+
+    def __init__(self, type: type, required: bool = False, parse: Callable[[Any], Any] | None = None,
+                 help: str = "", max_chars: int = MAX_STRING_CHARS):
+        self.type, self.required, self.parse, self.help, self.max_chars = type, required, parse, help, max_chars
+
+    def __repr__(self) -> str:
+        return f"Arg({self.type.__name__}{', required' if self.required else ''})"
 
 
 _TYPE_NAMES = {str: "a string", int: "an integer", bool: "true or false", dict: "an object", float: "a number"}
@@ -188,6 +196,18 @@ def join_token(value: str) -> str:
     if not value or len(value) > 200:
         raise ValueError("must be the run's join token (1 to 200 characters), as its opener got it from run.open")
     return value
+
+
+MAX_SLOTS = 64  # a run's input worker slots: far beyond a CS-2's input nodes, small enough to list
+_JOB_ID_CHARS = frozenset("0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ_.+-")
+
+
+def job_id(value: str) -> str:
+    """A Slurm job id as its scripts see it: `42`, an array task `42_7`, a het component `42+1`."""
+    text = value.strip()
+    if not text or len(text) > 64 or not set(text) <= _JOB_ID_CHARS:
+        raise ValueError(f"must be a Slurm job id such as 42 or 42_7 (1 to 64 letters, digits, _ . + -), not {quoted(value)}")
+    return text
 
 
 def glob(value: str) -> str:
