@@ -111,6 +111,10 @@ while True:
 """
 
 
+# Alone: the scraper connects, then sends its request; a scraper process the neighbours' load keeps
+# off the CPU between the two for longer than the holder takes to open 64 more connections from the
+# same address (~15 ms) is pushed out as the oldest idle one: the limit docs/operations.md states.
+@pytest.mark.alone
 def test_more_connections_than_the_caps_give_way_to_a_fresh_scraper():
     # 256 held open against a cap of 64 per address, by a client that opens another at once for
     # each one closed: each new one pushes out the oldest idle one, so it churns as fast as it

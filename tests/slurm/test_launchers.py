@@ -121,13 +121,19 @@ def test_workers_on_other_nodes_shard_by_their_index_and_fail_cleanly(site):
                       "--cs_ip", "cs1", env=env, cwd=work)
         return done, max(runs(csds["cs1"]), key=lambda r: r["number"])  # this run: the newest
 
-    # Each worker's input function shards by worker_info(): together the steps see samples
-    # 0 … 95 once each (24 steps of 4), worker i's being those ≡ i (mod 4).
+    # Each worker's input function shards by worker_info(): worker i yields i, i+4, i+8, … So the
+    # 24 steps of 4 see 96 distinct samples, and each worker's are the start of its own shard,
+    # without a gap. (While every worker keeps up they take turns and the steps see exactly
+    # 0 … 95; a worker that falls behind on a loaded machine lets the next one go first — the
+    # pool's rule, csadmin/cstorch/utils/pool.py — so the shares may differ, never the shards.)
     done, record = run("sharded")
     assert done.returncode == 0, done.stderr + cluster.logs()
     with open(os.path.join(work, "sharded", "fed.json")) as f:
         fed = json.load(f)
-    assert (fed["workers"], sorted(fed["ids"])) == (4, list(range(96)))
+    ids = fed["ids"]
+    assert fed["workers"] == 4 and len(ids) == len(set(ids)) == 96, fed
+    shards = {i: sorted(x for x in ids if x % 4 == i) for i in range(4)}
+    assert all(got and got == list(range(i, i + 4 * len(got), 4)) for i, got in shards.items()), shards
     assert record["status"] == "CLOSED" and record["totalSamples"] == 96
 
     # A worker's exception: the trainer says so with the worker's traceback, the run ends ABORTED,
