@@ -26,10 +26,9 @@ import tempfile
 import time
 
 from csadmin import errors
-from csadmin.pipes import quiet_when_reader_gone
 
 from . import cluster, sizing
-from .args import help_asked, take_option
+from .args import launcher, take_option
 from .cpu import script_command
 from .report import REPORT, read_report, write_text
 from .system import system_env
@@ -107,11 +106,8 @@ def render(script: str, results: list[dict], s: sizing.Sizing, opts) -> str:
     return "\n".join(lines) + "\n"
 
 
-@quiet_when_reader_gone
-def main(argv: list[str] | None = None) -> int:
-    argv = sys.argv[1:] if argv is None else argv
-    if (status := help_asked(argv, USAGE, __doc__)) is not None:
-        return status
+@launcher(USAGE, __doc__)
+def main(argv: list[str]) -> int:
     try:
         opts, script = _parse(argv)
         target = float(read_report(opts.compile_report)["est_samples_per_sec"])

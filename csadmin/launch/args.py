@@ -4,9 +4,11 @@ them to the script through its environment: csadmin/launch/__init__.py)."""
 
 from __future__ import annotations
 
+import functools
 import sys
 
 from csadmin import errors
+from csadmin.pipes import quiet_when_reader_gone
 
 MODES = ("validate_only", "compile_only", "train", "eval")
 
@@ -55,3 +57,21 @@ def help_asked(argv: list[str], usage: str, doc: str) -> int | None:
         return None
     print(usage + "\n\n" + doc.split("\n\n", 1)[1], file=sys.stdout if argv else sys.stderr)
     return 0 if argv else errors.EXIT_USAGE
+
+
+def launcher(usage: str, doc: str):
+    """Make `run(argv) -> int` a launcher's console-script `main(argv=None)`: argv defaults to the
+    command line, `-h`/`--help` or no arguments at all answer through help_asked, and a reader
+    that goes away ends it quietly (csadmin/pipes.py)."""
+
+    def decorate(run):
+        @quiet_when_reader_gone
+        @functools.wraps(run)
+        def main(argv: list[str] | None = None) -> int:
+            argv = sys.argv[1:] if argv is None else argv
+            status = help_asked(argv, usage, doc)
+            return status if status is not None else run(argv)
+
+        return main
+
+    return decorate

@@ -17,10 +17,9 @@ import sys
 import tempfile
 
 from csadmin import errors
-from csadmin.pipes import quiet_when_reader_gone
 
 from . import cluster
-from .args import help_asked, mode_of, split_script, take_option
+from .args import launcher, mode_of, split_script, take_option
 from .report import read_record, write_report
 from .system import system_env
 
@@ -32,11 +31,8 @@ def script_command(script: list[str]) -> list[str]:
     return [sys.executable, "-m", "csadmin.cstorch", *script]
 
 
-@quiet_when_reader_gone
-def main(argv: list[str] | None = None) -> int:
-    argv = sys.argv[1:] if argv is None else argv
-    if (status := help_asked(argv, USAGE, __doc__)) is not None:
-        return status
+@launcher(USAGE, __doc__)
+def main(argv: list[str]) -> int:
     try:
         own, _, script = split_script(argv, ("python",), USAGE)
         system, own = take_option(own, "--cs_ip")

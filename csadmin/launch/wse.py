@@ -29,10 +29,9 @@ import sys
 import tempfile
 
 from csadmin import errors, rendezvous
-from csadmin.pipes import quiet_when_reader_gone
 
 from . import cluster, placement
-from .args import help_asked, mode_of, split_script, take_option
+from .args import launcher, mode_of, split_script, take_option
 from .cpu import script_command
 from .nodes import node_of
 from .system import system_env
@@ -114,11 +113,8 @@ def run_with_workers(plan: placement.Plan, node: str | None, job_name: str, scri
         shutil.rmtree(meet, ignore_errors=True)
 
 
-@quiet_when_reader_gone
-def main(argv: list[str] | None = None) -> int:
-    argv = sys.argv[1:] if argv is None else argv
-    if (status := help_asked(argv, USAGE, __doc__)) is not None:
-        return status
+@launcher(USAGE, __doc__)
+def main(argv: list[str]) -> int:
     try:
         plan, node, job_name, script, env = prepare(argv, dict(os.environ))
     except errors.CsError as exc:
