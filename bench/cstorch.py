@@ -37,7 +37,7 @@ sys.path.insert(0, ROOT)
 import torch  # noqa: E402
 
 import csadmin.cstorch as cstorch  # noqa: E402
-from csadmin.cstorch import runtime  # noqa: E402
+from csadmin.cstorch import state  # noqa: E402
 from tests.cstorch.helpers import weight_streaming  # noqa: E402
 from tests.harness import Daemon  # noqa: E402
 
@@ -106,7 +106,7 @@ def main() -> int:
         eager_step(*data[0])
         timed(eager_step, data, 5)  # warm both
         timed(cs_step, data, 5)
-        csd = runtime.get().csd
+        csd = state.current().csd
         rows, trips_before, steps_measured = [], csd.round_trips, 0
         for r in range(args.rounds):
             pair = {}
@@ -119,8 +119,8 @@ def main() -> int:
                   f"cstorch {cw:.1f} steps/s ({1000 / cw:.2f} ms/step, {1000 / cc:.2f} ms CPU), "
                   f"ratio {cw / ew:.3f} wall, {cc / ec:.3f} CPU", flush=True)
         trips = (csd.round_trips - trips_before) / steps_measured
-        program = runtime.get().program
-        runtime.finish()
+        program = state.current().run.program
+        state.current().run.finish()
         with open(os.path.join(tmp, "model", "performance", "performance.json")) as f:
             perf = json.load(f)
         wall = [row["cstorch"][0] / row["eager"][0] for row in rows]

@@ -6,6 +6,10 @@ module of the package is registered under both names in this process's sys.modul
 script runs as `__main__`, and `cerebras_pytorch` is a module holding csadmin.cstorch's names
 plus `experimental` (`import a.b as c` looks `b` up as an attribute of `a`). Nothing named
 cerebras_* is installed; other processes see nothing.
+
+A launcher may give the process an input-only role through its environment (an input worker task
+of csrun_wse, a cs_input_analyzer task; utils/data/_utils/roles.py): the script then runs up to
+its DataLoader, and this runner serves the role with the script's input function.
 """
 
 from __future__ import annotations
@@ -17,7 +21,7 @@ import runpy
 import sys
 import types
 
-from csadmin.errors import CsError
+from csadmin.errors import CsError, InvalidState
 
 ALIASES = ("cerebras_pytorch.experimental", "cerebras_pytorch")
 USAGE = "usage: python -m csadmin.cstorch SCRIPT [ARGS...]"
@@ -55,12 +59,25 @@ def main(argv: list[str]) -> int:
         print(f"python -m csadmin.cstorch: no such script: {script}\n{USAGE}", file=sys.stderr)
         return 2
     alias_modules()
+    from csadmin.cstorch import state
+    from csadmin.cstorch.utils.data._utils import roles
+
+    backend = state.current()
+    backend.input_role = role = roles.from_environment()
     sys.argv = list(argv)
     sys.path.insert(0, os.path.dirname(os.path.abspath(script)))
+    name = os.path.basename(script)
     try:
-        runpy.run_path(script, run_name="__main__")
+        try:
+            runpy.run_path(script, run_name="__main__")
+        except roles.InputTaken as taken:
+            return role.serve(taken.input_fn, taken.args, taken.kwargs, backend)
+        if role is not None:
+            raise InvalidState(f"this process is a {role.name}, but the script ended without constructing "
+                               "cstorch.utils.data.DataLoader(input_fn, ...).",
+                               "Construct the script's DataLoader unconditionally, before its training loop.")
     except CsError as exc:  # a refusal is the script's answer, said as `cs` says it: no traceback
-        print(f"{os.path.basename(script)}: {exc.code}: {exc}", file=sys.stderr)
+        print(f"{name}: {exc.code}: {exc}", file=sys.stderr)
         return exc.exit_code
     return 0
 

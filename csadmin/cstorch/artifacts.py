@@ -78,15 +78,14 @@ def lookup(compile_dir: str, checksum: str, serial: str | None) -> Cached | None
 RECORD_ENV = "CSTORCH_COMPILE_RECORD"
 
 
-def record(program, serial: str | None, cached: bool) -> None:
-    """Write what was compiled (or validated) to $CSTORCH_COMPILE_RECORD, if a launcher asked."""
+def record(config, program, serial: str | None, cached: bool) -> None:
+    """Write what was compiled (or validated) under `config` to $CSTORCH_COMPILE_RECORD, if a
+    launcher asked."""
     path = os.environ.get(RECORD_ENV)
     if not path:
         return
-    from .config import current_config
     from .program import write_file
 
-    config = current_config()
     mode = "validate_only" if config.validate_only else "compile_only" if config.compile_only else "run"
     write_file(path, json.dumps({
         "mode": mode, "step": program.name, "run_mode": program.mode, "execmode": program.execmode,

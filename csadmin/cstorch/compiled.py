@@ -5,7 +5,7 @@ so a mismatch is refused before any step. BACKENDS maps the names (any case): "w
 streaming (the document's name), "wse_pl" pipelined (ours: the real API names only "wse_ws").
 
 The model itself is returned wrapped (CompiledModel: call it, train()/eval() it); the original
-module's `state_dict()` now asks current.check_weights_fetch("model") first, so weights are only
+module's `state_dict()` now asks the backend's check_weights_fetch("model") first, so weights are only
 fetched on checkpoint steps.
 """
 
@@ -15,10 +15,8 @@ import torch
 
 from csadmin.errors import IncompatibleProgram, InvalidArgument, InvalidState
 
-import csadmin.cstorch.current as current
-import csadmin.cstorch.runtime as runtime
+import csadmin.cstorch.state as state
 from .amp.precision import check_float32_weights
-from .config import require_config
 from .csd_link import CsdLink
 
 BACKENDS = {"wse_ws": "WEIGHT_STREAMING", "wse_pl": "PIPELINED"}
@@ -31,7 +29,7 @@ TRAIN_AND_EVAL_RULE = (
 
 
 def _weights_hook(module, prefix, keep_vars):
-    current.check_weights_fetch("model")
+    state.current().check_weights_fetch("model")
 
 
 class CompiledModel:
@@ -46,7 +44,7 @@ class CompiledModel:
 
     def train(self, mode: bool = True) -> "CompiledModel":
         """Set the model's mode; refused once the run's program was compiled for the other."""
-        run_mode = runtime.get().run_mode
+        run_mode = state.current().run.mode
         if run_mode is not None and run_mode != ("train" if mode else "eval"):
             raise mode_change(f"compiled_model.{'train' if mode else 'eval'}()", run_mode)
         self.model.train(mode)
@@ -101,29 +99,28 @@ def parse_backend(backend) -> str:
 
 def compile(model: torch.nn.Module, backend: str = "wse_ws") -> CompiledModel:
     """Prepare `model` for the system `backend` names; see the module docstring."""
-    config = require_config()
+    process = state.current()
+    config = process.require_config()
     if not isinstance(model, torch.nn.Module):
         raise InvalidArgument(f"compile: model must be a torch.nn.Module, not {type(model).__name__}.",
                               "Pass the model instance (e.g. cstorch.compile(model, backend='wse_ws')).")
     check_float32_weights(model)  # 001: only mixed precision, weights stored as float32
     key = parse_backend(backend)
     execmode = BACKENDS[key]
-    rt = runtime.get()
-    if rt.finished:
+    if process.run.finished:
         raise InvalidState("This process's run has ended: one run per process.",
                            "Start a new process for another run.")
-    if rt.backend is not None and rt.backend != key:
+    if process.target is not None and process.target != key:
         raise InvalidArgument(
-            f"compile: backend {backend!r} differs from the run's {rt.backend!r}: one run, one execution mode.",
+            f"compile: backend {backend!r} differs from the run's {process.target!r}: one run, one execution mode.",
             "Compile every model of this process for the same backend.")
-    if rt.csd is None:  # validate_only and compile_only check the system too, and stop there
-        rt.csd = CsdLink(config)
-    rt.csd.check_system(execmode, backend, BACKENDS)
-    rt.backend = key
-    current.state().execmode = execmode
+    if process.csd is None:  # validate_only and compile_only check the system too, and stop there
+        process.csd = CsdLink(config)
+    process.csd.check_system(execmode, backend, BACKENDS)
+    process.target, process.execmode = key, execmode
     compiled = CompiledModel(model, key)
-    if not any(m.model is model for m in rt.models):
+    if not any(m.model is model for m in process.models):
         for module in model.modules():
             module.register_state_dict_pre_hook(_weights_hook)
-    rt.models.append(compiled)
+    process.models.append(compiled)
     return compiled

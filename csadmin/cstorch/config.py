@@ -12,9 +12,10 @@ import os
 import sys
 from dataclasses import dataclass, field, fields
 
-import csadmin.cstorch.current as current
 from csadmin import rendezvous
 from csadmin.errors import InvalidArgument, InvalidState
+
+import csadmin.cstorch.state as state
 
 # 004's note under the table: why configure runs once per process.
 ONCE_RULE = (
@@ -51,28 +52,6 @@ class Config:
 
 
 PARAMETERS = tuple(f.name for f in fields(Config) if f.name not in ("labels", "workers_rendezvous"))
-
-_config: Config | None = None
-
-
-def current_config() -> Config | None:
-    return _config
-
-
-def require_config() -> Config:
-    if _config is None:
-        raise InvalidState(
-            "cstorch.configure has not been called in this process.",
-            "Call cstorch.configure(...) first, before the model is instantiated (004, 'Configuring a run').",
-        )
-    return _config
-
-
-def reset() -> None:
-    """Forget the configuration (tests; `python -m csadmin.cstorch` runs one script per process)."""
-    global _config
-    _config = None
-
 
 def _bad(name: str, value, want: str, hint: str = "") -> InvalidArgument:
     text = repr(value)
@@ -169,14 +148,14 @@ def _launcher_workers(workers: int) -> tuple[int, str | None]:
 
 
 def configure(**kwargs) -> Config:
-    """Configure this process's run (once). Raises InvalidArgument for an unknown parameter or a
-    bad value, InvalidState when called a second time."""
-    global _config
+    """Configure this process's run (once): the backend's configuration. Raises InvalidArgument
+    for an unknown parameter or a bad value, InvalidState when called a second time."""
+    backend = state.current()
     unknown = sorted(set(kwargs) - set(PARAMETERS))
     if unknown:
         raise InvalidArgument(f"configure: unknown parameter(s) {', '.join(unknown)}.",
                               f"Valid parameters: {', '.join(PARAMETERS)}.")
-    if _config is not None:
+    if backend.config is not None:
         raise InvalidState(f"cstorch.configure was already called in this process: {ONCE_RULE}.", ONCE_NEXT)
     d = Config()
     get = kwargs.get
@@ -221,6 +200,5 @@ def configure(**kwargs) -> Config:
         _writable_dir("compile_dir", config.compile_dir)
     # python_paths: this process and its input workers (forked from it) import from them too.
     sys.path.extend(p for p in python_paths if p not in sys.path)
-    _config = config
-    current.state().checkpoint_steps = config.checkpoint_steps
+    backend.config = config
     return config

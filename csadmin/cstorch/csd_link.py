@@ -4,6 +4,7 @@
     csd.open("train", descriptor)               # the first step: run.open, run.program (waits)
     csd.step_done(samples)                      # every step: no csd round trip most steps
     csd.close()                                 # run.close, <model_dir>/performance/performance.json
+    csd.shutdown()                              # the backend's end: the client's sockets
 
 Steps report their samples in batches: `run.stream` once at least STREAM_EVERY_STEPS steps and
 STREAM_EVERY_SECONDS have passed since the last (or STREAM_AT_LEAST_EVERY seconds, for slow
@@ -25,15 +26,23 @@ import time
 import zmq
 
 from csadmin import errors
+from csadmin.client import Client
 
 from .config import Config
-from .utils.worker import csd_client
 
 STREAM_EVERY_STEPS = 10
 STREAM_EVERY_SECONDS = 1.0
 STREAM_AT_LEAST_EVERY = 5.0
 CLIENT_TIMEOUT = 5.0
 ABORT_EVENT = "EventTrainingAborted"
+
+
+def csd_client(address: str | None, key: str | None, timeout: float = CLIENT_TIMEOUT) -> Client:
+    """A client for csd at `address` (a connection file or an endpoint), as cstorch.configure takes
+    it (the training process's link, and each input worker's own)."""
+    endpoint = address if address and "://" in address else None
+    connect = None if endpoint or not address else address
+    return Client(endpoint, timeout=timeout, connect=connect, key=key)
 
 
 def aborted_error(run_id: str, reason: str, fault: str | None = None) -> errors.RunAborted:
@@ -172,8 +181,11 @@ class CsdLink:
             if self._events is not None:
                 self._events.close()
                 self._events = None
-            self.client.close()
         return self.performance
+
+    def shutdown(self) -> None:
+        """Close the client (its sockets): the backend is done with csd."""
+        self.client.close()
 
 
 def _backend_for(execmode: str, backends: dict) -> str:

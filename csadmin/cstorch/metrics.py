@@ -23,8 +23,9 @@ import abc
 
 import torch
 
-import csadmin.cstorch.current as current
 from csadmin.errors import InvalidArgument, InvalidState
+
+import csadmin.cstorch.state as state
 
 WS_RULE = "for weight streaming mode, compute_on_system must be set to true"
 FINAL_RULE = "Eval metrics are only allowed to return a single result value: only the final metric value can be read"
@@ -63,11 +64,12 @@ class Metric(abc.ABC):
 
     def compute(self) -> float:
         """The final value (refused inside a step and before the run's last step)."""
-        if current.in_step():
+        backend = state.current()
+        if backend.in_step():
             raise InvalidState(f"Metric {self.name!r} was read inside a step: {FINAL_RULE}, after the run.",
                                hint="Read it once the loop is done (float(metric)).")
-        run = current.state()
-        if run.execmode is not None and run.last_step is not None and 0 < run.step < run.last_step:
+        run = backend.run
+        if backend.execmode is not None and run.last_step is not None and run.first_step < run.step < run.last_step:
             raise InvalidState(f"Metric {self.name!r} was read after step {run.step} of {run.last_step}: "
                                f"{FINAL_RULE}, after the last step.", hint="Read it once the loop is done.")
         return float(self._value())
@@ -81,7 +83,7 @@ class Metric(abc.ABC):
             tensor.zero_()
 
     def _check_mode(self) -> None:
-        if not self.compute_on_system and current.execmode() == "WEIGHT_STREAMING":
+        if not self.compute_on_system and state.current().execmode == "WEIGHT_STREAMING":
             raise InvalidState(f"Metric {self.name!r} has compute_on_system=False: {WS_RULE}.",
                                hint="Make it with compute_on_system=True.")
 

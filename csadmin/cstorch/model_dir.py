@@ -18,9 +18,7 @@ import os
 
 import yaml
 
-import csadmin.cstorch.current as current
-
-from .config import PARAMETERS, Config
+from .config import PARAMETERS
 from .optim.lr_scheduler.base import LRScheduler
 from .optim.optimizer import Optimizer
 from .program import Program, write_file
@@ -45,14 +43,16 @@ def params_path(model_dir: str, mode: str) -> str:
     return os.path.join(model_dir, mode, f"params_{mode}.yaml")
 
 
-def run_params(config: Config, program: Program, run: dict, models: list) -> dict:
-    """The yaml's content (plain values only: it round-trips through yaml.safe_dump/safe_load)."""
+def run_params(backend, program: Program, run: dict) -> dict:
+    """The yaml's content (plain values only: it round-trips through yaml.safe_dump/safe_load):
+    the backend's (state.Backend) configuration, models and announced library objects."""
+    config = backend.config
     runconfig = {}
     for name in PARAMETERS:
         value = getattr(config, name)
         if name != "key":  # a key file's path says nothing about the run
             runconfig[name] = list(value) if isinstance(value, tuple) else value
-    schedulers = current.announced(LRScheduler)
+    schedulers = backend.announced(LRScheduler)
     inner = {id(part) for s in schedulers for part in s.parts()}
     return {
         "runconfig": runconfig,
@@ -60,10 +60,10 @@ def run_params(config: Config, program: Program, run: dict, models: list) -> dic
                 "compile_checksum": program.checksum[:16], "fingerprint": f"sha256:{program.checksum}",
                 "compile_dir": os.path.abspath(program.directory) if program.directory else None,
                 "batch_size": program.batch_size},
-        "model": [_model(m) for m in models],
-        "optimizer": [o.settings() for o in current.announced(Optimizer)],
+        "model": [_model(m.model) for m in backend.models],
+        "optimizer": [o.settings() for o in backend.announced(Optimizer)],
         "lr_scheduler": [s.settings() for s in schedulers if id(s) not in inner],
-        f"{program.mode}_input": [d.settings() for d in current.announced(DataLoader)],
+        f"{program.mode}_input": [d.settings() for d in backend.announced(DataLoader)],
     }
 
 
@@ -74,8 +74,8 @@ def _model(module) -> dict:
             "layers": leaves}
 
 
-def write_params(config: Config, program: Program, run: dict, models: list) -> str:
-    path = params_path(config.model_dir, program.mode)
+def write_params(backend, program: Program, run: dict) -> str:
+    path = params_path(backend.config.model_dir, program.mode)
     os.makedirs(os.path.dirname(path), exist_ok=True)
-    write_file(path, yaml.safe_dump(run_params(config, program, run, models), sort_keys=False))
+    write_file(path, yaml.safe_dump(run_params(backend, program, run), sort_keys=False))
     return path

@@ -20,15 +20,13 @@ import time
 import torch
 from torch.utils._pytree import tree_flatten
 
-from csadmin.errors import InvalidState, ReprogramForbidden
+from csadmin.errors import InvalidState, ReprogramForbidden, RunAborted
 
-import csadmin.cstorch.current as current
-import csadmin.cstorch.runtime as runtime
+import csadmin.cstorch.state as state
 from .amp.precision import autocast, half_dtype
 from .artifacts import lookup as lookup_artifacts, record as record_compile
 from .capture import Capture
 from .compiled import check_modes
-from .config import current_config, require_config
 from .model_dir import link_compile_dir, write_params
 from .optim import core_guard
 from .program import ESTIMATE_RUNS, Program
@@ -62,92 +60,97 @@ class StepFunction:
         return self if instance is None else functools.partial(self, instance)
 
     def __call__(self, *args, **kwargs):
-        config = require_config()
-        rt = runtime.get()
-        if rt.backend is None:
+        backend = state.current()
+        config = backend.require_config()
+        if backend.target is None:
             raise InvalidState(f"{self.name} was called before cstorch.compile.",
                                "Call cstorch.compile(model, backend='wse_ws') before the first step.")
-        if rt.program is None:
-            return self._compile(config, rt, args, kwargs)
-        if rt.program.step_fn is not self:
+        run = backend.run
+        if run.program is None:
+            return self._compile(backend, config, run, args, kwargs)
+        if run.program.step_fn is not self:
             raise ReprogramForbidden(
                 f"The compile_step function {self.name!r} would be a second program in this run, which "
-                f"runs {rt.program.name!r}: the fabric is programmed once per run and cannot be reprogrammed.",
+                f"runs {run.program.name!r}: the fabric is programmed once per run and cannot be reprogrammed.",
                 "Put everything the system runs in one compile_step function; run another in a separate process.")
-        inputs = rt.program.signature.tensors(args, kwargs, self.name)
+        inputs = run.program.signature.tensors(args, kwargs, self.name)
         if config.compile_only or config.validate_only:
-            return rt.first_result
-        return self._execute(rt, inputs)
+            return run.first_result
+        return self._execute(backend, run, inputs)
 
-    def _execute(self, rt, inputs):
-        if rt.finished:
-            raise InvalidState(f"This process's run has ended (after step {current.state().step}): one run per process.",
+    def _execute(self, backend, run, inputs):
+        if run.finished:
+            if run.csd is not None:
+                run.csd.check()  # csd aborted it: every later step says so
+            raise InvalidState(f"This process's run has ended (after step {run.step}): one run per process.",
                                "Start a new process for another run.")
-        check_modes(rt.models, rt.program.mode)
-        csd = rt.csd
-        csd.check()
+        check_modes(backend.models, run.program.mode)
+        csd = run.csd
         try:
-            with current.stepping():
-                result, closures = rt.program.run(inputs)
+            csd.check()
+            with backend.stepping():
+                result, closures = run.program.run(inputs)
+            run.step += 1
+            for fn, a, kw in closures:
+                fn(*a, **kw)
+            csd.step_done(run.program.batch_size)
         except KeyboardInterrupt:
-            runtime.finish("runtime interrupted (Ctrl-C)")
+            run.finish("runtime interrupted (Ctrl-C)")
             raise
-        state = current.state()
-        state.step += 1
-        for fn, a, kw in closures:
-            fn(*a, **kw)
-        csd.step_done(rt.program.batch_size)
-        last = state.last_step is not None and state.step >= state.last_step
-        rt.summaries.step_done(state.step, result, rt.program.batch_size, last)
+        except RunAborted:
+            run.finish()  # csd ended it: the input workers stop now, the TensorBoard file is closed
+            raise
+        last = run.last_step is not None and run.step >= run.last_step
+        run.summaries.step_done(run.step, result, run.program.batch_size, last)
         if last:
-            runtime.finish()
+            run.finish()
         return result
 
-    def _compile(self, config, rt, args, kwargs):
-        core_guard.install()  # a core torch.optim optimizer may not step inside the step
+    def _compile(self, backend, config, run, args, kwargs):
+        core_guard.install(backend)  # a core torch.optim optimizer may not step inside the step
         start = time.perf_counter()
         signature, inputs = Signature.of(args, kwargs)
-        modes = {m.training for m in rt.models}
+        modes = {m.training for m in backend.models}
         if len(modes) > 1:
             raise InvalidState("The compiled models disagree on train/eval mode.",
                                "Call .train() or .eval() on every compiled model the same way.")
         mode = "train" if modes.pop() else "eval"
-        params = list({id(p): p for m in rt.models for p in m.parameters()}.values())
+        params = list({id(p): p for m in backend.models for p in m.parameters()}.values())
         grads_before = [p.grad for p in params]
         cap = Capture(inputs, self.name)
-        rt.capture, rt.captured_closures = cap, []
+        run.capture, run.captured_closures = cap, []
         try:
             # 001: the system computes in half precision with the casts inserted for it, so the
             # step runs under autocast and the program holds its casts (a user's own autocast
             # inside is the same context again). The weight update stays float32: optimizers'
             # elementwise ops are not among the ops autocast casts.
             half = half_dtype()
-            with current.stepping(), cap, autocast():
+            with backend.stepping(), cap, autocast():
                 result = self.fn(*args, **kwargs)
             outputs: list = []
             result_spec, result_leaves = _leaves(result, outputs)
             grad_params = [p for p, g in zip(params, grads_before) if p.grad is not g]
             outputs += [p.grad for p in grad_params]
             closures = []
-            for fn, a, kw in rt.captured_closures:
+            for fn, a, kw in run.captured_closures:
                 spec, leaves = _leaves((a, kw), outputs)
                 closures.append((fn, spec, leaves))
             cap.output(outputs)
             captured = time.perf_counter()
         finally:
-            rt.capture = None
+            run.capture = None
             scratch = cap.restore()
             for p, g in zip(params, grads_before):
                 p.grad = g
         program = Program.build(
             cap.graph, name=self.name, step_fn=self, signature=signature, state=cap.state,
             result_spec=result_spec, result_leaves=result_leaves, grad_params=grad_params, closures=closures,
-            mode=mode, execmode=current.execmode(), op_count=cap.op_count)
+            mode=mode, execmode=backend.execmode, op_count=cap.op_count)
         log = [f"step {self.name!r}: captured {cap.op_count} aten ops, {len(cap.state)} persistent tensors, "
                f"batch size {program.batch_size}, mode {mode}, in {captured - start:.3f} s",
                f"mixed precision: float32 weights, {str(half).removeprefix('torch.')} compute (casts inserted "
                f"by autocast), float32 weight update"]
-        csd = rt.csd
+        csd = backend.csd
         serial = None if csd is None else csd.serial
         # Artifacts of this very program for this system: reuse them; for another: refused.
         cached = None if config.validate_only else lookup_artifacts(config.compile_dir, program.checksum, serial)
@@ -170,22 +173,20 @@ class StepFunction:
             program.write_artifacts(config.compile_dir, log, serial)
         if not config.validate_only:
             link_compile_dir(config.model_dir, program)
-        record_compile(program, serial, cached is not None)
+        record_compile(config, program, serial, cached is not None)
         if config.compile_only or config.validate_only:
-            rt.program = program
-            rt.first_result = result
+            run.program = program
+            run.first_result = result
             if config.compile_only:
-                write_params(config, program, {"run_id": None, "system": serial, "backend": rt.backend},
-                                       [m.model for m in rt.models])
+                write_params(backend, program, {"run_id": None, "system": serial, "backend": backend.target})
             print(only_summary(config, program, serial), flush=True)
             return result
-        runtime.close_at_exit()  # first: Ctrl-C while programming must close the run too
+        state.close_at_exit()  # first: Ctrl-C while programming must close the run too
         csd.open(mode, program.descriptor(serial))
-        rt.program = program
-        rt.summaries = Summaries(config.model_dir)
-        write_params(config, program, {"run_id": csd.run.id, "system": serial, "backend": rt.backend},
-                               [m.model for m in rt.models])
-        return self._execute(rt, inputs)
+        run.csd, run.program = csd, program
+        run.summaries = Summaries(config.model_dir, backend)
+        write_params(backend, program, {"run_id": csd.run.id, "system": serial, "backend": backend.target})
+        return self._execute(backend, run, inputs)
 
 
 def only_summary(config, program, serial: str | None) -> str:
@@ -210,12 +211,13 @@ def step_closure(fn):
 
     @functools.wraps(fn)
     def closure(*args, **kwargs):
-        rt = runtime.get()
-        if rt.capture is not None:
-            rt.captured_closures.append((fn, args, kwargs))
+        backend = state.current()
+        run = backend.run
+        if run.capture is not None:
+            run.captured_closures.append((fn, args, kwargs))
             return None
-        config = current_config()
-        if rt.program is not None and (config.compile_only or config.validate_only):
+        config = backend.config
+        if run.program is not None and (config.compile_only or config.validate_only):
             return None  # nothing runs on the system, so nothing materializes
         return fn(*args, **kwargs)
 

@@ -19,16 +19,15 @@ import time
 
 import torch
 
-import csadmin.cstorch.current as current
-
 from .optim.optimizer import Optimizer
 
 LOG_EVERY_STEPS = 10
 
 
 class Summaries:
-    def __init__(self, model_dir: str):
+    def __init__(self, model_dir: str, backend):
         self.model_dir = model_dir
+        self.backend = backend  # state.Backend: its announced optimizers' learning rates are logged
         self.writer = None  # made at the first logged step (importing tensorboard takes ~0.2 s)
         self._samples = 0
         self._since = time.monotonic()
@@ -52,7 +51,7 @@ class Summaries:
             self.writer.add_scalar("loss", result.item(), step)
         self.writer.add_scalar("samples_per_sec", self._samples / max(now - self._since, 1e-9), step)
         self._samples, self._since = 0, now
-        optimizers = current.announced(Optimizer)
+        optimizers = self.backend.announced(Optimizer)
         for k, optimizer in enumerate(optimizers):
             for g, group in enumerate(optimizer.param_groups):
                 one = len(optimizers) == 1 and len(optimizer.param_groups) == 1

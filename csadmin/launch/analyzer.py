@@ -7,7 +7,7 @@ Under Slurm (csadmin/launch/cluster.py) `srun` allocates N nodes × T tasks of C
 locally T processes run here (N must be 1). Each task runs the script up to its
 `cstorch.utils.data.DataLoader(input_fn, …)` (cstorch.compile still checks the system: give
 --cs_ip or $CS_CONNECT) and then only draws batches from input_fn for S seconds, as input worker
-T of N×T (cstorch/utils/input_analysis.py). The target is est_samples_per_sec of
+T of N×T (cstorch/utils/data/_utils/input_analysis.py). The target is est_samples_per_sec of
 compile_report.txt in this directory (csrun_cpu … --mode compile_only writes it). The report —
 per worker and per CPU, the recommendation (sizing.py), whether the current N×T workers would be
 input-bound — is printed and written to input_analysis_report.txt here. Exit 0 when measured.

@@ -1,11 +1,11 @@
 """Fixtures for csadmin.cstorch against a real csd: one csd in weight streaming per module (runs
-end between tests, so they share it), and a fresh cstorch runtime for every test (configure is
-once per process; runtime.reset() closes any run still open, as the process's end would)."""
+end between tests, so they share it), and a fresh cstorch backend for every test (configure is
+once per process; state.reset() closes any run still open, as the process's end would)."""
 
 import pytest
 import torch
 
-from csadmin.cstorch import runtime
+from csadmin.cstorch import state
 from tests.cstorch.helpers import weight_streaming
 from tests.harness import Daemon
 
@@ -26,6 +26,6 @@ def ws_csd():
 
 @pytest.fixture(autouse=True)
 def fresh_runtime():
-    runtime.reset()
+    state.reset()
     yield
-    runtime.reset()
+    state.reset()

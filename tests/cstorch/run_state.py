@@ -1,15 +1,17 @@
-"""A fresh cstorch run state for each library test (the state is process-wide, csadmin.cstorch.current).
+"""A fresh cstorch backend for each library test (the backend is process-wide, csadmin.cstorch.state).
 
     from tests.cstorch.run_state import fresh_run  # noqa: F401  (pytest finds the fixture by name)
+
+The fixture is the new backend: a test sets what it needs of the run on it (`fresh_run.execmode`,
+`fresh_run.run.step`, `fresh_run.config`).
 """
 
 import pytest
 
-from csadmin.cstorch import current
+from csadmin.cstorch import state
 
 
 @pytest.fixture(autouse=True)
 def fresh_run():
-    current.reset()
-    yield current.state()
-    current.reset()
+    yield state.reset()
+    state.reset()

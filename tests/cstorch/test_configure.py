@@ -10,7 +10,7 @@ import torch
 
 import csadmin.cstorch as cstorch
 from csadmin import errors
-from csadmin.cstorch import config, csd_link, current
+from csadmin.cstorch import config, csd_link, state
 from tests.cstorch.helpers import configure, model
 
 
@@ -36,7 +36,7 @@ def test_every_parameter_is_accepted_and_checkpoint_steps_reach_the_run_state(tm
         job_labels=["team=ml", "purpose=test"], max_act_per_csx=2, mgmt_address="tcp://127.0.0.1:1", key="k")
     assert c.labels == {"team": "ml", "purpose": "test"}
     assert str(tmp_path) in sys.path  # this process is the worker: it imports from python_paths
-    assert current.state().checkpoint_steps == 100
+    assert state.current().checkpoint_steps == 100
     assert os.path.isdir(tmp_path / "m") and os.path.isdir(tmp_path / "c")
 
 
@@ -71,7 +71,7 @@ def test_bad_values_are_refused_with_what_to_do(tmp_path, kwargs, message):
         cstorch.configure(**kwargs)
     assert exc.value.message == message
     assert exc.value.hint
-    assert config.current_config() is None  # nothing was configured: a corrected call may follow
+    assert state.current().config is None  # nothing was configured: a corrected call may follow
 
 
 def test_compile_before_configure_is_refused():
@@ -92,9 +92,9 @@ def test_compile_refuses_an_unknown_backend_and_a_non_module(ws_csd, tmp_path):
 
 def test_compile_accepts_the_backend_in_any_case_and_sets_the_execution_mode(ws_csd, tmp_path):
     configure(ws_csd, tmp_path)
-    assert current.execmode() is None
+    assert state.current().execmode is None
     cstorch.compile(model(), backend="WSE_WS")
-    assert current.execmode() == "WEIGHT_STREAMING"
+    assert state.current().execmode == "WEIGHT_STREAMING"
 
 
 def test_compile_refuses_a_backend_for_another_execution_mode(ws_csd, tmp_path):

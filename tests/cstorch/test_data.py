@@ -7,6 +7,7 @@ from torch.utils.data import DataLoader as TorchLoader
 from torch.utils.data import IterableDataset, TensorDataset
 
 import csadmin.cstorch as cstorch
+from csadmin.cstorch.config import Config
 from csadmin.cstorch.utils.data import DataLoader
 from csadmin.errors import InvalidArgument, ReprogramForbidden
 from tests.cstorch.run_state import fresh_run  # noqa: F401
@@ -32,26 +33,73 @@ def _firsts(loader):
 def test_num_steps_restarts_the_input_and_max_steps_caps_it(fresh_run):
     loader = DataLoader(input_fn, num_steps=12, batch_size=8)  # 5 batches a pass
     assert len(loader) == 12 and _firsts(loader) == [0, 8, 16, 24, 32] * 2 + [0, 8]
-    assert fresh_run.last_step == 12
+    assert fresh_run.run.last_step == 12
     assert len(DataLoader(input_fn, num_steps=12, max_steps=7)) == 7
     assert len(DataLoader(input_fn, num_steps=3, max_steps=7)) == 3
 
 
-def test_num_epochs_with_steps_per_epoch_or_the_inputs_length(fresh_run):
+def test_one_iteration_is_one_epoch_as_the_vendors_runner_loops(fresh_run):
+    """R1.8's runner: `for epoch in range(dataloader.num_epochs): for batch in dataloader:` feeds
+    the total, so one iteration is one epoch (len() its batches, as torch's DataLoader)."""
     loader = DataLoader(input_fn, num_epochs=2, steps_per_epoch=3)
-    assert len(loader) == 6 and _firsts(loader) == [0, 8, 16] * 2
-    assert _firsts(DataLoader(input_fn, num_epochs=2)) == [0, 8, 16, 24, 32] * 2
-    capped = DataLoader(input_fn, num_epochs=3, max_steps=7)
-    assert len(capped) == 7 and _firsts(capped) == [0, 8, 16, 24, 32, 0, 8]
-    fresh_run.step = 100  # a second loop in the same run ends 7 steps later
-    list(capped)
-    assert fresh_run.last_step == 107
+    assert (loader.num_steps, loader.num_epochs, loader.steps_per_epoch, len(loader)) == (6, 2, 3, 3)
+    assert _firsts(loader) == [0, 8, 16] and fresh_run.run.last_step == 6
+    fresh_run.run.step = 3  # the first epoch's steps ran
+    assert _firsts(loader) == [0, 8, 16] and fresh_run.run.last_step == 6
+    assert _firsts(loader) == []  # every step of the schedule was fed
+    whole = DataLoader(input_fn, num_epochs=2)  # steps_per_epoch: the input's length
+    assert (len(whole), whole.num_epochs) == (5, 2)
+    assert [_firsts(whole) for _ in range(whole.num_epochs)] == [[0, 8, 16, 24, 32]] * 2
+    capped = DataLoader(input_fn, num_epochs=3, max_steps=7)  # 7 steps, split as the real API does: 4 + 3
+    assert (capped.num_steps, capped.num_epochs, len(capped)) == (7, 2, 4)
+    assert [_firsts(capped) for _ in range(capped.num_epochs)] == [[0, 8, 16, 24], [0, 8, 16]]
+    fresh_run.run.step = 100  # a second DataLoader in the same run ends its steps later
+    list(DataLoader(input_fn, num_steps=7))
+    assert fresh_run.run.last_step == 107
+
+
+def test_with_num_steps_the_counts_are_one_epoch_of_all_steps(fresh_run):
+    loader = DataLoader(input_fn, num_steps=12)
+    assert (loader.num_steps, loader.num_epochs, loader.steps_per_epoch) == (12, 1, 12)
+    assert [len(_firsts(loader)) for _ in range(loader.num_epochs)] == [12]
+    alone = DataLoader(input_fn, max_steps=7)  # max_steps alone: that many steps, the input restarted
+    assert (alone.num_steps, alone.num_epochs, _firsts(alone)) == (7, 1, [0, 8, 16, 24, 32, 0, 8])
+
+
+def test_initial_step_resumes_the_step_count_and_the_data(fresh_run):
+    """A run resumed from the checkpoint of step 3: its steps are numbered on from 3 (checkpoint
+    steps and the last step are global), and the data continues with the input's batch 3."""
+    loader = DataLoader(input_fn, num_steps=4, initial_step=3)
+    assert _firsts(loader) == [24, 32, 0, 8]
+    assert (fresh_run.run.first_step, fresh_run.run.step, fresh_run.run.last_step) == (3, 3, 7)
+    fresh_run.run.step, fresh_run.config = 6, Config(checkpoint_steps=3)
+    assert fresh_run.is_checkpoint_step() and fresh_run.is_checkpoint_step(3) and not fresh_run.is_checkpoint_step(5)
+    resumed = DataLoader(input_fn, max_steps=10, initial_step=8)  # max_steps is the last global step
+    assert resumed.num_steps == 2
+    with pytest.raises(InvalidArgument, match="the run resumes at step 10, which already reaches max_steps 10"):
+        DataLoader(input_fn, max_steps=10, initial_step=10)
+    with pytest.raises(InvalidArgument, match="initial_step must be a whole number ≥ 0"):
+        DataLoader(input_fn, num_steps=1, initial_step=-1)
+
+
+def test_the_torch_dataloader_attributes_are_known_before_the_first_batch(fresh_run):
+    loader = DataLoader(input_fn, num_steps=3, samples=40, batch_size=8)
+    assert len(loader.dataset) == 40 and loader.batch_size == 8 and loader.num_workers == 0
+    threaded = DataLoader(lambda: TorchLoader(TensorDataset(torch.zeros(8, 1)), batch_size=4, num_workers=2),
+                          num_steps=1)
+    assert threaded.num_workers == 2  # the input's own torch workers load its batches
+    stream = DataLoader(lambda: [torch.zeros(4, 2)] * 3)  # a plain iterable: no dataset, no batch size yet
+    assert stream.batch_size is None
+    with pytest.raises(AttributeError, match="the input function returned a list, which has no dataset"):
+        stream.dataset
+    next(iter(stream))
+    assert stream.batch_size == 4
 
 
 def test_neither_group_is_one_pass_and_a_stream_of_unknown_length_runs_out(fresh_run):
     assert _firsts(DataLoader(input_fn)) == [0, 8, 16, 24, 32]
     stream = DataLoader(lambda: TorchLoader(Stream(5), batch_size=None))
-    assert [int(b[0, 0]) for b in stream] == [0, 1, 2, 3, 4] and fresh_run.last_step is None
+    assert [int(b[0, 0]) for b in stream] == [0, 1, 2, 3, 4] and fresh_run.run.last_step is None
     with pytest.raises(TypeError, match="length is unknown"):
         len(stream)
     assert len(DataLoader(lambda: TorchLoader(Stream(5), batch_size=None), max_steps=3)) == 3

@@ -6,7 +6,8 @@ import copy
 import pytest
 import torch
 
-from csadmin.cstorch import current
+from csadmin.cstorch import state
+from csadmin.cstorch.config import Config
 from csadmin.cstorch.optim import SGD, Adam, AdamW, Optimizer, configure_optimizer, core_guard
 from csadmin.errors import InvalidArgument, InvalidState
 from tests.cstorch.run_state import fresh_run  # noqa: F401
@@ -159,11 +160,11 @@ def test_state_dict_round_trips_in_place_and_reads_torch_optims_state(fresh_run)
 
 def test_state_dict_only_on_a_checkpoint_step(fresh_run):
     sgd = SGD(_model().parameters(), lr=0.1)
-    fresh_run.checkpoint_steps, fresh_run.step = 10, 7
+    fresh_run.config, fresh_run.run.step = Config(checkpoint_steps=10), 7
     with pytest.raises(InvalidState, match="Cannot fetch the optimizer's weights after step 7: It is only possible "
                                            "to fetch weights on predetermined checkpoint steps"):
         sgd.state_dict()
-    fresh_run.step = 20
+    fresh_run.run.step = 20
     assert sgd.state_dict()["param_groups"][0]["lr"] == 0.1
 
 
@@ -187,19 +188,19 @@ def test_configure_optimizer_builds_by_name_and_refuses_clearly():
 
 
 def test_a_core_torch_optimizer_stepped_inside_a_step_is_refused_with_the_documents_reason():
-    core_guard.install()
+    core_guard.install(state.current())
     try:
         model = _model()
         torch_sgd, ours = torch.optim.SGD(model.parameters(), lr=0.1), SGD(model.parameters(), lr=0.1)
         model(torch.randn(2, 6)).sum().backward()
         torch_sgd.step()  # outside a step: eager PyTorch as usual
-        with current.stepping():
+        with state.current().stepping():
             ours.step()
             with pytest.raises(InvalidState, match="torch.optim.sgd.SGD was stepped inside a compiled step: the core "
                                                    "PyTorch optimizers were designed for eager execution"):
                 torch_sgd.step()
     finally:
-        core_guard.uninstall()
+        state.reset()  # removes the guard
 
 
 def test_a_copied_or_pickled_optimizer_keeps_its_state_and_its_rules():
@@ -240,7 +241,7 @@ def test_a_hyperparameter_set_inside_a_step_is_refused_as_a_torch_scheduler_woul
     sgd = SGD(_model().parameters(), lr=0.1)
     torch_schedule = torch.optim.lr_scheduler.StepLR(sgd, step_size=1)  # built outside a step: fine
     sgd.param_groups[0]["momentum"] = 0.0  # outside a step: a plain setting
-    with current.stepping():
+    with state.current().stepping():
         with pytest.raises(InvalidState, match=r"param_groups\[...\]\['lr'\] was set inside a compiled step: .*"
                                                "the vanilla PyTorch learning rate schedulers are not compatible"):
             torch_schedule.step()

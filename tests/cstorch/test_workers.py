@@ -12,7 +12,7 @@ import torch
 
 import csadmin.cstorch as cstorch
 from csadmin import errors
-from csadmin.cstorch.utils.worker import PREFETCH
+from csadmin.cstorch.utils.data._utils.worker import PREFETCH
 from tests.cstorch.helpers import Trainer, configure, model
 
 FEATURES = 8
@@ -73,12 +73,12 @@ def test_four_workers_count_every_sample_once_and_the_slow_one_is_named(ws_csd, 
         t.step(x, y)
     assert len(seen) == steps * batch_size and len(set(seen)) == len(seen)  # disjoint shards, no repeats
     by_worker = [sum(1 for i in seen if i % 4 == task) for task in range(4)]
-    assert loader.pool.fed == by_worker
+    assert loader._pool.fed == by_worker
     run_id = _newest_run(ws_csd)
     record, rows = workers_of(ws_csd, run_id)
     assert record["status"] == "CLOSED" and record["performance"]["total_samples"] == steps * batch_size
     for task in range(4):
-        row, bye = rows[f"worker-{task}"], loader.pool.byes[task]
+        row, bye = rows[f"worker-{task}"], loader._pool.byes[task]
         assert row["samples"] == by_worker[task] == bye["consumed"] == bye["streamed"]
         assert row["status"] == "LEFT"
         assert 0 <= bye["produced"] * batch_size - bye["consumed"] <= PREFETCH * batch_size
@@ -86,7 +86,7 @@ def test_four_workers_count_every_sample_once_and_the_slow_one_is_named(ws_csd, 
     assert "worker-3 fed" in record["inputReport"]["message"]
     shown = ws_csd.cs("runs", "show", run_id).stdout
     assert "Input report: worker-3 fed" in shown and "likely input bottleneck" in shown, shown
-    assert all(not p.is_alive() for p in loader.pool.processes)
+    assert all(not p.is_alive() for p in loader._pool.processes)
 
 
 def _newest_run(daemon) -> str:
@@ -104,7 +104,7 @@ def test_a_killed_worker_ends_the_run_with_a_clear_error(ws_csd, tmp_path):
     assert "The run was ended." in exc.value.message
     record, _ = workers_of(ws_csd, _newest_run(ws_csd))
     assert record["status"] == "ABORTED" and "input worker 2" in record["abortReason"]
-    assert all(not p.is_alive() for p in loader.pool.processes)
+    assert all(not p.is_alive() for p in loader._pool.processes)
     with pytest.raises(errors.InvalidState, match="run has ended"):
         t.step(x, y)
 
@@ -134,7 +134,7 @@ def test_a_batch_of_another_size_from_a_worker_is_refused_before_the_step(ws_csd
             t.step(x, y)
             steps += 1
     assert steps == 1 and "drop_last=True" in exc.value.hint
-    assert all(not p.is_alive() for p in loader.pool.processes)
+    assert all(not p.is_alive() for p in loader._pool.processes)
 
 
 def test_workers_need_the_step_count(ws_csd, tmp_path):
@@ -201,7 +201,7 @@ def test_a_stranger_on_the_workers_socket_is_ignored(ws_csd, tmp_path):
     hello, batches and errors change nothing. Without the server key it cannot even connect."""
     import zmq
 
-    from csadmin.cstorch.utils.transport import encode, pack_batch
+    from csadmin.cstorch.utils.data._utils.transport import encode, pack_batch
 
     configure(ws_csd, tmp_path, num_workers_per_csx=2)
     t = Trainer(model())
@@ -216,8 +216,8 @@ def test_a_stranger_on_the_workers_socket_is_ignored(ws_csd, tmp_path):
             if i == 0:
                 public, secret = zmq.curve_keypair()
                 stranger.curve_serverkey, stranger.curve_publickey, stranger.curve_secretkey = (
-                    loader.pool.socket.server_public, public, secret)
-                stranger.connect(loader.pool.socket.endpoint)
+                    loader._pool.socket.server_public, public, secret)
+                stranger.connect(loader._pool.socket.endpoint)
                 stranger.send_multipart(encode("hello", {"task": 0, "secret": "guess", "pid": 1}))
                 stranger.send_multipart(encode("batch", {"seq": 0, "samples": 4}, pack_batch((x * 0 - 1, y))))
                 stranger.send_multipart(encode("error", {"traceback": "forged"}))
@@ -244,4 +244,4 @@ def test_a_run_aborted_on_csd_raises_run_aborted_not_a_worker_failure(ws_csd, tm
                     c.runs_abort(_newest_run(ws_csd), reason="wafer maintenance")
     record, _ = workers_of(ws_csd, _newest_run(ws_csd))
     assert record["status"] == "ABORTED"
-    assert all(not p.is_alive() for p in loader.pool.processes)  # the failed loop stopped them
+    assert all(not p.is_alive() for p in loader._pool.processes)  # the failed loop stopped them

@@ -125,7 +125,7 @@ def test_workers_on_other_nodes_shard_by_their_index_and_fail_cleanly(site):
     # 24 steps of 4 see 96 distinct samples, and each worker's are the start of its own shard,
     # without a gap. (While every worker keeps up they take turns and the steps see exactly
     # 0 … 95; a worker that falls behind on a loaded machine lets the next one go first — the
-    # pool's rule, csadmin/cstorch/utils/pool.py — so the shares may differ, never the shards.)
+    # pool's rule, csadmin/cstorch/utils/data/_utils/pool.py — so the shares may differ, never the shards.)
     done, record = run("sharded")
     assert done.returncode == 0, done.stderr + cluster.logs()
     with open(os.path.join(work, "sharded", "fed.json")) as f:

@@ -13,26 +13,25 @@ import torch
 
 from csadmin.errors import InvalidArgument
 
-_half = torch.float16
+import csadmin.cstorch.state as state
 
 
 def use_bfloat16(use: bool) -> None:
     """Compute in bfloat16 instead of float16 (call before the first step: a compiled program
-    keeps the precision it was captured in)."""
-    global _half
+    keeps the precision it was captured in). The setting is the backend's (state.py)."""
     if not isinstance(use, bool):
         raise InvalidArgument(f"use_bfloat16 takes True or False, not {use!r}.")
-    _half = torch.bfloat16 if use else torch.float16
+    state.current().half_dtype = "bfloat16" if use else "float16"
 
 
 def half_dtype() -> torch.dtype:
     """The half type the step computes in."""
-    return _half
+    return getattr(torch, state.current().half_dtype)
 
 
 def autocast() -> torch.autocast:
     """The context every step is captured in: CPU autocast to `half_dtype()`."""
-    return torch.autocast("cpu", dtype=_half)
+    return torch.autocast("cpu", dtype=half_dtype())
 
 
 def check_float32_weights(module: torch.nn.Module) -> None:

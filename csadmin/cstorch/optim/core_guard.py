@@ -3,42 +3,32 @@ Optimizer": the core implementations were designed for eager execution and are i
 with traced lazy execution; their Python branches on tensor values and per-step Python state
 would be frozen at the captured first step).
 
-The runtime calls `install()` once (cstorch.compile): a global torch optimizer-step pre-hook that
+The first step (step.py) calls `install(backend)`: a global torch optimizer-step pre-hook that
 lets every step run outside a compiled step, and inside one only a cstorch.optim.Optimizer's.
+The backend keeps the hook's handle, and removes it when it is closed (state.reset()).
 """
 
 from __future__ import annotations
 
 from torch.optim.optimizer import register_optimizer_step_pre_hook
 
-import csadmin.cstorch.current as current
 from csadmin.errors import InvalidState
 
+import csadmin.cstorch.state as state
 from .optimizer import Optimizer
 
 REASON = ("the core PyTorch optimizers were designed for eager execution and are fundamentally "
           "incompatible with traced lazy execution")
 
-_handle = None
 
-
-def install() -> None:
-    """Register the hook (once per process; calling again does nothing)."""
-    global _handle
-    if _handle is None:
-        _handle = register_optimizer_step_pre_hook(_refuse_core_optimizer)
-
-
-def uninstall() -> None:
-    """Remove the hook (tests)."""
-    global _handle
-    if _handle is not None:
-        _handle.remove()
-        _handle = None
+def install(backend: state.Backend) -> None:
+    """Register the hook for `backend` (once; calling again does nothing)."""
+    if backend.optimizer_guard is None:
+        backend.optimizer_guard = register_optimizer_step_pre_hook(_refuse_core_optimizer)
 
 
 def _refuse_core_optimizer(optimizer, args, kwargs) -> None:
-    if current.in_step() and not isinstance(optimizer, Optimizer):
+    if state.current().in_step() and not isinstance(optimizer, Optimizer):
         name = f"{type(optimizer).__module__}.{type(optimizer).__qualname__}"
         raise InvalidState(f"{name} was stepped inside a compiled step: {REASON}.",
                            hint="Use its drop-in replacement in cstorch.optim (e.g. cstorch.optim.SGD, Adam, "

@@ -19,7 +19,7 @@ would not exist in (or would fall out of) the replayed program; so state is crea
 made of tensors (a Python number would be frozen at its first value). The learning rate is read
 from the param group each step, and is a tensor once a scheduler drives it.
 
-`state_dict()` may only be taken on a checkpoint step (cstorch.current); `load_state_dict` copies
+`state_dict()` may only be taken on a checkpoint step (the backend's rule, state.py); `load_state_dict` copies
 into the existing tensors in place, so a captured program keeps seeing the loaded values, and it
 also reads a torch.optim state dict with the same state names (torch's Adam/AdamW).
 """
@@ -31,9 +31,9 @@ import contextlib
 
 import torch
 
-import csadmin.cstorch.current as current
 from csadmin.errors import InvalidArgument, InvalidState
 
+import csadmin.cstorch.state as state
 from .checks import plain_value
 
 STATE_RULE = "no state variables may be initialized outside of the preinitialize method"
@@ -54,7 +54,7 @@ class Optimizer(torch.optim.Optimizer, abc.ABC):
                 for p in self.parameters():
                     self.state[p]["step"] = torch.zeros((), dtype=torch.float32)
         self._frozen = True
-        current.announce(self)  # the model directory's yaml and TensorBoard describe it
+        state.current().announce(self)  # the model directory's yaml and TensorBoard describe it
 
     def settings(self) -> dict:
         """What the run's yaml says of this optimizer: its type and its hyperparameters (the
@@ -103,7 +103,7 @@ class Optimizer(torch.optim.Optimizer, abc.ABC):
     def state_dict(self) -> dict:
         """torch's layout (`state` keyed by parameter index, `param_groups`), every tensor a copy.
         Refused on a step that is not a checkpoint step."""
-        current.check_weights_fetch("optimizer")
+        state.current().check_weights_fetch("optimizer")
         return _copied(super().state_dict())
 
     def load_state_dict(self, state_dict: dict) -> None:
@@ -171,7 +171,7 @@ class _Group(dict):
     would be captured once and frozen (torch's own lr schedulers do exactly that)."""
 
     def __setitem__(self, key, value):
-        if current.in_step():
+        if state.current().in_step():
             raise InvalidState(
                 f"param_groups[...][{key!r}] was set inside a compiled step: a Python value set there is "
                 f"captured once and frozen at its first value; the vanilla PyTorch learning rate schedulers "

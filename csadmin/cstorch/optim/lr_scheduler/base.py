@@ -22,9 +22,9 @@ import abc
 
 import torch
 
-import csadmin.cstorch.current as current
 from csadmin.errors import InvalidArgument
 
+import csadmin.cstorch.state as state
 from ..checks import plain_value, whole
 
 LR_DTYPE = torch.float64  # torch's schedules are Python floats; a float64 tensor keeps their values
@@ -39,7 +39,7 @@ class LRScheduler(abc.ABC):
         if not hasattr(optimizer, "param_groups"):
             raise InvalidArgument(f"{owner} schedules an optimizer; got a {type(optimizer).__name__}.")
         self.optimizer = optimizer
-        current.announce(self)  # the model directory's yaml describes it
+        state.current().announce(self)  # the model directory's yaml describes it
         self.total_iters = None if total_iters is None else whole(owner, "total_iters", total_iters, 1)
         self.last_epoch = torch.tensor(float(whole(owner, "last_epoch", last_epoch, -1)), dtype=LR_DTYPE)
         for group in optimizer.param_groups:

@@ -6,11 +6,12 @@ as usual (on `$CS_INPUT_WORKER_BIND`, the node's address), `publish`es where it 
 secrets in trainer.json (0600), and watches each worker through a `RemoteTask`, which answers as a
 multiprocessing.Process does (exitcode, pid) from the worker task's exit file.
 
-Worker side (`$CSTORCH_INPUT_WORKER` set too): the script runs up to its
-`cstorch.utils.data.DataLoader(input_fn, …)`, which calls `serve_and_exit`: this process becomes
-input worker `$CSTORCH_INPUT_WORKER` of the layout's count — it waits for trainer.json, then feeds
-the trainer as a forked worker does (worker.py), saying hello with its Slurm task and node — and
-exits with the worker's status. It also exits (0) when the trainer's task ended first.
+Worker side (`$CSTORCH_INPUT_WORKER` set too; roles.py): the script runs up to its
+`cstorch.utils.data.DataLoader(input_fn, …)`, and `python -m csadmin.cstorch` then `serve`s with
+its input function: this process becomes input worker `$CSTORCH_INPUT_WORKER` of the layout's
+count — it waits for trainer.json, then feeds the trainer as a forked worker does (worker.py),
+saying hello with its Slurm task and node — and ends with the worker's status; 0 when the
+trainer's task ended first.
 """
 
 from __future__ import annotations
@@ -107,8 +108,10 @@ def remote_tasks(directory: str, count: int) -> list[RemoteTask]:
     return [RemoteTask(directory, layout.first_worker_task + task) for task in range(count)]
 
 
-def serve_and_exit(input_fn, args: tuple, kwargs: dict, config) -> None:
-    """Be input worker `$CSTORCH_INPUT_WORKER` (see the module docstring); never returns."""
+def serve(input_fn, args: tuple, kwargs: dict, backend) -> int:
+    """Be input worker `$CSTORCH_INPUT_WORKER` (see the module docstring) for `backend`'s
+    configuration; return the exit status."""
+    config = backend.require_config()
     directory = os.environ[rendezvous.DIR_ENV]
     layout = rendezvous.read_layout(directory)
     index = int(os.environ[rendezvous.WORKER_ENV])
@@ -120,10 +123,10 @@ def serve_and_exit(input_fn, args: tuple, kwargs: dict, config) -> None:
     while (published := rendezvous.read_json(directory, rendezvous.TRAINER)) is None:
         if trainer_gone():
             print(f"input worker {index}: the training process ended before it took batches", file=sys.stderr)
-            sys.exit(0)
+            return 0
         time.sleep(POLL_SECONDS)
     spec = Spec(published["endpoint"], published["server_public"].encode(), published["client_public"].encode(),
                 published["client_secret"].encode(), published["hello_secret"], index, layout.workers)
     csd = {"address": config.mgmt_address, "key": config.key}
     where = f"task {layout.first_worker_task + index} on {node}"
-    sys.exit(worker_main(spec, input_fn, args, kwargs, csd, where=where, trainer_gone=trainer_gone))
+    return worker_main(spec, input_fn, args, kwargs, csd, where=where, trainer_gone=trainer_gone)

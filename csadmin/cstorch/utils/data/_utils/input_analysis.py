@@ -1,12 +1,12 @@
-"""cs_input_analyzer's side in the script's process: measure the input function, then end.
+"""cs_input_analyzer's side in the script's process: measure the input function.
 
 When `$CSTORCH_ANALYZE_OUT` names a directory (cs_input_analyzer sets it), the script's
-`cstorch.utils.data.DataLoader(input_fn, …)` does not feed a run: this process becomes one
-measured input worker. It says which worker it is (cstorch.utils.data.worker_info(): the Slurm
+`cstorch.utils.data.DataLoader(input_fn, …)` does not feed a run: the script stops there
+(roles.py) and `python -m csadmin.cstorch` makes this process one measured input worker. It says which worker it is (cstorch.utils.data.worker_info(): the Slurm
 task among the analyzer's tasks, or `$CSTORCH_ANALYZE_TASK` of `$CSTORCH_ANALYZE_TASKS` locally),
 calls `input_fn(*args, **kwargs)` as a worker would, draws batches (restarting the input when it
 runs out) for `$CSTORCH_ANALYZE_SECONDS` seconds (at least MIN_BATCHES batches), writes
-`<dir>/task-<i>.json` (samples, seconds, samples/s, its node and CPUs) and exits with status 0.
+`<dir>/task-<i>.json` (samples, seconds, samples/s, its node and CPUs) and ends with status 0.
 The time counted is the input function's alone: from its first call to the last batch drawn.
 """
 
@@ -18,8 +18,8 @@ import socket
 import sys
 import time
 
-from ..program import write_file
-from .tasks import enter_worker
+from ....program import write_file
+from ..worker_info import enter_worker
 from .batches import repeated, samples_of
 
 OUT_ENV = "CSTORCH_ANALYZE_OUT"
@@ -38,8 +38,8 @@ def _identity() -> tuple[int, int]:
     return int(env.get("CSTORCH_ANALYZE_TASK", "0")), int(env.get("CSTORCH_ANALYZE_TASKS", "1"))
 
 
-def measure_and_exit(input_fn, args: tuple, kwargs: dict) -> None:
-    """Measure `input_fn` as one input worker (see the module docstring); never returns."""
+def measure(input_fn, args: tuple, kwargs: dict, backend=None) -> int:
+    """Measure `input_fn` as one input worker (see the module docstring); return the exit status."""
     task, count = _identity()
     enter_worker(task, count)
     seconds = float(os.environ.get("CSTORCH_ANALYZE_SECONDS", DEFAULT_SECONDS))
@@ -59,4 +59,4 @@ def measure_and_exit(input_fn, args: tuple, kwargs: dict) -> None:
     write_file(path, json.dumps(result))
     print(f"input analysis: task {task} of {count} on {result['node']}: {result['samples_per_sec']:g} samples/s "
           f"({samples} samples in {elapsed:.2f} s)", file=sys.stderr, flush=True)
-    sys.exit(0)
+    return 0

@@ -25,22 +25,14 @@ import time
 import traceback
 
 from csadmin import errors
-from csadmin.client import Client
 
+from ....csd_link import csd_client
+from ..worker_info import enter_worker
 from .batches import repeated, samples_of
-from .tasks import enter_worker
 from .transport import Spec, WorkerSocket, pack_batch
 
 PREFETCH = 4  # batches a worker may have sent ahead of the trainer's acknowledgements
 STREAM_EVERY_SECONDS = 1.0  # run.stream at most this often (and at the end)
-CLIENT_TIMEOUT = 5.0
-
-
-def csd_client(address: str | None, key: str | None, timeout: float = CLIENT_TIMEOUT) -> Client:
-    """A client for csd at `address` (a connection file or an endpoint), as cstorch.configure takes it."""
-    endpoint = address if address and "://" in address else None
-    connect = None if endpoint or not address else address
-    return Client(endpoint, timeout=timeout, connect=connect, key=key)
 
 
 def main(spec: Spec, input_fn, args: tuple, kwargs: dict, csd: dict, where: str | None = None,

@@ -7,37 +7,32 @@ and "some data sharding scheme is required" (004). An input function shards with
     dataset = full_dataset[info.task_id::info.num_tasks]
 
 or the two shorthands `task_id()` / `num_tasks()`. In the training process itself (one process,
-`num_workers_per_csx=1`) they are 0 and 1, so the same input function runs either way. The worker
-process sets them (`enter_worker`) before it calls the input function. Stdlib only.
+`num_workers_per_csx=1`) they are 0 and 1, so the same input function runs either way. A worker
+process says who it is (`enter_worker`, on the backend: state.py) before it calls the input
+function. Stdlib only.
 """
 
 from __future__ import annotations
 
-from typing import NamedTuple
+import csadmin.cstorch.state as state
+from ...state import WorkerInfo
 
-
-class WorkerInfo(NamedTuple):
-    task_id: int  # this worker's index, 0 … num_tasks - 1
-    num_tasks: int  # how many input workers feed the run
-
-
-_info = WorkerInfo(0, 1)
+__all__ = ["WorkerInfo", "worker_info", "task_id", "num_tasks"]
 
 
 def worker_info() -> WorkerInfo:
     """This process's input worker index and the worker count (0 and 1 outside a worker)."""
-    return _info
+    return state.current().worker
 
 
 def task_id() -> int:
-    return _info.task_id
+    return worker_info().task_id
 
 
 def num_tasks() -> int:
-    return _info.num_tasks
+    return worker_info().num_tasks
 
 
 def enter_worker(task: int, count: int) -> None:
-    """The worker process says who it is (csadmin.cstorch.utils.worker, before input_fn)."""
-    global _info
-    _info = WorkerInfo(task, count)
+    """An input worker process says who it is (before it calls the input function)."""
+    state.current().worker = WorkerInfo(task, count)

@@ -1,6 +1,6 @@
 """The trainer's side of its input workers: start them, take their batches in order, end them.
 
-    pool = WorkerPool(input_fn, args, kwargs, count=4, config=config)
+    pool = WorkerPool(input_fn, args, kwargs, count=4, config=config, run=run)
     task, batch = pool.next_batch()     # the next batch, from the worker whose turn it is
     pool.finish()                       # before the run closes: workers stream the rest and leave
 
@@ -32,8 +32,6 @@ import time
 
 from csadmin.errors import InputWorkerFailed
 
-import csadmin.cstorch.runtime as runtime
-
 from .batches import samples_of
 from .remote import publish, remote_tasks
 from .transport import TrainerSocket, unpack_batch
@@ -54,8 +52,9 @@ def worker_name(task: int, where: str | None = None) -> str:
 class WorkerPool:
     """N input worker processes feeding this process (see the module docstring)."""
 
-    def __init__(self, input_fn, args: tuple, kwargs: dict, count: int, config, rendezvous: str | None = None):
+    def __init__(self, input_fn, args: tuple, kwargs: dict, count: int, config, run, rendezvous: str | None = None):
         self.count = count
+        self.run = run  # the cstorch run (run.Run) the workers feed: it finishes the pool before it closes
         self.remote = rendezvous is not None
         self.socket = TrainerSocket(linger_ms=1000 if self.remote else 0)
         if self.remote:
@@ -76,7 +75,7 @@ class WorkerPool:
         self.turn = 0
         self.run_id: str | None = None
         self.closed = False
-        runtime.get().before_close.append(self.finish)
+        run.before_close.append(self.finish)
         for p in self.processes:
             p.start()
         timeout = REMOTE_HELLO_TIMEOUT if self.remote else HELLO_TIMEOUT
@@ -125,8 +124,7 @@ class WorkerPool:
 
     def _hand_out(self) -> None:
         """Once the run is open: give every worker its id and join token (a secret, encrypted)."""
-        csd = runtime.get().csd
-        run = None if csd is None else csd.run
+        run = None if self.run.csd is None else self.run.csd.run
         if run is None or self.run_id is not None or self.closed:
             return
         self.run_id = run.id
@@ -211,8 +209,8 @@ class WorkerPool:
         self.shutdown()
         error = InputWorkerFailed(f"{message}\nThe run was ended.")
         error.reason = short or message  # the run's abort reason
-        if not runtime.get().finished:  # (inside runtime.finish, it closes the run with this reason)
-            runtime.finish(error.reason)
+        if not self.run.finished:  # (inside Run.finish, it closes the run with this reason)
+            self.run.finish(error.reason)
         raise error
 
 

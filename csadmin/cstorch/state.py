@@ -1,0 +1,170 @@
+"""The process's cstorch backend: everything cstorch knows in this process, in one object.
+
+    backend = state.current()          # this process's Backend (made at the first use)
+    backend.config                     # cstorch.configure's Config; None before it
+    backend.run                        # the run in progress (run.Run): its program, steps, end
+    backend.in_step()                  # True while a compile_step function runs
+    backend.check_weights_fetch("model")   # raises on a step that is not a checkpoint step
+    state.reset()                      # end the run still open, forget everything (tests)
+
+One process holds one backend, as the real API's `cstorch.backend()` is process-wide; the
+backend holds its settings (the configuration, the half dtype), what outlives a run (the compiled
+models, the link to csd, the library objects that describe the run) and the run in progress.
+The runtime (configure, compile, compile_step, the DataLoader's iterator) writes it; the library
+classes (optimizers, schedulers, metrics, the grad scaler) only read it, through the queries
+below, so none of them reaches into another's attributes.
+
+This module holds the process's one reference to it (`current()`), and `reset()` is the one way
+to start afresh: it ends the run as the process's end would and drops every setting, the
+optimizer guard included. Stdlib only: importing it never imports torch.
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import itertools
+import weakref
+from typing import NamedTuple
+
+from csadmin.errors import InvalidState
+
+from .run import Run
+
+# 004, "Saving/Loading Checkpoints": weights may be fetched only on configured checkpoint steps.
+WEIGHTS_RULE = (
+    "It is only possible to fetch weights on predetermined checkpoint steps configured in "
+    "cstorch.configure"
+)
+
+
+class WorkerInfo(NamedTuple):
+    """Which input worker this process is (cstorch.utils.data.worker_info())."""
+
+    task_id: int  # this worker's index, 0 … num_tasks - 1
+    num_tasks: int  # how many input workers feed the run
+
+
+class Backend:
+    """This process's cstorch state (see the module docstring). Made empty; filled in as the
+    script configures, compiles and steps."""
+
+    def __init__(self):
+        self.config = None  # config.Config, once cstorch.configure ran
+        self.half_dtype = "float16"  # amp.precision's setting, by name
+        self.target: str | None = None  # the compile backend's name ("wse_ws"), once compiled
+        self.execmode: str | None = None  # the execution mode it targets
+        self.models: list = []  # compiled.CompiledModel, in compile order
+        self.csd = None  # csd_link.CsdLink, once cstorch.compile reached csd
+        self.run = Run()  # the run in progress (or the last one, ended)
+        self.worker = WorkerInfo(0, 1)  # an input worker process says who it is
+        self.input_role = None  # `python -m csadmin.cstorch` in an input-only role (__main__)
+        self.optimizer_guard = None  # torch's hook handle (optim/core_guard.py), once installed
+        self._stepping = False
+        self._announced: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # object → order
+        self._order = itertools.count()
+
+    # -- settings ------------------------------------------------------------------------------
+
+    def require_config(self):
+        """The configuration; InvalidState before cstorch.configure."""
+        if self.config is None:
+            raise InvalidState(
+                "cstorch.configure has not been called in this process.",
+                "Call cstorch.configure(...) first, before the model is instantiated (004, 'Configuring a run').")
+        return self.config
+
+    # -- what the library reads ----------------------------------------------------------------
+
+    def in_step(self) -> bool:
+        """True while a `compile_step` function runs, at capture or replay."""
+        return self._stepping
+
+    @contextlib.contextmanager
+    def stepping(self):
+        """Mark the body as the inside of a step (the runtime wraps each step in it)."""
+        before = self._stepping
+        self._stepping = True
+        try:
+            yield
+        finally:
+            self._stepping = before
+
+    def announce(self, obj) -> None:
+        """A library object the run's records describe (an optimizer, a scheduler, a DataLoader)
+        says it exists; the model directory's yaml and TensorBoard read them back. Weakly held:
+        announcing keeps nothing alive."""
+        self._announced.setdefault(obj, next(self._order))
+
+    def announced(self, kind: type) -> list:
+        """The announced objects that are `kind`s, oldest first."""
+        return sorted((o for o in list(self._announced) if isinstance(o, kind)), key=self._announced.get)
+
+    def is_checkpoint_step(self, step: int | None = None) -> bool:
+        """Whether weights may be fetched after `step` (default: the run's last completed step):
+        before any step, on a multiple of `checkpoint_steps`, or on the run's last step."""
+        run = self.run
+        step = run.step if step is None else step
+        if step == run.first_step:
+            return True
+        if run.last_step is not None and step == run.last_step:
+            return True
+        every = self.checkpoint_steps
+        return bool(every) and step % every == 0
+
+    @property
+    def checkpoint_steps(self) -> int:
+        return 0 if self.config is None else self.config.checkpoint_steps
+
+    def check_weights_fetch(self, what: str) -> None:
+        """Refuse fetching `what`'s weights (a model's or an optimizer's `state_dict()`) on a
+        step that is not a checkpoint step, with the document's rule."""
+        if not self.is_checkpoint_step():
+            every = self.checkpoint_steps
+            raise InvalidState(
+                f"Cannot fetch the {what}'s weights after step {self.run.step}: {WEIGHTS_RULE} "
+                f"(checkpoint_steps={every}).",
+                hint=f"Fetch weights in a step closure on a step that is a multiple of checkpoint_steps "
+                     f"({every}), or on the last step." if every else
+                     "Set checkpoint_steps in cstorch.configure, or fetch weights on the last step.")
+
+    # -- the end -------------------------------------------------------------------------------
+
+    def close(self) -> None:
+        """End the run still open as the process's end does, remove the optimizer guard and
+        close the link to csd. The backend is then spent: `reset()` makes the next one."""
+        try:
+            self.run.end_of_process()
+        finally:
+            if self.optimizer_guard is not None:
+                self.optimizer_guard.remove()
+                self.optimizer_guard = None
+            if self.csd is not None:
+                self.csd.shutdown()
+
+
+_backend = Backend()
+
+
+def current() -> Backend:
+    """This process's backend."""
+    return _backend
+
+
+def reset() -> Backend:
+    """Close the current backend (its open run ends as at the process's end) and start a new,
+    empty one (tests; a new script in the same process). Returns the new backend."""
+    global _backend
+    old, _backend = _backend, Backend()
+    old.close()
+    return _backend
+
+
+def close_at_exit() -> None:
+    """Once a run is open: end it when the process ends, whatever ends it (registered once)."""
+    atexit.unregister(_at_exit)
+    atexit.register(_at_exit)
+
+
+def _at_exit() -> None:
+    _backend.close()

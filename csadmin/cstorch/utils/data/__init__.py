@@ -1,0 +1,13 @@
+"""cstorch.utils.data: the DataLoader that feeds a run, and which input worker a process is.
+
+    dataloader = cstorch.utils.data.DataLoader(input_fn, num_steps=1000, batch_size=32)
+    info = cstorch.utils.data.worker_info()     # WorkerInfo(task_id, num_tasks), for sharding
+
+The input workers' machinery (processes, sockets, the trainer's pool, the launchers' roles) is
+private, in _utils/, as torch keeps torch/utils/data/_utils/.
+"""
+
+from .dataloader import DataLoader
+from .worker_info import WorkerInfo, num_tasks, task_id, worker_info
+
+__all__ = ["DataLoader", "WorkerInfo", "worker_info", "task_id", "num_tasks"]

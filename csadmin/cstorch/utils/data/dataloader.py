@@ -1,0 +1,255 @@
+"""cstorch.utils.data.DataLoader: the run's batches from a user's input function (004,
+"Initializing the DataLoader"), in this process or in num_workers_per_csx input worker processes.
+
+    dataloader = cstorch.utils.data.DataLoader(input_fn, params, num_steps=1000, initial_step=step)
+    for epoch in range(dataloader.num_epochs):      # the real runner's loop; with num_steps: one epoch
+        for batch in dataloader:                    # one iteration is one epoch
+            ...
+
+`input_fn(*args, **kwargs)` (every argument not the DataLoader's own is passed to it) returns a
+torch.utils.data.DataLoader or any iterable of batches. How many steps, and how they fall into
+epochs, is _utils/schedule.py: `num_steps` (the input restarts when it runs out) or `num_epochs`
+[`steps_per_epoch`] (each epoch a fresh pass over the input), capped by `max_steps`, the run's
+last global step. `initial_step` resumes a run: its step count starts there (checkpoint steps and
+the last step are global steps) and the data continues from it (that many batches of the input
+are skipped, modulo its length; input workers restart theirs).
+
+Its attributes follow torch.utils.data.DataLoader's: `dataset` and `batch_size` are the input
+function's loader's (known before the first batch; the batch size is the first batch's once one
+is drawn), `num_workers` is how many processes load the batches (the input workers, or the
+input's own torch workers), `len()` is the batches one iteration yields (steps_per_epoch). The
+computed counts `num_steps` (the total), `num_epochs` and `steps_per_epoch` are numbers whenever
+the input's length or a count makes them so.
+
+With `num_workers_per_csx` = N > 1 (cstorch.configure), N worker processes each call
+`input_fn(*args, **kwargs)` (sharding with `worker_info()`), restarting their input when it runs
+out, and the batches come from them in turn (_utils/pool.py); the step count must then be given.
+The input-loading state that spans epochs (the input workers, the batches taken, the first
+batch's shape) is the DataLoader's; an iteration's position is its iterator's.
+
+Every batch must have the first batch's size (the fabric is programmed for one batch shape):
+another is refused before the step runs, with the advice to batch with drop_last=True (000,
+"Drop remainder to enforce fixed batch size").
+"""
+
+from __future__ import annotations
+
+import itertools
+
+from csadmin.errors import InvalidArgument, ReprogramForbidden
+
+import csadmin.cstorch.state as state
+from ...optim.checks import plain_value, whole
+from ._utils.batches import EMPTY, EMPTY_HINT, repeated, tensors
+from ._utils.pool import WorkerPool
+from ._utils.roles import InputTaken
+from ._utils.schedule import schedule
+
+ADVICE = ("To ensure a fixed batch size across all steps, set drop_last=True when batching in the input "
+          "function (torch.utils.data.DataLoader(..., drop_last=True)).")
+
+
+class DataLoader:
+    """See the module docstring."""
+
+    def __init__(self, input_fn, *args, num_steps=None, max_steps=None, num_epochs=None, steps_per_epoch=None,
+                 initial_step=0, **kwargs):
+        if not callable(input_fn):
+            raise InvalidArgument(f"DataLoader: input_fn must be a function returning a dataloader; got "
+                                  f"a {type(input_fn).__name__}.")
+        backend = state.current()
+        if backend.input_role is not None:  # this process only runs the input function (roles.py)
+            raise InputTaken(input_fn, args, kwargs)
+        given = dict(num_steps=num_steps, max_steps=max_steps, num_epochs=num_epochs, steps_per_epoch=steps_per_epoch)
+        for name, value in given.items():
+            if value is not None:
+                whole("DataLoader", name, value, 1)
+        self.initial_step = whole("DataLoader", "initial_step", initial_step, 0)
+        self.input_fn, self.args, self.kwargs = input_fn, args, kwargs
+        self.max_steps = max_steps
+        self._given = given
+        config = backend.config
+        self.fed_by_workers = config is not None and config.fed_by_workers
+        self._workers = 1 if config is None else config.num_workers_per_csx
+        self._rendezvous = None if config is None else config.workers_rendezvous
+        self._input = None  # the input function's loader in this process (never made with workers, unless asked)
+        length = None
+        if not self.fed_by_workers:
+            self._input = self._make_input()
+            length = _length(self._input)
+            if length == 0:
+                raise InvalidArgument(f"DataLoader: {EMPTY}", hint=EMPTY_HINT)
+        plan = schedule(length, num_steps, max_steps, num_epochs, steps_per_epoch, self.initial_step)
+        if self.fed_by_workers and (plan.total is None or (num_epochs is not None and steps_per_epoch is None)):
+            raise InvalidArgument(
+                f"DataLoader: with num_workers_per_csx={self._workers}, give num_steps (or num_epochs with "
+                "steps_per_epoch, or max_steps): each worker's input restarts when it runs out, so only the "
+                "step count ends the run.")
+        self.num_steps, self.num_epochs, self.steps_per_epoch = plan
+        self._explicit_epochs = num_epochs is not None  # each epoch is one pass over the input
+        self._sizes: list | None = None  # the first batch's tensors' first dimensions
+        self._taken = 0  # batches handed out, over every epoch
+        self._epochs_begun = 0
+        self._pool: WorkerPool | None = None
+        backend.announce(self)  # the model directory's yaml describes it
+
+    def _make_input(self):
+        loader = self.input_fn(*self.args, **self.kwargs)
+        if not hasattr(loader, "__iter__"):
+            raise InvalidArgument(f"DataLoader: input_fn returned a {type(loader).__name__}, not an iterable "
+                                  "of batches (e.g. a torch.utils.data.DataLoader).")
+        return loader
+
+    def _local_input(self):
+        """The input function's loader in this process (with input workers: made when first asked,
+        as the real system's user node makes one to know the input)."""
+        if self._input is None:
+            self._input = self._make_input()
+        return self._input
+
+    # -- torch.utils.data.DataLoader's attributes -------------------------------------------------
+
+    @property
+    def dataset(self):
+        """The input function's loader's dataset."""
+        loader = self._local_input()
+        try:
+            return loader.dataset
+        except AttributeError:
+            raise AttributeError(f"DataLoader.dataset: the input function returned a {type(loader).__name__}, "
+                                 "which has no dataset (return a torch.utils.data.DataLoader).") from None
+
+    @property
+    def batch_size(self) -> int | None:
+        """The first batch's size once one was drawn; before, the input function's loader's."""
+        if self._sizes is not None:
+            return next((size for size in self._sizes if size is not None), None)
+        size = getattr(self._local_input(), "batch_size", None)
+        return size if isinstance(size, int) and not isinstance(size, bool) else None
+
+    @property
+    def num_workers(self) -> int:
+        """Processes loading the batches: the input workers, else the input's own torch workers."""
+        if self.fed_by_workers:
+            return self._workers
+        return getattr(self._input, "num_workers", 0) or 0
+
+    def __len__(self) -> int:
+        if self.steps_per_epoch is None:
+            raise TypeError("This DataLoader's length is unknown: its input has no length and no step count was given.")
+        return self.steps_per_epoch
+
+    def __iter__(self) -> "_DataLoaderIter":
+        return _DataLoaderIter(self, state.current().run)
+
+    def settings(self) -> dict:
+        """What the run's yaml says of the input: the counts given and computed, the batch size
+        (once known), the workers, and the input function with its plain arguments."""
+        given = {k: plain_value(v) for k, v in self.kwargs.items()}
+        known = self._input is not None or self._sizes is not None
+        return {"input_fn": getattr(self.input_fn, "__qualname__", repr(self.input_fn)),
+                "input_fn_kwargs": {k: v for k, v in given.items() if v is not None},
+                **self._given, "initial_step": self.initial_step, "total_steps": self.num_steps,
+                "epochs": self.num_epochs, "batch_size": self.batch_size if known else None,
+                "num_workers_per_csx": self._workers}
+
+    # -- what the iterator draws on (spans epochs) ------------------------------------------------------
+
+    def _begin_epoch(self, run):
+        """The next epoch's batches (an iterator), and how many it feeds (None: until the input
+        ends). The first tells the run its step numbering; each, where its last step will be."""
+        if self._epochs_begun == 0 and run.program is None and run.step == run.first_step:
+            run.first_step = run.step = self.initial_step  # a resumed run counts on from its checkpoint
+        left = None if self.num_steps is None else self.num_steps - self._taken
+        run.expect_steps(left)
+        count = left if self.steps_per_epoch is None else min(self.steps_per_epoch, left)
+        first = self._epochs_begun == 0
+        self._epochs_begun += 1
+        if self.fed_by_workers:
+            if self._pool is None:
+                self._pool = WorkerPool(self.input_fn, self.args, self.kwargs, self._workers, state.current().config,
+                                        run, self._rendezvous)
+            return _from_pool(self._pool), count
+        skip = 0
+        if first and self.initial_step:  # the data continues where the checkpointed run left it
+            length = _length(self._input)
+            skip = self.initial_step % length if length else self.initial_step
+        if self.num_steps is None:
+            return iter(self._input), count  # one pass over an input of unknown length
+        if self._explicit_epochs and not skip:
+            return self._one_pass(self._epochs_begun), count
+        return itertools.islice(repeated(self._input), skip, None), count
+
+    def _one_pass(self, epoch: int):
+        """One pass over the input, of steps_per_epoch batches: the iterator asks for no more than
+        the epoch feeds, so a pass that ends before it is shorter than steps_per_epoch."""
+        taken = 0
+        for batch in itertools.islice(self._input, self.steps_per_epoch):
+            taken += 1
+            yield batch
+        if taken < self.steps_per_epoch:
+            raise InvalidArgument(f"DataLoader: epoch {epoch} ended after {taken} batches; steps_per_epoch "
+                                  f"is {self.steps_per_epoch}.", hint="Lower steps_per_epoch to what the input yields.")
+
+    def _took(self, batch) -> None:
+        """Count a batch handed out, after checking its shape against the first batch's."""
+        index = self._taken
+        sizes = [t.shape[0] if t.dim() else None for t in tensors(batch)]
+        if self._sizes is None:
+            self._sizes = sizes
+        elif sizes != self._sizes:
+            if len(sizes) != len(self._sizes):
+                raise ReprogramForbidden(f"Batch {index + 1} holds {len(sizes)} tensors, the first batch held "
+                                         f"{len(self._sizes)}: every batch must have the same structure.")
+            was, now = next((a, b) for a, b in zip(self._sizes, sizes) if a != b)
+            raise ReprogramForbidden(f"Inconsistent batch sizes detected: batch {index + 1} has size {now}, the "
+                                     f"first batch had {was} (the fabric is programmed for one batch shape).",
+                                     hint=ADVICE)
+        self._taken += 1
+
+    def _ended(self) -> None:
+        """Every batch of the schedule was handed out: the input workers stream what was
+        consumed and leave."""
+        if self._pool is not None and self.num_steps is not None and self._taken >= self.num_steps:
+            self._pool.finish()
+
+
+class _DataLoaderIter:
+    """One epoch of a DataLoader: its position in the epoch, and where its batches come from."""
+
+    def __init__(self, loader: DataLoader, run):
+        self._loader = loader
+        self._batches, self._remaining = loader._begin_epoch(run)
+
+    def __iter__(self) -> "_DataLoaderIter":
+        return self
+
+    def __next__(self):
+        loader = self._loader
+        if self._remaining is not None and self._remaining <= 0:
+            loader._ended()
+            raise StopIteration
+        try:
+            batch = next(self._batches)
+            loader._took(batch)
+        except StopIteration:
+            raise
+        except BaseException:
+            if loader._pool is not None:
+                loader._pool.shutdown()  # a refused batch, a failed worker, Ctrl-C: the workers end now
+            raise
+        if self._remaining is not None:
+            self._remaining -= 1
+        return batch
+
+
+def _from_pool(pool: WorkerPool):
+    while True:
+        yield pool.next_batch()[1]
+
+
+def _length(loader) -> int | None:
+    try:
+        return len(loader)
+    except TypeError:
+        return None
