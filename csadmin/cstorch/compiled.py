@@ -33,9 +33,10 @@ def _weights_hook(module, prefix, keep_vars):
 
 
 class CompiledModel:
-    """A model prepared for the system: call it inside a compile_step function."""
+    """A model prepared for the system: call it inside a compile_step function. `backend` is the
+    process's backend (state.Backend: `.name`, `.is_wse()`, `str()` the name compiled for)."""
 
-    def __init__(self, model: torch.nn.Module, backend: str):
+    def __init__(self, model: torch.nn.Module, backend: state.Backend):
         self.model = model
         self.backend = backend
 
@@ -71,7 +72,7 @@ class CompiledModel:
 
     def __repr__(self) -> str:
         # short: refusals name the model (ReprogramForbidden "another model"), never print it whole
-        return f"<compiled {type(self.model).__name__} model at {id(self.model):#x}, backend={self.backend!r}>"
+        return f"<compiled {type(self.model).__name__} model at {id(self.model):#x}, backend={str(self.backend)!r}>"
 
 
 def mode_change(what: str, run_mode: str) -> IncompatibleProgram:
@@ -118,7 +119,7 @@ def compile(model: torch.nn.Module, backend: str = "wse_ws") -> CompiledModel:
         process.csd = CsdLink(config)
     process.csd.check_system(execmode, backend, BACKENDS)
     process.target, process.execmode = key, execmode
-    compiled = CompiledModel(model, key)
+    compiled = CompiledModel(model, process)
     if not any(m.model is model for m in process.models):
         for module in model.modules():
             module.register_state_dict_pre_hook(_weights_hook)

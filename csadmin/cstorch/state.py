@@ -5,6 +5,7 @@
     backend.run                        # the run in progress (run.Run): its program, steps, end
     backend.in_step()                  # True while a compile_step function runs
     backend.check_weights_fetch("model")   # raises on a step that is not a checkpoint step
+    backend.name, backend.is_wse()     # what scripts ask of it (compiled_model.backend, cstorch.backend())
     state.reset()                      # end the run still open, forget everything (tests)
 
 One process holds one backend, as the real API's `cstorch.backend()` is process-wide; the
@@ -13,6 +14,11 @@ models, the link to csd, the library objects that describe the run) and the run 
 The runtime (configure, compile, compile_step, the DataLoader's iterator) writes it; the library
 classes (optimizers, schedulers, metrics, the grad scaler) only read it, through the queries
 below, so none of them reaches into another's attributes.
+
+It is also the object scripts hold: R1.8's `compiled_model.backend` (`.name`, `.is_wse()`,
+`.is_gpu()`, `str()` the name compiled for) and the later releases' `cstorch.backend()` (`.is_csx`,
+`.is_cpu`, `.is_gpu` as properties): each answer is a Flag, true or false as a property and
+callable as a method, so both spellings read the same object.
 
 This module holds the process's one reference to it (`current()`), and `reset()` is the one way
 to start afresh: it ends the run as the process's end would and drops every setting, the
@@ -45,6 +51,35 @@ class WorkerInfo(NamedTuple):
     num_tasks: int  # how many input workers feed the run
 
 
+class Flag:
+    """A yes/no answer that reads as a property (`if backend.is_cpu:`) and as a method
+    (`backend.is_wse()`), the two releases' spellings of the same question."""
+
+    __slots__ = ("_value",)
+
+    def __init__(self, value: bool):
+        self._value = bool(value)
+
+    def __bool__(self) -> bool:
+        return self._value
+
+    def __call__(self) -> bool:
+        return self._value
+
+    def __eq__(self, other) -> bool:
+        return self._value == bool(other)
+
+    def __hash__(self) -> int:
+        return hash(self._value)
+
+    def __repr__(self) -> str:
+        return repr(self._value)
+
+
+# What runs the math, by the backend names scripts give (compile's, backend()'s), upper case.
+KINDS = {"WSE_WS": "CSX", "WSE_PL": "CSX", "CSX": "CSX", "WSE": "CSX", "CPU": "CPU", "GPU": "GPU"}
+
+
 class Backend:
     """This process's cstorch state (see the module docstring). Made empty; filled in as the
     script configures, compiles and steps."""
@@ -63,6 +98,26 @@ class Backend:
         self._stepping = False
         self._announced: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # object → order
         self._order = itertools.count()
+
+    # -- what scripts ask of it ----------------------------------------------------------------
+
+    @property
+    def name(self) -> str | None:
+        """The backend's name as the script gave it, upper case ("WSE_WS", "CSX"); None before."""
+        return None if self.target is None else self.target.upper()
+
+    @property
+    def kind(self) -> str | None:
+        """What runs the math: "CSX" (the system, csd), "CPU" or "GPU"; None before compile."""
+        return None if self.target is None else KINDS.get(self.target.upper())
+
+    is_csx = property(lambda self: Flag(self.kind == "CSX"))
+    is_wse = is_csx  # R1.8's name for the same question
+    is_cpu = property(lambda self: Flag(self.kind == "CPU"))
+    is_gpu = property(lambda self: Flag(self.kind == "GPU"))
+
+    def __str__(self) -> str:
+        return self.target or "(no backend yet)"
 
     # -- settings ------------------------------------------------------------------------------
 

@@ -164,3 +164,19 @@ def test_worker_info_in_the_training_process_is_one_task():
     info = cstorch.utils.data.worker_info()
     assert info == (0, 1) and (info.task_id, info.num_tasks) == (0, 1)
     assert (cstorch.utils.data.task_id(), cstorch.utils.data.num_tasks()) == (0, 1)
+
+
+def test_constructing_a_dataloader_never_ends_the_process(fresh_run, monkeypatch, tmp_path):
+    """A launcher's input-only role (an input worker task, an analyzer task) is taken by
+    `python -m csadmin.cstorch`, which runs the script: the environment alone changes nothing, and
+    in the role the constructor stops the script with the input function — the runner serves it."""
+    monkeypatch.setenv("CSTORCH_ANALYZE_OUT", str(tmp_path))
+    assert len(DataLoader(input_fn, num_steps=2)) == 2  # not under the runner: an ordinary DataLoader
+    from csadmin.cstorch.utils.data._utils import roles
+
+    fresh_run.input_role = roles.from_environment()
+    assert fresh_run.input_role.name == "cs_input_analyzer task"
+    with pytest.raises(roles.InputTaken) as taken:
+        DataLoader(input_fn, 7, num_steps=2, batch_size=4)
+    assert (taken.value.input_fn, taken.value.args, taken.value.kwargs) == (input_fn, (7,), {"batch_size": 4})
+    assert not isinstance(taken.value, Exception)  # a script's `except Exception` does not swallow it
