@@ -68,5 +68,5 @@ for batch in loader:
     fed += batch[0][:, 0].long().tolist()
     step(batch)
 with open(os.path.join(args.model_dir, "fed.json"), "w") as f:
-    json.dump({"ids": fed, "workers": len(loader.pool.processes) if loader.pool else 1}, f)
+    json.dump({"ids": fed, "workers": loader.num_workers or 1}, f)
 print("done", flush=True)
