@@ -26,7 +26,7 @@ import csadmin.cstorch.state as state
 from .amp.precision import autocast, half_dtype
 from .artifacts import lookup as lookup_artifacts, record as record_compile
 from .capture import Capture
-from .compiled import check_modes
+from .compiled import check_modes, run_mode
 from .model_dir import link_compile_dir, write_params
 from .optim import core_guard
 from .program import ESTIMATE_RUNS, Program
@@ -110,13 +110,9 @@ class StepFunction:
         core_guard.install(backend)  # a core torch.optim optimizer may not step inside the step
         start = time.perf_counter()
         signature, inputs = Signature.of(args, kwargs)
-        modes = {m.training for m in backend.models}
-        if len(modes) > 1:
-            raise InvalidState("The compiled models disagree on train/eval mode.",
-                               "Call .train() or .eval() on every compiled model the same way.")
-        mode = "train" if modes.pop() else "eval"
         params = list({id(p): p for m in backend.models for p in m.parameters()}.values())
         grads_before = [p.grad for p in params]
+        versions = [p._version for p in params]  # an in-place update bumps it: the step trains them
         cap = Capture(inputs, self.name)
         run.capture, run.captured_closures = cap, []
         try:
@@ -130,6 +126,7 @@ class StepFunction:
             outputs: list = []
             result_spec, result_leaves = _leaves(result, outputs)
             grad_params = [p for p, g in zip(params, grads_before) if p.grad is not g]
+            trains = bool(grad_params) or any(p._version != v for p, v in zip(params, versions))
             outputs += [p.grad for p in grad_params]
             closures = []
             for fn, a, kw in run.captured_closures:
@@ -142,6 +139,7 @@ class StepFunction:
             scratch = cap.restore()
             for p, g in zip(params, grads_before):
                 p.grad = g
+        mode = run_mode(backend.models, trains, self.name)  # the program's, and what the script said
         program = Program.build(
             cap.graph, name=self.name, step_fn=self, signature=signature, state=cap.state,
             result_spec=result_spec, result_leaves=result_leaves, grad_params=grad_params, closures=closures,

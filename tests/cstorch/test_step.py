@@ -289,6 +289,92 @@ def test_an_eval_run_is_opened_in_eval_mode(ws_csd, tmp_path):
         compiled.train()
 
 
+def test_an_eval_script_that_never_calls_eval_opens_an_eval_run(ws_csd, tmp_path):
+    """The seed's evaluation loop under torch.no_grad(), without compiled_model.eval(): the step
+    has no backward and no update, so the program, csd's run and the yaml say eval. The module
+    stays as the script left it, so the numbers are eager PyTorch's for that module."""
+    configure(ws_csd, tmp_path)
+    net = model()
+    compiled = cstorch.compile(net, backend="wse_ws")
+    accuracy = cstorch.metrics.AccuracyMetric("accuracy")
+
+    @cstorch.compile_step
+    def evaluation_step(x, y):
+        out = compiled(x)
+        accuracy(labels=y, predictions=out.argmax(-1))
+        return torch.nn.functional.cross_entropy(out, y)
+
+    data = batches(4)
+    with torch.no_grad():
+        for step, (x, y) in enumerate(cstorch.utils.data.DataLoader(lambda: data), 1):
+            evaluation_step(x, y)
+            if step == 3:  # the module is not switched behind the script's back, nor may the script switch it
+                assert net.training and state.current().run.mode == "eval"
+                with pytest.raises(errors.ReprogramForbidden, match=r"^compiled_model.eval\(\) after the first "
+                                                                    r"step: the program was captured with the "
+                                                                    r"module in training mode"):
+                    compiled.eval()
+                net.eval()  # on the module itself: the next step refuses, the same way
+                with pytest.raises(errors.ReprogramForbidden, match=r"^Sequential.eval\(\) after the first step"):
+                    evaluation_step(x, y)
+                net.train()
+    record = run_record(ws_csd)
+    assert (record["mode"], record["program"]["mode"], record["totalSamples"]) == ("eval", "eval", 128)
+    assert os.path.isfile(tmp_path / "model" / "eval" / "params_eval.yaml")
+    with as_the_system():
+        correct = sum((net(x).argmax(-1) == y).sum().item() for x, y in data)
+    assert float(accuracy) == correct / 128
+
+
+def test_a_step_with_no_backward_is_eval_even_with_gradients_enabled(ws_csd, tmp_path, capsys):
+    """R1.8's eval runner: no .eval(), no torch.no_grad(), a step returning the model's loss. The
+    compile_only summary says the mode too."""
+    configure(ws_csd, tmp_path, compile_only=True)
+    compiled = cstorch.compile(model(), backend="wse_ws")
+
+    @cstorch.compile_step
+    def eval_step(x, y):
+        return torch.nn.functional.cross_entropy(compiled(x), y)
+
+    eval_step(*batches(1)[0])
+    assert "(WEIGHT_STREAMING, mode eval)" in capsys.readouterr().out
+    assert os.path.isfile(tmp_path / "model" / "eval" / "params_eval.yaml")
+
+
+def test_an_explicit_mode_that_contradicts_the_step_is_refused_before_anything_opens(ws_csd, tmp_path):
+    configure(ws_csd, tmp_path)
+    runs_before = len(ws_csd.client().runs_list()["runs"])
+    t = Trainer(model())
+    t.compiled.eval()  # but the step trains
+    before = [p.detach().clone() for p in t.net.parameters()]
+    with pytest.raises(errors.IncompatibleProgram) as exc:
+        t.step(*batches(1)[0])
+    assert exc.value.message == (
+        "compiled_model.eval() was called, but the step 'body' computes gradients or updates parameters (a "
+        "training program): a run is train or eval, never both: mode train_and_eval is not supported because the "
+        "fabric cannot be reprogrammed for eval after having been programmed for train in the same run.")
+    assert "torch.no_grad()" in exc.value.hint
+    assert all(torch.equal(a, b) for a, b in zip(before, t.net.parameters()))
+    assert len(ws_csd.client().runs_list()["runs"]) == runs_before
+
+    compiled = cstorch.compile(model(), backend="wse_ws")
+    t.compiled.train()
+    compiled.train()
+
+    @cstorch.compile_step
+    def forward_only(x):
+        return t.compiled(x).sum() + compiled(x).sum()
+
+    with pytest.raises(errors.IncompatibleProgram, match=r"^compiled_model.train\(\) was called, but the step "
+                                                         r"'forward_only' computes no gradient and updates no "
+                                                         r"parameter \(an evaluation program\)"):
+        forward_only(batches(1)[0][0])
+    compiled.eval()
+    with pytest.raises(errors.InvalidState, match="compiled_model.train\\(\\) was called on one and .eval\\(\\) on"):
+        forward_only(batches(1)[0][0])
+    assert len(ws_csd.client().runs_list()["runs"]) == runs_before
+
+
 def _fabric_events(daemon) -> list:
     with daemon.client() as c:
         return [e for e in c.events_show() if e["type"].startswith(("EventProgramming", "EventTraining"))]
