@@ -37,6 +37,8 @@ from torch.utils._pytree import tree_flatten
 
 from csadmin.errors import InvalidState
 
+from .static_shapes import data_dependent_error, data_dependent_op
+
 aten = torch.ops.aten
 
 # 004, "Constructing the training step".
@@ -136,11 +138,17 @@ class Capture(TorchDispatchMode):
             raise read_error("Reading a tensor's value (aten._local_scalar_dense)", self.step_name)
         if func.namespace == "profiler":  # record_function markers (torch.optim's step): no math
             return func(*args, **kwargs)
+        op = data_dependent_op(func, args, kwargs)
+        if op is not None:  # the static-graph rule (static_shapes.py)
+            raise data_dependent_error(op, self.step_name, _user_line())
         flat, spec = tree_flatten((args, kwargs))
         node_args, node_kwargs = spec.unflatten(
             [self.node_for(x) if isinstance(x, torch.Tensor) else x for x in flat])
         out = func(*args, **kwargs)
-        node = self.graph.call_function(func, tuple(node_args), node_kwargs)
+        # A constant made in the step (`torch.tensor(0.0)`: lift_fresh returns the constant itself) is
+        # a fresh copy on every replay, so updating it in place (`norm += …`) does not carry over.
+        target = aten.clone.default if func is aten.lift_fresh.default else func
+        node = self.graph.call_function(target, tuple(node_args), node_kwargs)
         self.op_count += 1
         if isinstance(out, torch.Tensor):
             self._bind(out, node)

@@ -29,6 +29,7 @@ class Run:
     step: int = 0  # completed steps
     last_step: int | None = None  # the run's final step, when the DataLoader's iterator knows it
     csd: object = None  # csd_link.CsdLink, once the run is open on csd
+    bindings: object = None  # bindings.Bindings: what the program was captured with, checked every step
     summaries: object = None  # summaries.Summaries while the run executes (TensorBoard)
     before_close: list = field(default_factory=list)  # called before the run closes (input workers' last samples)
     finished: bool = False  # its last step ran, or it was aborted or interrupted

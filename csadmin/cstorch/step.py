@@ -25,6 +25,7 @@ from csadmin.errors import InvalidState, ReprogramForbidden, RunAborted
 import csadmin.cstorch.state as state
 from .amp.precision import autocast, half_dtype
 from .artifacts import lookup as lookup_artifacts, record as record_compile
+from .bindings import Bindings
 from .capture import Capture
 from .compiled import check_modes, run_mode
 from .model_dir import link_compile_dir, write_params
@@ -85,6 +86,7 @@ class StepFunction:
             raise InvalidState(f"This process's run has ended (after step {run.step}): one run per process.",
                                "Start a new process for another run.")
         check_modes(backend.models, run.program.mode)
+        run.bindings.check()  # no parameter frozen, unfrozen or rebound since the capture
         csd = run.csd
         try:
             csd.check()
@@ -182,6 +184,7 @@ class StepFunction:
         state.close_at_exit()  # first: Ctrl-C while programming must close the run too
         csd.open(mode, program.descriptor(serial))
         run.csd, run.program = csd, program
+        run.bindings = Bindings.of([m.model for m in backend.models], program.state)
         run.summaries = Summaries(config.model_dir, backend)
         write_params(backend, program, {"run_id": csd.run.id, "system": serial, "backend": backend.target})
         return self._execute(backend, run, inputs)
