@@ -40,7 +40,7 @@ def _weights_hook(module, prefix, keep_vars):
 
 class CompiledModel:
     """A model prepared for the system: call it inside a compile_step function. `backend` is the
-    process's backend (state.Backend: `.name`, `.is_wse()`, `str()` the name compiled for)."""
+    process's backend (state.Backend: `.name`, `.is_wse()`, `.device`, `str()` the name compiled for)."""
 
     def __init__(self, model: torch.nn.Module, backend: state.Backend):
         self.model = model
@@ -50,6 +50,11 @@ class CompiledModel:
 
     def __call__(self, *args, **kwargs):
         return self.model(*args, **kwargs)
+
+    @property
+    def device(self):
+        """What the math runs on (the backend's device), for `tensor.to(compiled_model.device)`."""
+        return self.backend.device
 
     def train(self, mode: bool = True) -> "CompiledModel":
         """Say the run's mode and set the module's; refused once the run's program was compiled
@@ -175,5 +180,7 @@ def compile(model: torch.nn.Module, backend: str = "wse_ws") -> CompiledModel:
     if not any(m.model is model for m in process.models):
         for module in model.modules():
             module.register_state_dict_pre_hook(_weights_hook)
+        if not hasattr(model, "device"):  # a model of its own `device` (a property, e.g.) keeps it
+            model.device = process.device
     process.models.append(compiled)
     return compiled

@@ -6,6 +6,7 @@
     backend.in_step()                  # True while a compile_step function runs
     backend.check_weights_fetch("model")   # raises on a step that is not a checkpoint step
     backend.name, backend.is_wse()     # what scripts ask of it (compiled_model.backend, cstorch.backend())
+    backend.device                     # what the math runs on (torch.device("cpu")), for tensor.to(...)
     state.reset()                      # end the run still open, forget everything (tests)
 
 One process holds one backend, as the real API's `cstorch.backend()` is process-wide; the
@@ -16,7 +17,7 @@ classes (optimizers, schedulers, metrics, the grad scaler) only read it, through
 below, so none of them reaches into another's attributes.
 
 It is also the object scripts hold: R1.8's `compiled_model.backend` (`.name`, `.is_wse()`,
-`.is_gpu()`, `str()` the name compiled for) and the later releases' `cstorch.backend()` (`.is_csx`,
+`.is_gpu()`, `.device`, `str()` the name compiled for) and the later releases' `cstorch.backend()` (`.is_csx`,
 `.is_cpu`, `.is_gpu` as properties): each answer is a Flag, true or false as a property and
 callable as a method, so both spellings read the same object.
 
@@ -110,6 +111,14 @@ class Backend:
     def kind(self) -> str | None:
         """What runs the math: "CSX" (the system, csd), "CPU" or "GPU"; None before compile."""
         return None if self.target is None else KINDS.get(self.target.upper())
+
+    @property
+    def device(self):
+        """What the math runs on, for `tensor.to(backend.device)`: this CPU, `torch.device("cpu")`
+        (the simulated system computes with this process's PyTorch)."""
+        import torch  # here: importing this module never imports torch
+
+        return torch.device("cpu")
 
     is_csx = property(lambda self: Flag(self.kind == "CSX"))
     is_wse = is_csx  # R1.8's name for the same question
