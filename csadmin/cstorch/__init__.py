@@ -11,6 +11,9 @@
     @cstorch.step_closure                # reads tensors' values, after the step
     def post_training_step(loss): print(loss.item())
 
+    cstorch.scalar_summary("loss", loss)                         # TensorBoard scalars of the step,
+    cstorch.save_summaries(writer, global_step)                  # written to the script's writer
+
 Needs the optional extra `csadmin[cstorch]` (torch, h5py); `cs`, `csd` and `csadmin.client` never
 import it. docs/cstorch.md lists every name of the API with its status here.
 """
@@ -19,6 +22,8 @@ from . import amp, metrics, optim, utils
 from .checkpoint import load, save
 from .compiled import compile
 from .config import configure
+from .scalars import save_summaries, scalar_summary
 from .step import compile_step, step_closure
 
-__all__ = ["configure", "compile", "compile_step", "step_closure", "save", "load", "optim", "amp", "metrics", "utils"]
+__all__ = ["configure", "compile", "compile_step", "step_closure", "scalar_summary", "save_summaries", "save", "load",
+           "optim", "amp", "metrics", "utils"]

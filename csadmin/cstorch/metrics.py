@@ -7,6 +7,8 @@
         accuracy(labels=targets, predictions=outputs.argmax(-1).int())
     ...
     print(f"Eval Accuracy: {float(accuracy)}")
+    for name, value in cstorch.metrics.compute_all_metrics():    # every metric of the process
+        writer.add_scalar(name, value, global_step)
 
 Rules, as the documents give them: in weight streaming mode compute_on_system must be True
 (False is refused when the metric is made or updated under a weight-streaming compile). A metric
@@ -15,6 +17,10 @@ the final value may be read: reading it inside a step, or between the first and 
 a run whose length is known, is refused (001, "Eval metrics"). Outside a compiled run (plain
 eager use) it reads at any time. Here both settings of compute_on_system compute the same sums on
 this CPU; the setting matters for the weight-streaming rule.
+
+Every metric made in the process is the backend's to list (announced, weakly held): R1.8's
+`compute_all_metrics()` reads each one's final value, as (name, value) pairs in the order they
+were made.
 """
 
 from __future__ import annotations
@@ -44,6 +50,7 @@ class Metric(abc.ABC):
         self.compute_on_system = compute_on_system
         self._check_mode()
         self._state = self._initial_state()
+        state.current().announce(self)  # compute_all_metrics() lists it
 
     @abc.abstractmethod
     def _initial_state(self) -> dict[str, torch.Tensor]:
@@ -86,6 +93,13 @@ class Metric(abc.ABC):
         if not self.compute_on_system and state.current().execmode == "WEIGHT_STREAMING":
             raise InvalidState(f"Metric {self.name!r} has compute_on_system=False: {WS_RULE}.",
                                hint="Make it with compute_on_system=True.")
+
+
+def compute_all_metrics() -> list[tuple[str, float]]:
+    """Every metric of this process and its final value, as (name, value) pairs in the order the
+    metrics were made (`for name, value in compute_all_metrics():`, or `dict(...)` by name). Each
+    read follows `Metric.compute`'s rules: refused inside a step and before the run's last step."""
+    return [(metric.name, metric.compute()) for metric in state.current().announced(Metric)]
 
 
 def _weights(owner: str, like: torch.Tensor, weights) -> torch.Tensor:

@@ -31,6 +31,7 @@ class Run:
     csd: object = None  # csd_link.CsdLink, once the run is open on csd
     bindings: object = None  # bindings.Bindings: what the program was captured with, checked every step
     summaries: object = None  # summaries.Summaries while the run executes (TensorBoard)
+    scalars: dict = field(default_factory=dict)  # scalar_summary's values not yet saved: name → float
     before_close: list = field(default_factory=list)  # called before the run closes (input workers' last samples)
     finished: bool = False  # its last step ran, or it was aborted or interrupted
 
