@@ -4,7 +4,9 @@ The script's `import cerebras_pytorch.experimental as cstorch` (or `import cereb
 and their submodules: `...experimental.metrics`, `.optim`, ...) gets csadmin.cstorch: every
 module of the package is registered under both names in this process's sys.modules before the
 script runs as `__main__`, and `cerebras_pytorch` is a module holding csadmin.cstorch's names
-plus `experimental` (`import a.b as c` looks `b` up as an attribute of `a`). Nothing named
+plus `experimental` (`import a.b as c` looks `b` up as an attribute of `a`). The names R1.8
+scripts import from `cerebras_appliance` for configure (ExecutionStrategy, DebugArgs,
+get_debug_args) are csadmin.cstorch.appliance, registered the same way. Nothing named
 cerebras_* is installed; other processes see nothing.
 
 A launcher may give the process an input-only role through its environment (an input worker task
@@ -47,7 +49,9 @@ def alias_modules() -> list[str]:
             aliased = alias + name[len("csadmin.cstorch"):]
             sys.modules.setdefault(aliased, sys.modules[name])
             made.append(aliased)
-    return made
+    from csadmin.cstorch import appliance  # what scripts pass to configure from cerebras_appliance
+
+    return made + appliance.alias()
 
 
 def main(argv: list[str]) -> int:

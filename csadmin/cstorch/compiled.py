@@ -165,6 +165,11 @@ def compile(model: torch.nn.Module, backend: str = "wse_ws") -> CompiledModel:
     check_float32_weights(model)  # 001: only mixed precision, weights stored as float32
     key = parse_backend(backend)
     execmode = BACKENDS[key]
+    if config.execution_strategy not in (None, execmode):  # configure's, recorded: it must agree at least
+        raise InvalidArgument(
+            f"compile: backend {backend!r} compiles for {execmode}, but configure's execution_strategy says "
+            f"{config.execution_strategy}.",
+            "Pass the ExecutionStrategy of the backend (ES_WEIGHT_STREAMING for 'wse_ws'), or none.")
     if process.run.finished:
         raise InvalidState("This process's run has ended: one run per process.",
                            "Start a new process for another run.")

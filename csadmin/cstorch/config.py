@@ -4,18 +4,29 @@ Every parameter of the document's table, with its default, plus where csd is (`m
 connection file or an endpoint; default `$CS_CONNECT`) and this client's secret key file (`key`;
 default `$CS_KEY`). A value the simulated system cannot honour (more than one CS-2 for one csd)
 is refused, never ignored.
+
+R1.8's runner passes more: `seed` seeds torch now (configure comes before the model is built, so
+its initial weights follow the seed); `job_time_sec` is the run's time limit, kept on the Config
+for csd's run.open; `debug_args`, `credentials_path`, `execution_strategy` and
+`disable_version_check` configure the real system's appliance client, which this model has not:
+they are validated, recorded in the run's yaml, and one line on stderr says they change nothing
+(NO_EFFECT). `execution_strategy` must still agree with the compile backend (compiled.py).
 """
 
 from __future__ import annotations
 
+import numbers
 import os
 import sys
 from dataclasses import dataclass, field, fields
+
+import torch
 
 from csadmin import rendezvous
 from csadmin.errors import InvalidArgument, InvalidState
 
 import csadmin.cstorch.state as state
+from .appliance import DebugArgs, ExecutionStrategy
 
 # 004's note under the table: why configure runs once per process.
 ONCE_RULE = (
@@ -42,6 +53,12 @@ class Config:
     max_act_per_csx: int = 1
     mgmt_address: str | None = None
     key: str | None = None
+    seed: int | None = None  # torch was seeded with it by configure
+    job_time_sec: int | None = None  # the run's time limit in seconds (csd aborts the run past it)
+    debug_args: dict | None = None  # DebugArgs.settings(): recorded, no effect here
+    credentials_path: str | None = None  # the appliance's TLS certificate: recorded, no effect here
+    execution_strategy: str | None = None  # ExecutionStrategy's execution mode name ("WEIGHT_STREAMING")
+    disable_version_check: bool = False  # the appliance's version check: recorded, no effect here
     labels: dict = field(default_factory=dict)  # job_labels parsed
     workers_rendezvous: str | None = None  # csrun_wse's directory: the input workers are Slurm tasks
 
@@ -52,6 +69,9 @@ class Config:
 
 
 PARAMETERS = tuple(f.name for f in fields(Config) if f.name not in ("labels", "workers_rendezvous"))
+
+# The appliance client's settings: accepted and recorded; one line says they change nothing here.
+NO_EFFECT = ("debug_args", "credentials_path", "execution_strategy", "disable_version_check")
 
 def _bad(name: str, value, want: str, hint: str = "") -> InvalidArgument:
     text = repr(value)
@@ -100,6 +120,41 @@ def _writable_dir(name: str, path: str) -> str:
         raise InvalidArgument(f"configure: {name} {path!r} is not writable.",
                               f"Pass a directory you can write to as {name}=...")
     return path
+
+
+def _optional_int(name: str, value, least: int, most: int | None = None, want: str = "") -> int | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < least \
+            or (most is not None and value > most):
+        raise _bad(name, value, want or f"None or an integer ≥ {least}")
+    return int(value)
+
+
+def _file(name: str, value) -> str | None:
+    if value is None:
+        return None
+    if not isinstance(value, (str, os.PathLike)) or not str(value).strip() or "\0" in str(value):
+        raise _bad(name, value, "None or a file path")
+    return os.fspath(value)
+
+
+def _debug_args(value) -> dict | None:
+    if value is None:
+        return None
+    if not isinstance(value, DebugArgs):
+        raise _bad("debug_args", value, "None or a DebugArgs",
+                   "Pass get_debug_args(path) (cerebras_appliance.run_utils; csadmin.cstorch.appliance).")
+    return value.settings()
+
+
+def _strategy(value) -> str | None:
+    if value is None:
+        return None
+    if not isinstance(value, ExecutionStrategy):
+        raise _bad("execution_strategy", value, "None or an ExecutionStrategy",
+                   f"Pass one of {', '.join('ExecutionStrategy.' + e.name for e in ExecutionStrategy)}.")
+    return value.value
 
 
 def _labels(value) -> tuple[tuple, dict]:
@@ -177,6 +232,7 @@ def configure(**kwargs) -> Config:
     job_labels, labels = _labels(get("job_labels"))
     address = get("mgmt_address", os.environ.get("CS_CONNECT") or None)
     key = get("key", os.environ.get("CS_KEY") or None)
+    seed = _optional_int("seed", get("seed"), -2**63, 2**64 - 1, "None or a 64-bit integer (torch.manual_seed's)")
     config = Config(
         model_dir=_writable_dir("model_dir", _path("model_dir", get("model_dir", d.model_dir))),
         compile_dir=_path("compile_dir", get("compile_dir", d.compile_dir)),
@@ -193,6 +249,12 @@ def configure(**kwargs) -> Config:
         max_act_per_csx=_int("max_act_per_csx", get("max_act_per_csx", d.max_act_per_csx), 1),
         mgmt_address=None if address is None else _path("mgmt_address", address),
         key=None if key is None else _path("key", key),
+        seed=seed,
+        job_time_sec=_optional_int("job_time_sec", get("job_time_sec"), 1),
+        debug_args=_debug_args(get("debug_args")),
+        credentials_path=_file("credentials_path", get("credentials_path")),
+        execution_strategy=_strategy(get("execution_strategy")),
+        disable_version_check=_bool("disable_version_check", get("disable_version_check", d.disable_version_check)),
         labels=labels,
         workers_rendezvous=workers_rendezvous,
     )
@@ -200,5 +262,12 @@ def configure(**kwargs) -> Config:
         _writable_dir("compile_dir", config.compile_dir)
     # python_paths: this process and its input workers (forked from it) import from them too.
     sys.path.extend(p for p in python_paths if p not in sys.path)
+    if seed is not None:
+        torch.manual_seed(seed)  # before the model is built: its initial weights follow the seed
+    given = [name for name in NO_EFFECT if kwargs.get(name) is not None]
+    if given:
+        print(f"cstorch: configure: {', '.join(given)} recorded in the run's yaml; {'it changes' if len(given) == 1 else 'they change'} "
+              "nothing here (no appliance: csd runs the simulated CS-2, your key authenticates this client, and "
+              "the compile backend sets the execution mode).", file=sys.stderr, flush=True)
     backend.config = config
     return config

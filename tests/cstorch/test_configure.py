@@ -7,11 +7,12 @@ import time
 
 import pytest
 import torch
+import yaml
 
 import csadmin.cstorch as cstorch
 from csadmin import errors
 from csadmin.cstorch import config, csd_link, state
-from tests.cstorch.helpers import configure, model
+from tests.cstorch.helpers import Trainer, batches, configure, model
 
 
 def test_defaults_are_the_documents_and_csd_comes_from_the_environment(tmp_path, monkeypatch):
@@ -64,6 +65,13 @@ def test_a_second_call_is_refused_with_the_documents_reason(tmp_path):
     ({"mount_dirs": ["/no/such/dir"]}, "configure: mount_dirs entry '/no/such/dir' is not a directory on this node."),
     ({"model_dir": "/proc/no-model-dir"}, "configure: model_dir '/proc/no-model-dir' cannot be created: No such file or directory."),
     ({"bogus": 1, "other": 2}, "configure: unknown parameter(s) bogus, other."),
+    ({"seed": 1.5}, "configure: seed must be None or a 64-bit integer (torch.manual_seed's), not 1.5."),
+    ({"job_time_sec": 0}, "configure: job_time_sec must be None or an integer ≥ 1, not 0."),
+    ({"debug_args": {"ini": {}}}, "configure: debug_args must be None or a DebugArgs, not {'ini': {}}."),
+    ({"execution_strategy": "weight streaming"},
+     "configure: execution_strategy must be None or an ExecutionStrategy, not 'weight streaming'."),
+    ({"disable_version_check": "no"}, "configure: disable_version_check must be True or False, not 'no'."),
+    ({"credentials_path": ""}, "configure: credentials_path must be None or a file path, not ''."),
 ])
 def test_bad_values_are_refused_with_what_to_do(tmp_path, kwargs, message):
     kwargs.setdefault("compile_dir", str(tmp_path / "c"))
@@ -155,3 +163,57 @@ def test_a_damaged_rendezvous_is_refused(tmp_path, monkeypatch):
     with pytest.raises(errors.InvalidState, match="layout.json is missing or damaged") as exc:
         cstorch.configure(model_dir=str(tmp_path / "m"), compile_dir=str(tmp_path / "c"))
     assert "csrun_wse" in exc.value.hint
+
+
+def test_the_runners_keywords_seed_torch_limit_the_run_and_are_recorded(ws_csd, tmp_path, capsys):
+    """R1.8's runner: seed (torch seeded before the model is built), job_time_sec (the run's
+    limit, on the Config for csd), and the appliance client's settings: accepted, in the run's
+    yaml, said once on stderr to change nothing here."""
+    from csadmin.cstorch.appliance import ExecutionStrategy, get_debug_args, update_debug_args_with_autogen_policy
+
+    (tmp_path / "debug.txt").write_text("debug_usr { }\n")
+    debug_args = get_debug_args(str(tmp_path / "debug.txt"))
+    update_debug_args_with_autogen_policy(debug_args, "medium")
+    c = configure(ws_csd, tmp_path, seed=1234, job_time_sec=600, debug_args=debug_args,
+                  credentials_path="/opt/cerebras/certs/tls.crt", execution_strategy=ExecutionStrategy.ES_WEIGHT_STREAMING,
+                  disable_version_check=True)
+    net = torch.nn.Sequential(torch.nn.Linear(8, 32), torch.nn.ReLU(), torch.nn.Linear(32, 2))  # after configure
+    torch.manual_seed(1234)
+    assert torch.equal(net[0].weight, torch.nn.Linear(8, 32).weight)  # so its weights follow the seed
+    assert c.job_time_sec == 600 and c.seed == 1234
+    err = capsys.readouterr().err
+    lines = [line for line in err.splitlines() if "change nothing here" in line]
+    assert lines == ["cstorch: configure: debug_args, credentials_path, execution_strategy, disable_version_check "
+                     "recorded in the run's yaml; they change nothing here (no appliance: csd runs the simulated "
+                     "CS-2, your key authenticates this client, and the compile backend sets the execution mode)."]
+    t = Trainer(net)
+    for x, y in batches(2):
+        t.step(x, y)
+    runconfig = yaml.safe_load((tmp_path / "model" / "train" / "params_train.yaml").read_text())["runconfig"]
+    assert {k: runconfig[k] for k in ("seed", "job_time_sec", "debug_args", "credentials_path",
+                                      "execution_strategy", "disable_version_check")} == {
+        "seed": 1234, "job_time_sec": 600,
+        "debug_args": {"file": str(tmp_path / "debug.txt"), "autogen_policy": "medium"},
+        "credentials_path": "/opt/cerebras/certs/tls.crt", "execution_strategy": "WEIGHT_STREAMING",
+        "disable_version_check": True}
+
+
+def test_an_execution_strategy_for_another_mode_is_refused_at_compile(ws_csd, tmp_path):
+    from csadmin.cstorch.appliance import ExecutionStrategy
+
+    configure(ws_csd, tmp_path, execution_strategy=ExecutionStrategy.ES_PIPELINE)
+    with pytest.raises(errors.InvalidArgument) as exc:
+        cstorch.compile(model(), backend="WSE_WS")
+    assert exc.value.message == ("compile: backend 'WSE_WS' compiles for WEIGHT_STREAMING, but configure's "
+                                 "execution_strategy says PIPELINED.")
+
+
+def test_the_appliance_helpers_refuse_what_they_cannot_read(tmp_path):
+    from csadmin.cstorch.appliance import get_debug_args, update_debug_args_with_autogen_policy
+
+    with pytest.raises(errors.NotFound, match="no debug args file"):
+        get_debug_args(str(tmp_path / "missing.txt"))
+    assert get_debug_args(None).settings() == {}
+    with pytest.raises(errors.InvalidArgument, match="'fast' is not an autogen policy") as exc:
+        update_debug_args_with_autogen_policy(get_debug_args(None), "fast")
+    assert exc.value.hint == "Valid policies: default, disabled, medium, aggressive."
