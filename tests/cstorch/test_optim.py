@@ -118,6 +118,33 @@ def test_state_made_outside_preinitialize_is_refused_with_the_documents_rule():
         sgd.add_param_group({"params": [torch.nn.Parameter(torch.zeros(2))]})
 
 
+class _WholeDict(_Lazy):
+    """State made as torch's own optimizers write it: a whole dict per parameter."""
+
+    def preinitialize(self):
+        for p in self.parameters():
+            self.state[p] = {"buf": torch.zeros_like(p), "anchor": p.detach().clone()}
+
+
+class _WholeDictOfNumbers(_Lazy):
+    def preinitialize(self):
+        for p in self.parameters():
+            self.state[p] = {"count": 0}
+
+
+def test_preinitialize_may_make_a_parameters_state_as_a_whole_dict():
+    params = list(_model().parameters())
+    optimizer = _WholeDict(params)
+    assert sorted(optimizer.state[params[0]]) == ["anchor", "buf"]
+    assert torch.equal(optimizer.state[params[0]]["anchor"], params[0])
+    with pytest.raises(InvalidState, match="created the state variable 'extra' outside preinitialize"):
+        optimizer.state[params[0]]["extra"] = torch.zeros(1)  # the dict keeps the rules
+    with pytest.raises(InvalidState, match="replaced"):
+        optimizer.state[params[0]] = {"buf": torch.zeros_like(params[0])}
+    with pytest.raises(InvalidArgument, match="'count' is a int; optimizer state is tensors"):
+        _WholeDictOfNumbers(_model().parameters())
+
+
 def test_an_abstract_method_left_out_cannot_be_built():
     class Half(Optimizer):
         def preinitialize(self):

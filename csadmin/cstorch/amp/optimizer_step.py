@@ -5,6 +5,8 @@
 zero_grad, backward of the (scaled) loss, unscale, optional clipping by norm or by value (one of
 them), step, update. grad_scaler may be None (no scaling). In pipelined mode a GradScaler's own
 max_gradient_norm clips when the call names none (the document: "Only used in pipeline mode").
+The clipping value has two spellings, one parameter: the document's `max_gradient_val` and the
+product's `max_gradient_value` (R1.8's runner).
 """
 
 from __future__ import annotations
@@ -20,8 +22,14 @@ from .grad_scaler import GradScaler
 
 
 def optimizer_step(loss: torch.Tensor, optimizer, grad_scaler: GradScaler | None = None,
-                   max_gradient_norm: float | None = None, max_gradient_val: float | None = None) -> None:
+                   max_gradient_norm: float | None = None, max_gradient_val: float | None = None,
+                   max_gradient_value: float | None = None) -> None:
     """One optimizer step from `loss`; see the module docstring."""
+    if max_gradient_val is not None and max_gradient_value is not None:
+        raise InvalidArgument("optimizer_step: max_gradient_val and max_gradient_value are one parameter, given "
+                              "twice.", "Pass one of them.")
+    if max_gradient_value is not None:
+        max_gradient_val = max_gradient_value
     if max_gradient_norm is not None and max_gradient_val is not None:
         raise InvalidArgument("optimizer_step: clip by max_gradient_norm or by max_gradient_val, not both.")
     if grad_scaler is not None and not isinstance(grad_scaler, GradScaler):

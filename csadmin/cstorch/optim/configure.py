@@ -11,6 +11,14 @@ schedule, from a configuration dictionary (004).
 Names are matched case-insensitively (a schedule also without its "LR" suffix); an unknown one,
 an argument the class does not take or a malformed configuration is an InvalidArgument that
 says what is valid.
+
+R1.8's runner hands configure_optimizer its whole `optimizer:` configuration, so the optimizer
+also takes that configuration's keys (`runner_arguments`): some are its own under another name
+(`learning_rate` → `lr` when it is a number; a schedule is the scheduler's, which writes `lr`;
+`weight_decay_rate` → `weight_decay`; `beta1`/`beta2` → `betas`; `correct_bias=True`, what Adam and
+AdamW here do), the others (ELSEWHERE) belong to the grad scaler, the clipping or the runner's
+summaries, which the runner builds from the same configuration: accepted, not the optimizer's.
+Only a key with no meaning anywhere is refused.
 """
 
 from __future__ import annotations
@@ -28,10 +36,54 @@ from .sgd import SGD
 OPTIMIZERS: dict[str, type[Optimizer]] = {cls.__name__: cls for cls in (SGD, Adam, AdamW)}
 
 
+# Keys of a runner's optimizer configuration that configure other objects (see the module docstring).
+ELSEWHERE = {
+    "max_gradient_norm": "gradient clipping (cstorch.amp.optimizer_step, GradScaler)",
+    "max_gradient_value": "gradient clipping (cstorch.amp.optimizer_step)",
+    "loss_scaling_factor": "GradScaler(loss_scale=...)",
+    "initial_loss_scale": "GradScaler(init_scale=...)",
+    "steps_per_increase": "GradScaler(steps_per_increase=...)",
+    "min_loss_scale": "GradScaler(min_loss_scale=...)",
+    "max_loss_scale": "GradScaler(max_loss_scale=...)",
+    "log_summaries": "the runner's parameter and gradient norm summaries",
+}
+
+
 def configure_optimizer(optimizer_type: str, params, **kwargs) -> Optimizer:
-    """`optimizer_type`'s class built over `params` with `kwargs`."""
+    """`optimizer_type`'s class built over `params` with `kwargs` (a runner's keys mapped)."""
     cls = lookup("optimizer", optimizer_type, OPTIMIZERS)
-    return cls(params, **arguments(cls, kwargs))
+    return cls(params, **arguments(cls, runner_arguments(cls, kwargs), runner_keys=True))
+
+
+def _rename(kwargs: dict, old: str, new: str, owner: str) -> None:
+    if old in kwargs:
+        if new in kwargs:
+            raise InvalidArgument(f"{owner}: {old} and {new} are one parameter, given twice.", f"Pass {new} only.")
+        kwargs[new] = kwargs.pop(old)
+
+
+def runner_arguments(cls, kwargs: dict) -> dict:
+    """`kwargs` with a runner configuration's keys made `cls`'s own, and those of other objects
+    (ELSEWHERE) left out."""
+    owner, kwargs = cls.__name__, {k: v for k, v in kwargs.items() if k not in ELSEWHERE}
+    takes = inspect.signature(cls).parameters
+    if "learning_rate" in kwargs:
+        if "lr" in kwargs:
+            raise InvalidArgument(f"{owner}: learning_rate and lr are one parameter, given twice.", "Pass lr only.")
+        rate = kwargs.pop("learning_rate")
+        if isinstance(rate, (int, float)) and not isinstance(rate, bool):
+            kwargs["lr"] = rate  # a schedule (dict, list) is configure_lr_scheduler's: it writes lr
+    _rename(kwargs, "weight_decay_rate", "weight_decay", owner)
+    if "betas" in takes and ({"beta1", "beta2"} & set(kwargs)):
+        if "betas" in kwargs:
+            raise InvalidArgument(f"{owner}: beta1/beta2 and betas are one parameter, given twice.", "Pass betas only.")
+        first, second = takes["betas"].default
+        kwargs["betas"] = (kwargs.pop("beta1", first), kwargs.pop("beta2", second))
+    if "correct_bias" in kwargs and "correct_bias" not in takes and cls in (Adam, AdamW):
+        if kwargs.pop("correct_bias") is not True:
+            raise InvalidArgument(f"{owner}: correct_bias=False (no bias correction) is not built: {owner} here "
+                                  "corrects the moments' bias as torch's does.", "Leave correct_bias out, or True.")
+    return kwargs
 
 
 def lookup(what: str, name, table: dict):
@@ -42,14 +94,17 @@ def lookup(what: str, name, table: dict):
     raise InvalidArgument(f"Unknown {what} {name!r}. Valid {what}s: {', '.join(sorted(table))}.")
 
 
-def arguments(cls, kwargs: dict, skip: int = 1) -> dict:
+def arguments(cls, kwargs: dict, skip: int = 1, runner_keys: bool = False) -> dict:
     """`kwargs` if `cls(...)` takes every one of them (its first `skip` parameters are supplied by
-    the caller), else an error naming the ones it does not take and the ones it does."""
+    the caller), else an error naming the ones it does not take and the ones it does (and, for an
+    optimizer, the runner's keys it also accepts)."""
     names = list(inspect.signature(cls).parameters)[skip:]
     unknown = sorted(set(kwargs) - set(names))
     if unknown:
+        also = (f" (and a runner's learning_rate, weight_decay_rate, beta1, beta2, correct_bias, "
+                f"{', '.join(ELSEWHERE)})" if runner_keys else "")
         raise InvalidArgument(f"{cls.__name__} does not take {', '.join(map(repr, unknown))}; it takes "
-                              f"{', '.join(names)}.")
+                              f"{', '.join(names)}{also}.")
     return kwargs
 
 
@@ -64,8 +119,11 @@ _FORMS = ("learning_rate is a number (a constant rate), a dict with the key 'sch
           "each with total_iters; or a ChainedLR if one has main_scheduler: ChainedLR)")
 
 
-def configure_lr_scheduler(optimizer, learning_rate) -> LRScheduler:
-    """The scheduler `learning_rate` describes, in one of the document's three forms."""
+def configure_lr_scheduler(optimizer, learning_rate) -> LRScheduler | None:
+    """The scheduler `learning_rate` describes, in one of the document's three forms; None for
+    None (no schedule: R1.8's runner passes its configuration's learning_rate, which may be absent)."""
+    if learning_rate is None:
+        return None
     if isinstance(learning_rate, (int, float)) and not isinstance(learning_rate, bool):
         return ConstantLR(optimizer, learning_rate=learning_rate)
     if isinstance(learning_rate, dict):

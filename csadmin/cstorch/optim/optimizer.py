@@ -201,8 +201,14 @@ class _State(dict):
         return entries
 
     def __setitem__(self, p, value):
-        raise InvalidState(f"{type(self._optimizer).__name__}.state[param] was replaced: {STATE_RULE}.",
-                           hint="Set self.state[p][name] in preinitialize(); update the tensors in place.")
+        """In preinitialize, `self.state[p] = {name: tensor, …}` creates p's state (as torch's
+        optimizers write it); anywhere else it would replace state a captured program holds."""
+        if not getattr(self._optimizer, "_preinitializing", False):
+            raise InvalidState(f"{type(self._optimizer).__name__}.state[param] was replaced: {STATE_RULE}.",
+                               hint="Set self.state[p][name] in preinitialize(); update the tensors in place.")
+        entries = _ParamState(self._optimizer)
+        entries.update(value)  # each entry checked: a tensor
+        dict.__setitem__(self, p, entries)
 
 
 class _ParamState(dict):
