@@ -83,7 +83,8 @@ def _rebound(path: str, owner_class: str, old, new) -> ReprogramForbidden:
         held = "its old parameters"
     else:
         kind = "Parameter" if isinstance(old, torch.nn.Parameter) else "Tensor"
-        now = "removed" if new is None else f"rebound to another {'tensor' if isinstance(new, torch.Tensor) else type(new).__name__}"
+        other = "tensor" if isinstance(new, torch.Tensor) else type(new).__name__
+        now = "removed" if new is None else f"rebound to another {other}"
         what = f"{kind} {path!r} of the compiled model {owner_class} was {now} after the first step"
         held = "the old tensor"
     return ReprogramForbidden(

@@ -266,7 +266,8 @@ def configure(**kwargs) -> Config:
         torch.manual_seed(seed)  # before the model is built: its initial weights follow the seed
     given = [name for name in NO_EFFECT if kwargs.get(name) is not None]
     if given:
-        print(f"cstorch: configure: {', '.join(given)} recorded in the run's yaml; {'it changes' if len(given) == 1 else 'they change'} "
+        verb = "it changes" if len(given) == 1 else "they change"
+        print(f"cstorch: configure: {', '.join(given)} recorded in the run's yaml; {verb} "
               "nothing here (no appliance: csd runs the simulated CS-2, your key authenticates this client, and "
               "the compile backend sets the execution mode).", file=sys.stderr, flush=True)
     backend.config = config

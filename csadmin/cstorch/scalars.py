@@ -44,8 +44,9 @@ def scalar_summary(name: str, tensor) -> None:
         raise InvalidArgument(f"scalar_summary: name must be a non-empty string, not {name!r}.")
     if isinstance(tensor, torch.Tensor):
         if tensor.numel() != 1:
-            raise InvalidArgument(f"scalar_summary({name!r}, …): the tensor has shape {tuple(tensor.shape)}; a scalar "
-                                  "summary is one value.", "Reduce it first (e.g. tensor.mean() or tensor.norm()).")
+            raise InvalidArgument(f"scalar_summary({name!r}, …): the tensor has shape {tuple(tensor.shape)}; a "
+                                  "scalar summary is one value.",
+                                  "Reduce it first (e.g. tensor.mean() or tensor.norm()).")
     elif isinstance(tensor, bool) or not isinstance(tensor, numbers.Real):
         raise InvalidArgument(f"scalar_summary({name!r}, …): the value is a {type(tensor).__name__}, not a "
                               "one-element tensor or a number.")

@@ -31,7 +31,8 @@ from data import CLASSES, FEATURES, dataset  # noqa: E402
 class AnchoredSGD(cstorch.optim.Optimizer):
     def __init__(self, params, lr, momentum=0.9, anchor_strength=0.0, max_update=None):
         if lr < 0.0 or momentum < 0.0 or anchor_strength < 0.0:
-            raise ValueError(f"lr, momentum and anchor_strength must be non-negative: {lr}, {momentum}, {anchor_strength}")
+            raise ValueError(f"lr, momentum and anchor_strength must be non-negative: "
+                             f"{lr}, {momentum}, {anchor_strength}")
         if max_update is not None and max_update <= 0.0:
             raise ValueError(f"max_update must be positive: {max_update}")
         defaults = dict(lr=lr, momentum=momentum, anchor_strength=anchor_strength, max_update=max_update)

@@ -138,8 +138,8 @@ def run_train(params):
         num_epochs=runconfig.get("num_epochs"),
         steps_per_epoch=runconfig.get("steps_per_epoch"),
     )
-    logging.info(f"{len(dataloader.dataset)} samples, batch size {dataloader.batch_size}, "
-                 f"{dataloader.num_workers} loader workers, {dataloader.num_epochs} epoch(s) of {len(dataloader)} steps")
+    logging.info(f"{len(dataloader.dataset)} samples, batch size {dataloader.batch_size}, {dataloader.num_workers} "
+                 f"loader workers, {dataloader.num_epochs} epoch(s) of {len(dataloader)} steps")
 
     for _epoch in range(dataloader.num_epochs):
         for batch in dataloader:

@@ -175,7 +175,8 @@ def test_the_runners_keywords_seed_torch_limit_the_run_and_are_recorded(ws_csd, 
     debug_args = get_debug_args(str(tmp_path / "debug.txt"))
     update_debug_args_with_autogen_policy(debug_args, "medium")
     c = configure(ws_csd, tmp_path, seed=1234, job_time_sec=600, debug_args=debug_args,
-                  credentials_path="/opt/cerebras/certs/tls.crt", execution_strategy=ExecutionStrategy.ES_WEIGHT_STREAMING,
+                  credentials_path="/opt/cerebras/certs/tls.crt",
+                  execution_strategy=ExecutionStrategy.ES_WEIGHT_STREAMING,
                   disable_version_check=True)
     net = torch.nn.Sequential(torch.nn.Linear(8, 32), torch.nn.ReLU(), torch.nn.Linear(32, 2))  # after configure
     torch.manual_seed(1234)
