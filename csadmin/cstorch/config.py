@@ -203,8 +203,10 @@ def _launcher_workers(workers: int) -> tuple[int, str | None]:
 
 
 def configure(**kwargs) -> Config:
-    """Configure this process's run (once): the backend's configuration. Raises InvalidArgument
-    for an unknown parameter or a bad value, InvalidState when called a second time."""
+    """Configure this process's run (once): the backend's configuration. A parameter passed as
+    None takes its default (R1.8's runner passes `runconfig.get(...)` for what its yaml may leave
+    out). Raises InvalidArgument for an unknown parameter or a bad value, InvalidState when called
+    a second time."""
     backend = state.current()
     unknown = sorted(set(kwargs) - set(PARAMETERS))
     if unknown:
@@ -212,6 +214,7 @@ def configure(**kwargs) -> Config:
                               f"Valid parameters: {', '.join(PARAMETERS)}.")
     if backend.config is not None:
         raise InvalidState(f"cstorch.configure was already called in this process: {ONCE_RULE}.", ONCE_NEXT)
+    kwargs = {name: value for name, value in kwargs.items() if value is not None}
     d = Config()
     get = kwargs.get
     num_csx = _int("num_csx", get("num_csx", d.num_csx), 1)

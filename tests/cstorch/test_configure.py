@@ -41,6 +41,16 @@ def test_every_parameter_is_accepted_and_checkpoint_steps_reach_the_run_state(tm
     assert os.path.isdir(tmp_path / "m") and os.path.isdir(tmp_path / "c")
 
 
+def test_none_is_the_default_as_the_runner_passes_what_its_yaml_leaves_out(tmp_path, monkeypatch):
+    monkeypatch.setenv("CS_CONNECT", "/somewhere/csd.json")
+    c = cstorch.configure(model_dir=str(tmp_path), compile_dir=str(tmp_path / "c"), checkpoint_steps=None,
+                          max_act_per_csx=None, mgmt_address=None, seed=None, job_time_sec=None,
+                          disable_version_check=None, debug_args=None, execution_strategy=None)
+    assert (c.checkpoint_steps, c.max_act_per_csx, c.mgmt_address, c.seed, c.job_time_sec,
+            c.disable_version_check, c.debug_args, c.execution_strategy) == (
+        0, 1, "/somewhere/csd.json", None, None, False, None, None)
+
+
 def test_a_second_call_is_refused_with_the_documents_reason(tmp_path):
     cstorch.configure(model_dir=str(tmp_path), compile_dir=str(tmp_path / "c"))
     with pytest.raises(errors.InvalidState) as exc:
