@@ -128,7 +128,9 @@ class StepFunction:
             outputs: list = []
             result_spec, result_leaves = _leaves(result, outputs)
             grad_params = [p for p, g in zip(params, grads_before) if p.grad is not g]
-            trains = bool(grad_params) or any(p._version != v for p, v in zip(params, versions))
+            # a gradient computed (not one only cleared: zero_grad) or a parameter updated in place
+            trains = any(p.grad is not None for p in grad_params) or any(
+                p._version != v for p, v in zip(params, versions))
             outputs += [p.grad for p in grad_params]
             closures = []
             for fn, a, kw in run.captured_closures:

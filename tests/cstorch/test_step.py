@@ -550,3 +550,21 @@ def test_a_method_may_be_the_step(ws_csd, tmp_path):
     assert torch.equal(loop.step(x), loop.step(x))
     with pytest.raises(errors.ReprogramForbidden, match="argument leaf 0"):
         Loop.step(Loop.__new__(Loop), x)  # another instance: another program
+
+
+def test_a_step_that_only_clears_gradients_is_still_eval(ws_csd, tmp_path):
+    configure(ws_csd, tmp_path)
+    net = model()
+    compiled = cstorch.compile(net, backend="wse_ws")
+    optimizer = cstorch.optim.SGD(net.parameters(), lr=0.1)
+    for p in net.parameters():
+        p.grad = torch.ones_like(p)  # left over from something eager before the run
+
+    @cstorch.compile_step
+    def eval_step(x):
+        optimizer.zero_grad()  # clears them: no gradient computed, nothing updated
+        return compiled(x).sum()
+
+    with torch.no_grad():
+        eval_step(batches(1)[0][0])
+    assert run_record(ws_csd)["mode"] == "eval"
