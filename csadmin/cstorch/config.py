@@ -151,12 +151,24 @@ def configure(**kwargs) -> Config:
     """Configure this process's run (once): the backend's configuration. Raises InvalidArgument
     for an unknown parameter or a bad value, InvalidState when called a second time."""
     backend = state.current()
+    _known(kwargs)
+    if backend.config is not None:
+        raise InvalidState(f"cstorch.configure was already called in this process: {ONCE_RULE}.", ONCE_NEXT)
+    backend.config = settings(**kwargs)
+    return backend.config
+
+
+def _known(kwargs: dict) -> None:
     unknown = sorted(set(kwargs) - set(PARAMETERS))
     if unknown:
         raise InvalidArgument(f"configure: unknown parameter(s) {', '.join(unknown)}.",
                               f"Valid parameters: {', '.join(PARAMETERS)}.")
-    if backend.config is not None:
-        raise InvalidState(f"cstorch.configure was already called in this process: {ONCE_RULE}.", ONCE_NEXT)
+
+
+def settings(**kwargs) -> Config:
+    """The Config configure's arguments make, each checked (InvalidArgument for a bad one); sets
+    nothing on the backend (a DataExecutor's cluster config is checked the same way)."""
+    _known(kwargs)
     d = Config()
     get = kwargs.get
     num_csx = _int("num_csx", get("num_csx", d.num_csx), 1)
@@ -200,5 +212,4 @@ def configure(**kwargs) -> Config:
         _writable_dir("compile_dir", config.compile_dir)
     # python_paths: this process and its input workers (forked from it) import from them too.
     sys.path.extend(p for p in python_paths if p not in sys.path)
-    backend.config = config
     return config

@@ -20,6 +20,11 @@ It is also the object scripts hold: R1.8's `compiled_model.backend` (`.name`, `.
 `.is_cpu`, `.is_gpu` as properties): each answer is a Flag, true or false as a property and
 callable as a method, so both spellings read the same object.
 
+The later releases' `cstorch.backend("CSX" | "CPU" | "GPU", ...)` (backend_api.py) fills this same
+object: `kind` says what runs the math, `executor_required` that steps run inside a DataExecutor,
+`executor` the DataExecutor whose loop is running (one at a time) and `csx` the
+`cstorch.backends.csx` settings (csx_settings.py).
+
 This module holds the process's one reference to it (`current()`), and `reset()` is the one way
 to start afresh: it ends the run as the process's end would and drops every setting, the
 optimizer guard included. Stdlib only: importing it never imports torch.
@@ -35,6 +40,7 @@ from typing import NamedTuple
 
 from csadmin.errors import InvalidState
 
+from .csx_settings import CsxSettings
 from .run import Run
 
 # 004, "Saving/Loading Checkpoints": weights may be fetched only on configured checkpoint steps.
@@ -93,8 +99,14 @@ class Backend:
         self.csd = None  # csd_link.CsdLink, once cstorch.compile reached csd
         self.run = Run()  # the run in progress (or the last one, ended)
         self.worker = WorkerInfo(0, 1)  # an input worker process says who it is
+        self.is_input_worker = False  # … and that it is one (cstorch.distributed.is_streamer())
         self.input_role = None  # `python -m csadmin.cstorch` in an input-only role (__main__)
         self.optimizer_guard = None  # torch's hook handle (optim/core_guard.py), once installed
+        self.executor_required = False  # made by cstorch.backend(): steps run inside a DataExecutor
+        self.executor = None  # the DataExecutor whose loop is running (utils/data/data_executor.py)
+        self.executors_run = 0  # DataExecutors iterated so far: their artifact directories' numbers
+        self.csx = CsxSettings()  # cstorch.backends.csx: precision, performance, debug
+        self._device = None  # device.Device, made when first asked for
         self._stepping = False
         self._announced: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # object → order
         self._order = itertools.count()
@@ -118,6 +130,26 @@ class Backend:
 
     def __str__(self) -> str:
         return self.target or "(no backend yet)"
+
+    @property
+    def device(self):
+        """Where the model's tensors live (device.Device): a context manager to build the model
+        in (`with backend.device:`), as the real backend's device is."""
+        if self._device is None:
+            from .device import Device  # torch: imported when a script asks, never by state itself
+
+            self._device = Device(self.kind or "CSX")
+        return self._device
+
+    @property
+    def artifact_dir(self) -> str | None:
+        """The later releases' name for the model directory (configure's model_dir)."""
+        return None if self.config is None else self.config.model_dir
+
+    def run_dir(self) -> str:
+        """Where the run in progress writes (performance.json, its yaml, TensorBoard): a
+        DataExecutor's own directory, else the model directory."""
+        return self.run.model_dir or self.require_config().model_dir
 
     # -- settings ------------------------------------------------------------------------------
 
@@ -162,6 +194,8 @@ class Backend:
         step = run.step if step is None else step
         if step == run.first_step:
             return True
+        if run.executor is not None:  # a DataExecutor's run: its schedule, and its final weights after it
+            return not run.in_loop or run.checkpoint_schedule.match(step - run.first_step - 1)
         if run.last_step is not None and step == run.last_step:
             return True
         every = self.checkpoint_steps
@@ -173,7 +207,18 @@ class Backend:
 
     def check_weights_fetch(self, what: str) -> None:
         """Refuse fetching `what`'s weights (a model's or an optimizer's `state_dict()`) on a
-        step that is not a checkpoint step, with the document's rule."""
+        step that is not a checkpoint step, with the document's rule (the system's rule: a CPU or
+        GPU backend holds its weights in this process)."""
+        if self.kind not in (None, "CSX"):
+            return
+        if self.run.executor is not None and not self.is_checkpoint_step():
+            schedule = self.run.checkpoint_schedule
+            raise InvalidState(
+                f"Cannot fetch the {what}'s weights after step {self.run.step - self.run.first_step} of this "
+                f"DataExecutor's run: weights are only available on its checkpoint steps "
+                f"({schedule.describe(self.run.last_step - self.run.first_step)}).",
+                hint="Save them with cstorch.save in a function decorated with @cstorch.checkpoint_closure: "
+                     "call it every step, it runs only on the DataExecutor's checkpoint steps.")
         if not self.is_checkpoint_step():
             every = self.checkpoint_steps
             raise InvalidState(
