@@ -79,13 +79,14 @@ class DataLoader:
         self._rendezvous = None if config is None else config.workers_rendezvous
         self._input = None  # the input function's loader in this process (never made with workers, unless asked)
         length = None
-        if not self.fed_by_workers:
+        if not self.fed_by_workers or backend.executor_required:  # (a DataExecutor's num_steps defaults to len())
             self._input = self._make_input()
             length = _length(self._input)
             if length == 0:
                 raise InvalidArgument(f"DataLoader: {EMPTY}", hint=EMPTY_HINT)
         plan = schedule(length, num_steps, max_steps, num_epochs, steps_per_epoch, self.initial_step)
-        if self.fed_by_workers and (plan.total is None or (num_epochs is not None and steps_per_epoch is None)):
+        counted = plan.total is not None and (num_epochs is None or steps_per_epoch is not None)
+        if self.fed_by_workers and not counted and not backend.executor_required:  # a DataExecutor counts them
             raise InvalidArgument(
                 f"DataLoader: with num_workers_per_csx={self._workers}, give num_steps (or num_epochs with "
                 "steps_per_epoch, or max_steps): each worker's input restarts when it runs out, so only the "
