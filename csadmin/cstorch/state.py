@@ -17,7 +17,8 @@ below, so none of them reaches into another's attributes.
 
 It is also the object scripts hold: R1.8's `compiled_model.backend` (`.name`, `.is_wse()`,
 `.is_gpu()`, `str()` the name compiled for) and the later releases' `cstorch.backend()` (`.is_csx`,
-`.is_cpu`, `.is_gpu` as properties): each answer is a Flag, true or false as a property and
+`.is_cpu`, `.is_gpu` as properties): `is_csx` and `is_cpu` are booleans, as the later releases'
+are; `is_wse` and `is_gpu`, names of both releases, are Flags, true or false as a property and
 callable as a method, so both spellings read the same object.
 
 The later releases' `cstorch.backend("CSX" | "CPU" | "GPU", ...)` (backend_api.py) fills this same
@@ -123,9 +124,12 @@ class Backend:
         """What runs the math: "CSX" (the system, csd), "CPU" or "GPU"; None before compile."""
         return None if self.target is None else KINDS.get(self.target.upper())
 
-    is_csx = property(lambda self: Flag(self.kind == "CSX"))
-    is_wse = is_csx  # R1.8's name for the same question
-    is_cpu = property(lambda self: Flag(self.kind == "CPU"))
+    # The later releases' is_csx and is_cpu are plain booleans, as theirs are (a script passes them
+    # where torch wants a bool: torch.autocast(..., enabled=backend.is_csx)); is_wse and is_gpu,
+    # R1.8's methods too, are Flags.
+    is_csx = property(lambda self: self.kind == "CSX")
+    is_wse = property(lambda self: Flag(self.kind == "CSX"))  # R1.8's name for the same question
+    is_cpu = property(lambda self: self.kind == "CPU")
     is_gpu = property(lambda self: Flag(self.kind == "GPU"))
 
     def __str__(self) -> str:

@@ -4,7 +4,7 @@ them, in both spellings public scripts use.
     executor.profiler.rate(), executor.profiler.global_rate()          # 2.0–2.1 (gigaGPT)
     executor.profiler.rate_tracker.rate, .global_rate, .total_samples  # later releases
 
-The executor adds each step's batch size after the loop's body ran (utils/data/data_executor.py).
+The executor adds each step's batch size as the loop takes the batch (utils/data/data_executor.py).
 These are the host's numbers; the system's own (performance.json) are csd's.
 """
 

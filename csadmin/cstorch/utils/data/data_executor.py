@@ -131,8 +131,8 @@ class DataExecutor:
                 if backend.kind == "GPU":
                     batch = backend.device.move_to_device(batch)
                 self._step += 1
+                self.profiler.step(samples_of(batch))  # counted as the loop takes it, as the real one counts
                 yield batch
-                self.profiler.step(samples_of(batch))
             run.in_loop = False
             run.finish()
         finally:
