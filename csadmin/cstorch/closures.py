@@ -7,7 +7,8 @@
 A step closure (`step_closure`, step.py) called
   * while a step is captured: is recorded into the program and runs after every step;
   * during an eager step (a CPU or GPU backend): runs after the step, with copies of its tensors
-    as they were when it was called (the vendor's CPU and GPU backends copy them then);
+    as they were when it was called (the vendor's CPU and GPU backends copy them then; a GPU's
+    tensors reach a closure on the CPU, wherever it was called);
   * otherwise: runs at once (the step before it has executed; nothing runs under compile_only
     or validate_only, where nothing materializes).
 In a DataExecutor's run on the system it is *due* only on an activation step (every
@@ -57,13 +58,20 @@ def dispatch(due, args: tuple, kwargs: dict):
         run.captured_closures.append((due, args, kwargs))
         return None
     if backend.in_step():  # an eager step: after it, with the values of now
-        copies = tree_map_only(torch.Tensor, lambda t: t.detach().to("cpu", copy=True), (args, kwargs))
-        run.queued_closures.append((due, *copies))
+        run.queued_closures.append((due, *_on_host(args, kwargs)))
         return None
     config = backend.config
     if run.program is not None and (config.compile_only or config.validate_only):
         return None  # nothing runs on the system, so nothing materializes
+    if backend.kind == "GPU":
+        args, kwargs = _on_host(args, kwargs)
     return due(*args, **kwargs)
+
+
+def _on_host(args: tuple, kwargs: dict) -> tuple:
+    """Copies of the arguments' tensors in this process's memory (a GPU's moved to the CPU), as
+    the vendor's CPU and GPU backends hand them to step closures."""
+    return tree_map_only(torch.Tensor, lambda t: t.detach().to("cpu", copy=True), (args, kwargs))
 
 
 def checkpoint_closure(fn):
