@@ -151,9 +151,10 @@ def _csx(process, artifact_dir=None, compile_dir=None, compile_only=False, valid
                               f"not {max_checkpoints!r}.")
     artifact_dir = _artifact_dir(artifact_dir)
     cluster = {} if cluster_config is None else cluster_config.configure_kwargs(PARAMETERS)
-    config = _configure("CSX", model_dir=artifact_dir, compile_only=compile_only, validate_only=validate_only,
-                        compile_dir=os.path.join(artifact_dir, "cached_compile") if compile_dir is None else compile_dir,
-                        **cluster)
+    if compile_dir is None:
+        compile_dir = os.path.join(artifact_dir, "cached_compile")
+    config = _configure("CSX", model_dir=artifact_dir, compile_dir=compile_dir, compile_only=compile_only,
+                        validate_only=validate_only, **cluster)
     link = CsdLink(config)
     try:
         link.check_system(WEIGHT_STREAMING, "CSX", {"CSX": WEIGHT_STREAMING})

@@ -21,7 +21,7 @@ except ImportError:
     import csadmin.cstorch as cstorch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from data import build_model, input_fn  # noqa: E402
+from data import build_model, input_fn, plain_accuracy  # noqa: E402
 
 p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
 p.add_argument("--checkpoint", required=True)
@@ -60,15 +60,5 @@ with torch.no_grad():
 print(f"Eval Accuracy: {float(accuracy)}")
 
 if args.check:  # the same weights and batches without cstorch, with the backend's numerics
-    plain = build_model()
-    plain.load_state_dict(state_dict["model"])
-    plain.eval()
-    precision = torch.autocast("cpu", dtype=torch.float16, enabled=backend.is_csx)
-    correct = seen = 0
-    with torch.no_grad(), precision:
-        for step, (inputs, targets) in enumerate(input_fn(batch_size=args.batch_size, seed=1)):
-            if step == args.num_steps:
-                break
-            correct += (plain(inputs).argmax(-1) == targets).sum().item()
-            seen += len(targets)
-    print(f"Plain PyTorch Accuracy: {correct / seen}")
+    plain = plain_accuracy(state_dict["model"], args.batch_size, args.num_steps, half=backend.is_csx)
+    print(f"Plain PyTorch Accuracy: {plain}")

@@ -18,7 +18,7 @@ import csadmin.cstorch as cstorch
 from csadmin import errors
 from csadmin.cstorch import state
 from tests.cstorch.helpers import configure, model
-from tests.cstorch.v2 import Trainer, csx, input_fn
+from tests.cstorch.v2 import Trainer, csx, input_fn, train_saving_checkpoints
 from tests.harness import ROOT
 
 
@@ -102,7 +102,7 @@ def test_the_csx_settings_are_the_backends_and_checked(ws_csd, tmp_path):
     assert cstorch.backends.csx.precision.optimization_level == 1
     cstorch.backends.csx.precision.optimization_level = 2
     cstorch.backends.csx.performance.micro_batch_size = None
-    with pytest.raises(errors.InvalidArgument, match=r"optimization_level must be None or an integer in range \[0, 3\)"):
+    with pytest.raises(errors.InvalidArgument, match=r"optimization_level must be None or an integer in range "):
         cstorch.backends.csx.precision.optimization_level = 3
     with pytest.raises(errors.InvalidArgument, match="micro_batch_size must be"):
         cstorch.backends.csx.performance.micro_batch_size = "fast"
@@ -171,7 +171,7 @@ def test_a_cpu_backend_runs_the_same_script_without_a_system(tmp_path, capsys):
     assert "cstorch: backend CPU: the steps run eagerly with PyTorch on this CPU; no system" in capsys.readouterr().err
     assert (backend.is_cpu, backend.is_csx) == (True, False)
     t = Trainer(backend, model)
-    saved, values = [], []
+    values = []
 
     @cstorch.trace
     def training_step(batch):
@@ -179,16 +179,7 @@ def test_a_cpu_backend_runs_the_same_script_without_a_system(tmp_path, capsys):
         values.append(loss.item())  # eager: allowed
         return loss
 
-    @cstorch.checkpoint_closure
-    def save(step):
-        cstorch.save({"model": t.net.state_dict()}, str(tmp_path / f"c{step}.mdl"))
-        saved.append(step)
-
-    executor = cstorch.utils.data.DataExecutor(cstorch.utils.data.DataLoader(input_fn), num_steps=12,
-                                               checkpoint_steps=5)
-    for step, batch in enumerate(executor, start=1):
-        training_step(batch)
-        save(step)
+    saved = train_saving_checkpoints(t, training_step, tmp_path, num_steps=12, checkpoint_steps=5)
     assert saved == [5, 10, 12] and values[-1] < values[0] / 2
     assert state.current().csd is None
 

@@ -12,7 +12,7 @@ import torch
 import csadmin.cstorch as cstorch
 from csadmin import errors
 from tests.cstorch.helpers import model
-from tests.cstorch.v2 import Trainer, input_fn
+from tests.cstorch.v2 import Trainer, train_saving_checkpoints
 
 needs_cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device on this machine: the GPU "
                                 "backend runs where torch.cuda.is_available()")
@@ -33,7 +33,7 @@ def test_a_gpu_backend_trains_on_the_cuda_device_without_a_system(tmp_path, caps
     assert backend.is_gpu and not backend.is_csx and str(backend.device) == "cuda"
     t = Trainer(backend, model)
     assert all(p.device.type == "cuda" for p in t.net.parameters())  # built under backend.device
-    seen, saved, dtypes = [], [], []
+    seen, dtypes = [], []
 
     def body(batch):
         inputs, targets = batch
@@ -47,16 +47,7 @@ def test_a_gpu_backend_trains_on_the_cuda_device_without_a_system(tmp_path, caps
     def record(loss):
         seen.append((loss.device.type, loss.item()))
 
-    @cstorch.checkpoint_closure
-    def save(step):
-        cstorch.save({"model": t.net.state_dict()}, str(tmp_path / f"c{step}.mdl"))
-        saved.append(step)
-
-    executor = cstorch.utils.data.DataExecutor(cstorch.utils.data.DataLoader(input_fn), num_steps=30,
-                                               checkpoint_steps=10)
-    for step, batch in enumerate(executor, start=1):
-        record(step_fn(batch))
-        save(step)
+    saved = train_saving_checkpoints(t, step_fn, tmp_path, num_steps=30, checkpoint_steps=10, each=record)
     assert saved == [10, 20, 30] and dtypes[0] == torch.float16
     assert {device for device, _ in seen} == {"cpu"}  # step closures get the values on the host
     losses = [loss for _, loss in seen]

@@ -43,3 +43,24 @@ class Trainer:
         self.optimizer.step()
         self.optimizer.zero_grad()
         return loss
+
+
+def train_saving_checkpoints(trainer: Trainer, step_fn, directory, num_steps: int, checkpoint_steps: int,
+                             each=None) -> list[int]:
+    """Run `step_fn` over a DataExecutor of `num_steps`, calling `each(result)` after every step and
+    a checkpoint closure saving trainer.net to `directory`/c<step>.mdl; the steps it saved on."""
+    saved = []
+
+    @cstorch.checkpoint_closure
+    def save(step):
+        cstorch.save({"model": trainer.net.state_dict()}, str(directory / f"c{step}.mdl"))
+        saved.append(step)
+
+    executor = cstorch.utils.data.DataExecutor(cstorch.utils.data.DataLoader(input_fn), num_steps=num_steps,
+                                               checkpoint_steps=checkpoint_steps)
+    for step, batch in enumerate(executor, start=1):
+        result = step_fn(batch)
+        if each is not None:
+            each(result)
+        save(step)
+    return saved
