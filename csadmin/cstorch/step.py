@@ -31,15 +31,16 @@ from torch.utils._pytree import tree_flatten
 from csadmin.errors import InvalidState, ReprogramForbidden, RunAborted
 
 import csadmin.cstorch.state as state
-from . import eager, retrace
 from .amp.precision import autocast, half_dtype
 from .artifacts import lookup as lookup_artifacts, record as record_compile
 from .capture import Capture
 from .closures import dispatch, when_due
 from .compiled import check_modes
+from .eager import step as eager_step
 from .model_dir import link_compile_dir, write_params
 from .optim import core_guard
 from .program import ESTIMATE_RUNS, Program
+from .retrace import check as check_retrace, ops as traced_ops
 from .signature import Signature
 from .summaries import Summaries
 
@@ -84,7 +85,7 @@ class StepFunction:
                 "Wrap your dataloader in a Cerebras DataExecutor (executor = cstorch.utils.data.DataExecutor("
                 "dataloader, ...)) and call the step inside `for batch in executor:`.")
         if backend.kind in ("CPU", "GPU"):
-            return eager.step(self, backend, run, args, kwargs)
+            return eager_step(self, backend, run, args, kwargs)
         if run.program is None:
             return self._compile(backend, config, run, args, kwargs)
         if run.program.step_fn is not self:
@@ -96,7 +97,7 @@ class StepFunction:
         if config.compile_only or config.validate_only:
             return run.first_result
         if backend.csx.debug.retrace_every_iteration:
-            retrace.check(self, backend, run, args, kwargs, inputs)
+            check_retrace(self, backend, run, args, kwargs, inputs)
         return self._execute(backend, run, inputs)
 
     def _execute(self, backend, run, inputs):
@@ -148,7 +149,7 @@ class StepFunction:
             half = half_dtype()
             with backend.stepping(), cap, autocast():
                 result = self.fn(*args, **kwargs)
-            run.traced_ops = retrace.ops(cap.graph)
+            run.traced_ops = traced_ops(cap.graph)
             outputs: list = []
             result_spec, result_leaves = _leaves(result, outputs)
             grad_params = [p for p, g in zip(params, grads_before) if p.grad is not g]
