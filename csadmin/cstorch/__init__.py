@@ -14,16 +14,32 @@
     cstorch.scalar_summary("loss", loss)                         # TensorBoard scalars of the step,
     cstorch.save_summaries(writer, global_step)                  # written to the script's writer
 
+The later releases' names are the same runtime: `backend` fills what `configure` fills, `trace`
+is `compile_step`, `utils.data.DataExecutor` makes each run (several per process, in turn),
+`checkpoint_closure` runs on its checkpoint steps.
+
+    backend = cstorch.backend("CSX", artifact_dir="out")          # or "CPU", "GPU": no system
+    with backend.device:
+        model = Net()
+    compiled_model = cstorch.compile(model, backend)
+    executor = cstorch.utils.data.DataExecutor(dataloader, num_steps=100, checkpoint_steps=50)
+    for batch in executor:
+        loss = training_step(batch)      # @cstorch.trace
+
 Needs the optional extra `csadmin[cstorch]` (torch, h5py); `cs`, `csd` and `csadmin.client` never
 import it. docs/cstorch.md lists every name of the API with its status here.
 """
 
-from . import amp, metrics, optim, utils
+from . import amp, backends, distributed, metrics, optim, utils
+from .backend_api import backend, current_backend
 from .checkpoint import load, save
+from .closures import checkpoint_closure
 from .compiled import compile
 from .config import configure
 from .scalars import save_summaries, scalar_summary
-from .step import compile_step, step_closure
+from .step import compile_step, step_closure, trace
+from .utils.tensorboard import summarize_scalar
 
 __all__ = ["configure", "compile", "compile_step", "step_closure", "scalar_summary", "save_summaries", "save", "load",
-           "optim", "amp", "metrics", "utils"]
+           "optim", "amp", "metrics", "utils", "backend", "current_backend", "trace", "checkpoint_closure",
+           "summarize_scalar", "distributed", "backends"]

@@ -1,13 +1,15 @@
 """`python -m csadmin.cstorch SCRIPT [ARGS...]`: run an unmodified cstorch script against csd.
 
-The script's `import cerebras_pytorch.experimental as cstorch` (or `import cerebras_pytorch`,
-and their submodules: `...experimental.metrics`, `.optim`, ...) gets csadmin.cstorch: every
-module of the package is registered under both names in this process's sys.modules before the
-script runs as `__main__`, and `cerebras_pytorch` is a module holding csadmin.cstorch's names
-plus `experimental` (`import a.b as c` looks `b` up as an attribute of `a`). The names R1.8
-scripts import from `cerebras_appliance` for configure (ExecutionStrategy, DebugArgs,
-get_debug_args) are csadmin.cstorch.appliance, registered the same way. Nothing named
-cerebras_* is installed; other processes see nothing.
+The script's `import cerebras_pytorch.experimental as cstorch` (R1.8), `import cerebras_pytorch
+as cstorch` (2.0–2.1) or `import cerebras.pytorch as cstorch` (later), and their submodules
+(`.metrics`, `.optim`, `.utils.data`, `.utils.tensorboard`, `.distributed`, `.backends`, ...),
+get csadmin.cstorch: every module of the package is registered under each name in this process's
+sys.modules before the script runs as `__main__`. `cerebras_pytorch` is a module holding
+csadmin.cstorch's names plus `experimental`, and `cerebras` a namespace holding `pytorch`
+(`import a.b as c` looks `b` up as an attribute of `a`). The names R1.8 scripts import from
+`cerebras_appliance` for configure (ExecutionStrategy, DebugArgs, get_debug_args) are
+csadmin.cstorch.appliance, registered the same way. Nothing named cerebras is installed; other
+processes see nothing.
 
 A launcher may give the process an input-only role through its environment (an input worker task
 of csrun_wse, a cs_input_analyzer task; utils/data/_utils/roles.py): the script then runs up to
@@ -25,7 +27,7 @@ import types
 
 from csadmin.errors import CsError, InvalidState
 
-ALIASES = ("cerebras_pytorch.experimental", "cerebras_pytorch")
+ALIASES = ("cerebras_pytorch.experimental", "cerebras_pytorch", "cerebras.pytorch")
 USAGE = "usage: python -m csadmin.cstorch SCRIPT [ARGS...]"
 
 
@@ -43,6 +45,10 @@ def alias_modules() -> list[str]:
     top.__path__ = []  # a package: its submodules are the aliases below
     top.experimental = package
     sys.modules.setdefault("cerebras_pytorch", top)
+    namespace = types.ModuleType("cerebras", "the namespace of the later releases' cerebras.pytorch")
+    namespace.__path__ = []
+    namespace.pytorch = package
+    sys.modules.setdefault("cerebras", namespace)
     made = []
     for alias in ALIASES:
         for name in names:

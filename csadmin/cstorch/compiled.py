@@ -6,13 +6,22 @@ streaming (the document's name), "wse_pl" pipelined (ours: the real API names on
 
 The model itself is returned wrapped (CompiledModel: call it, train()/eval() it); the original
 module's `state_dict()` now asks the backend's check_weights_fetch("model") first, so weights are only
-fetched on checkpoint steps, and it gets a `device` attribute (the backend's device, as R1.8's
+fetched on checkpoint steps, its `load_state_dict(..., assign=True)` is refused (assigning would
+replace the tensors the run's program updates by identity; the real package refuses it too), and
+it gets a `device` attribute (the backend's torch device, as R1.8's
 `torch.tensor(0.0).to(model.device)` reads it) unless it has one.
 
 The run's mode is decided at the first step (`run_mode`): the step's program says it (a backward or
 a parameter update makes a training program, a forward alone an evaluation one), and a
 `compiled_model.train()` / `.eval()` the script called must agree with it (001: a run is train or
-eval). After that first step, neither mode nor module state may change (`check_modes`).
+eval). After that first step, neither mode nor module state may change (`check_modes`) while the
+run lasts; a DataExecutor's run that ended frees them for the next.
+
+The later releases' forms: `compile(model, backend)` with the backend `cstorch.backend(...)` made,
+`compile(model, "CSX" | "CPU" | "GPU")` (which makes it, as the real package does) and
+`compile(model)` (the backend made before; with none, the first release's "wse_ws" after
+configure, else a CPU backend). A CPU or GPU backend contacts no system and checks no wafer rule
+(float32 weights included); GPU moves the model to the CUDA device.
 """
 
 from __future__ import annotations
@@ -38,6 +47,14 @@ def _weights_hook(module, prefix, keep_vars):
     state.current().check_weights_fetch("model")
 
 
+def _assign_hook(state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys, error_msgs):
+    if local_metadata.get("assign_to_params_buffers", False):
+        raise InvalidState("Cannot call model.load_state_dict(..., assign=True) on a model that has already been "
+                           "compiled: assigning replaces the tensors the system's program updates.",
+                           hint="Please call with assign=False (the values are copied into the compiled model's "
+                                "tensors).")
+
+
 class CompiledModel:
     """A model prepared for the system: call it inside a compile_step function. `backend` is the
     process's backend (state.Backend: `.name`, `.is_wse()`, `.device`, `str()` the name compiled for)."""
@@ -53,13 +70,14 @@ class CompiledModel:
 
     @property
     def device(self):
-        """What the math runs on (the backend's device), for `tensor.to(compiled_model.device)`."""
-        return self.backend.device
+        """The torch device the math runs on (the backend's), for `tensor.to(compiled_model.device)`."""
+        return self.backend.torch_device
 
     def train(self, mode: bool = True) -> "CompiledModel":
-        """Say the run's mode and set the module's; refused once the run's program was compiled
-        for the other mode, or with the module in the other state."""
-        run_mode = state.current().run.mode
+        """Say the run's mode and set the module's; refused while a run's program compiled for the
+        other mode runs, or with the module in the other state."""
+        run = state.current().run
+        run_mode = None if run.finished and run.executor is not None else run.mode
         call = f"compiled_model.{'train' if mode else 'eval'}()"
         if run_mode is not None and run_mode != ("train" if mode else "eval"):
             raise mode_change(call, run_mode)
@@ -155,22 +173,59 @@ def parse_backend(backend) -> str:
     return key
 
 
-def compile(model: torch.nn.Module, backend: str = "wse_ws") -> CompiledModel:
+def _later_backend(process: state.Backend, backend) -> str | None:
+    """The process backend's name when `backend` is the later releases' (a Backend, one of their
+    type names, or None with such a backend made), making it if asked by name; else None."""
+    from .backend_api import TYPES, backend as make_backend, backend_kind
+
+    if isinstance(backend, state.Backend):
+        if backend is not process:
+            raise InvalidState("Compile got a different backend than the currently initialized backend.",
+                               "Pass the backend cstorch.backend() returns (one per process).")
+        if not process.executor_required:
+            raise InvalidState("compile: this backend was not made by cstorch.backend(...).",
+                               "Create it with cstorch.backend(\"CSX\", ...) first.")
+        return process.target
+    if backend is None:
+        if process.executor_required:
+            return process.target
+        if process.config is None:  # the real default: a CPU backend
+            return make_backend("CPU").target
+        return None
+    configured = process.config is not None and not process.executor_required  # the first release's
+    if isinstance(backend, str) and backend.strip().upper() in TYPES and not configured:
+        kind = backend_kind(backend)
+        if process.target is None:
+            make_backend(kind)
+        elif process.kind != kind:
+            raise InvalidState(f"compile: backend {backend!r}, but this process's backend is {process.kind}: one "
+                               f"backend per process.", "Compile for the backend cstorch.backend() made.")
+        return process.target
+    return None
+
+
+def compile(model: torch.nn.Module, backend=None) -> CompiledModel:
     """Prepare `model` for the system `backend` names; see the module docstring."""
     process = state.current()
+    later = _later_backend(process, backend)
     config = process.require_config()
     if not isinstance(model, torch.nn.Module):
         raise InvalidArgument(f"compile: model must be a torch.nn.Module, not {type(model).__name__}.",
                               "Pass the model instance (e.g. cstorch.compile(model, backend='wse_ws')).")
+    if later in ("CPU", "GPU"):  # no system, no wafer rule
+        compiled = CompiledModel(process.device.move_to_device(model), process)
+        process.models.append(compiled)
+        return compiled
     check_float32_weights(model)  # 001: only mixed precision, weights stored as float32
-    key = parse_backend(backend)
-    execmode = BACKENDS[key]
+    key = later or parse_backend("wse_ws" if backend is None else backend)
+    execmode = BACKENDS.get(key, "WEIGHT_STREAMING")
     if config.execution_strategy not in (None, execmode):  # configure's, recorded: it must agree at least
+        named = backend if isinstance(backend, str) else key
         raise InvalidArgument(
-            f"compile: backend {backend!r} compiles for {execmode}, but configure's execution_strategy says "
+            f"compile: backend {named!r} compiles for {execmode}, but configure's execution_strategy says "
             f"{config.execution_strategy}.",
             "Pass the ExecutionStrategy of the backend (ES_WEIGHT_STREAMING for 'wse_ws'), or none.")
-    if process.run.finished:
+    if process.run.finished and process.run.executor is None:
         raise InvalidState("This process's run has ended: one run per process.",
                            "Start a new process for another run.")
     if process.target is not None and process.target != key:
@@ -179,13 +234,14 @@ def compile(model: torch.nn.Module, backend: str = "wse_ws") -> CompiledModel:
             "Compile every model of this process for the same backend.")
     if process.csd is None:  # validate_only and compile_only check the system too, and stop there
         process.csd = CsdLink(config)
-    process.csd.check_system(execmode, backend, BACKENDS)
+    process.csd.check_system(execmode, key if later else backend, BACKENDS)
     process.target, process.execmode = key, execmode
     compiled = CompiledModel(model, process)
     if not any(m.model is model for m in process.models):
         for module in model.modules():
             module.register_state_dict_pre_hook(_weights_hook)
+            module._register_load_state_dict_pre_hook(_assign_hook)
         if not hasattr(model, "device"):  # a model of its own `device` (a property, e.g.) keeps it
-            model.device = process.device
+            model.device = process.torch_device
     process.models.append(compiled)
     return compiled

@@ -208,12 +208,36 @@ def configure(**kwargs) -> Config:
     out). Raises InvalidArgument for an unknown parameter or a bad value, InvalidState when called
     a second time."""
     backend = state.current()
+    _known(kwargs)
+    if backend.config is not None:
+        raise InvalidState(f"cstorch.configure was already called in this process: {ONCE_RULE}.", ONCE_NEXT)
+    config = settings(**kwargs)
+    # python_paths: this process and its input workers (forked from it) import from them too.
+    sys.path.extend(p for p in config.python_paths if p not in sys.path)
+    if config.seed is not None:
+        torch.manual_seed(config.seed)  # before the model is built: its initial weights follow the seed
+    given = [name for name in NO_EFFECT if kwargs.get(name) is not None]
+    if given:
+        verb = "it changes" if len(given) == 1 else "they change"
+        print(f"cstorch: configure: {', '.join(given)} recorded in the run's yaml; {verb} "
+              "nothing here (no appliance: csd runs the simulated CS-2, your key authenticates this client, and "
+              "the compile backend sets the execution mode).", file=sys.stderr, flush=True)
+    backend.config = config
+    return config
+
+
+def _known(kwargs: dict) -> None:
     unknown = sorted(set(kwargs) - set(PARAMETERS))
     if unknown:
         raise InvalidArgument(f"configure: unknown parameter(s) {', '.join(unknown)}.",
                               f"Valid parameters: {', '.join(PARAMETERS)}.")
-    if backend.config is not None:
-        raise InvalidState(f"cstorch.configure was already called in this process: {ONCE_RULE}.", ONCE_NEXT)
+
+
+def settings(**kwargs) -> Config:
+    """The Config configure's arguments make, each checked (InvalidArgument for a bad one; a
+    parameter passed as None takes its default); sets nothing on the backend or the process (a
+    DataExecutor's cluster config is checked the same way)."""
+    _known(kwargs)
     kwargs = {name: value for name, value in kwargs.items() if value is not None}
     d = Config()
     get = kwargs.get
@@ -263,15 +287,4 @@ def configure(**kwargs) -> Config:
     )
     if not config.validate_only:  # validate_only writes no compile artifacts
         _writable_dir("compile_dir", config.compile_dir)
-    # python_paths: this process and its input workers (forked from it) import from them too.
-    sys.path.extend(p for p in python_paths if p not in sys.path)
-    if seed is not None:
-        torch.manual_seed(seed)  # before the model is built: its initial weights follow the seed
-    given = [name for name in NO_EFFECT if kwargs.get(name) is not None]
-    if given:
-        verb = "it changes" if len(given) == 1 else "they change"
-        print(f"cstorch: configure: {', '.join(given)} recorded in the run's yaml; {verb} "
-              "nothing here (no appliance: csd runs the simulated CS-2, your key authenticates this client, and "
-              "the compile backend sets the execution mode).", file=sys.stderr, flush=True)
-    backend.config = config
     return config

@@ -1,10 +1,16 @@
 """The process's connection to csd and its one run there, as cstorch drives them.
 
     csd.check_system("WEIGHT_STREAMING")        # cstorch.compile: reachable, ACTIVE, that mode
-    csd.open("train", descriptor)               # the first step: run.open, run.program (waits)
+    csd.open("train", descriptor, run_dir)      # the first step: run.open, run.program (waits)
     csd.step_done(samples)                      # every step: no csd round trip most steps
-    csd.close()                                 # run.close, <model_dir>/performance/performance.json
+    csd.close()                                 # run.close, performance.json (below)
     csd.shutdown()                              # the backend's end: the client's sockets
+
+One link serves the backend's runs in turn: each `open` starts a run afresh (its counters, its
+abort), and `close` ends that run only. The run's directory is given at open: csd records it,
+and performance.json lands in `<run_dir>/performance/` (the first release's model directory),
+or in `<run_dir>/` itself with `flat=True` (a DataExecutor's artifact directory, as the later
+releases put it).
 
 Steps report their samples in batches: `run.stream` once at least STREAM_EVERY_STEPS steps and
 STREAM_EVERY_SECONDS have passed since the last (or STREAM_AT_LEAST_EVERY seconds, for slow
@@ -68,6 +74,7 @@ class CsdLink:
         self._samples = 0  # fed since the last run.stream
         self._steps = 0
         self._last_stream = time.monotonic()
+        self._performance_dir: str | None = None  # where the open run's performance.json goes
 
     # -- before the run ------------------------------------------------------------------------
 
@@ -87,12 +94,16 @@ class CsdLink:
         self.serial = snap["serial"]
         return snap
 
-    def open(self, mode: str, program: dict) -> None:
-        """Open the run and program the fabric with `program` (waits until PROGRAMMED)."""
+    def open(self, mode: str, program: dict, run_dir: str | None = None, flat: bool = False) -> None:
+        """Open a run and program the fabric with `program` (waits until PROGRAMMED). `run_dir`
+        (default: the model directory) is the run's directory (see the module docstring)."""
         owner = "cstorch " + os.path.basename(os.path.abspath(os.sys.argv[0] or "python"))
         workers = self.config.num_workers_per_csx
+        run_dir = os.path.abspath(run_dir or self.config.model_dir)
+        self._performance_dir = run_dir if flat else os.path.join(run_dir, "performance")
+        self.aborted, self.performance, self._samples, self._steps = None, None, 0, 0
         self.run = self.client.open_run(mode=mode, owner=owner[:60], workers=workers if self.config.fed_by_workers else None,
-                                        model_dir=os.path.abspath(self.config.model_dir))
+                                        model_dir=run_dir)
         self._events = self.client.subscribe(ABORT_EVENT)
         try:
             self.run.program(program)
@@ -175,8 +186,7 @@ class CsdLink:
     def _end(self, reason: str | None) -> dict | None:
         try:
             if self.open_run:
-                directory = os.path.join(self.config.model_dir, "performance")
-                self.performance = self.run.close(performance_dir=directory, reason=reason)
+                self.performance = self.run.close(performance_dir=self._performance_dir, reason=reason)
         finally:
             if self._events is not None:
                 self._events.close()

@@ -75,7 +75,8 @@ def _model(module) -> dict:
 
 
 def write_params(backend, program: Program, run: dict) -> str:
-    path = params_path(backend.config.model_dir, program.mode)
+    """The run's yaml, in the run's directory (a DataExecutor's own, else the model directory)."""
+    path = params_path(backend.run_dir(), program.mode)
     os.makedirs(os.path.dirname(path), exist_ok=True)
     write_file(path, yaml.safe_dump(run_params(backend, program, run), sort_keys=False))
     return path

@@ -7,8 +7,11 @@ compile to the close.
     run.finish(reason) # close it on csd (once): ABORTED with `reason`, performance.json, TensorBoard
 
 The backend (state.py) holds the run in progress. A run that ended stays there, `finished`, so
-the next step is refused with the one-run-per-process rule instead of opening another.
-Stdlib only.
+the next step is refused with the one-run-per-process rule instead of opening another — unless
+it was a DataExecutor's (`executor` set): each DataExecutor is a run of its own, and the next
+one replaces it (utils/data/data_executor.py). Such a run also carries its own directory
+(`model_dir`: the executor's artifact directory), its checkpoint schedule and its activation
+steps; a run of R1.8's leaves them None and the configuration's apply. Stdlib only.
 """
 
 from __future__ import annotations
@@ -34,11 +37,24 @@ class Run:
     scalars: dict = field(default_factory=dict)  # scalar_summary's values not yet saved: name → float
     before_close: list = field(default_factory=list)  # called before the run closes (input workers' last samples)
     finished: bool = False  # its last step ran, or it was aborted or interrupted
+    executor: object = None  # the DataExecutor whose run this is (None: R1.8's one run per process)
+    model_dir: str | None = None  # where its performance.json, yaml and events go (None: configure's model_dir)
+    checkpoint_schedule: object = None  # a DataExecutor's Schedule of 0-indexed steps (None: checkpoint_steps)
+    activation_steps: int = 1  # step closures run on every activation_steps-th step and the last
+    in_loop: bool = False  # a DataExecutor's loop is running it (weights only on its checkpoint steps)
+    queued_closures: list = field(default_factory=list)  # an eager (CPU/GPU) step's step closures, run after it
+    traced_ops: tuple = ()  # the first capture's aten ops, in order (a retrace is compared with them)
 
     @property
     def mode(self) -> str | None:
         """"train" or "eval" once the program is compiled."""
         return None if self.program is None else self.program.mode
+
+    def is_activation_step(self) -> bool:
+        """Whether step closures run after the last completed step: before any step, on every
+        activation_steps-th step of the run and on its last (the real DataExecutor's rule)."""
+        done = self.step - self.first_step
+        return done == 0 or done % self.activation_steps == 0 or self.step == self.last_step
 
     def expect_steps(self, count: int | None) -> None:
         """A DataLoader's iterator will feed `count` more steps (None: unknown): the step after

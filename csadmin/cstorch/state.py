@@ -6,7 +6,8 @@
     backend.in_step()                  # True while a compile_step function runs
     backend.check_weights_fetch("model")   # raises on a step that is not a checkpoint step
     backend.name, backend.is_wse()     # what scripts ask of it (compiled_model.backend, cstorch.backend())
-    backend.device                     # what the math runs on (torch.device("cpu")), for tensor.to(...)
+    backend.device                     # where tensors live: `with backend.device:` builds the model there
+    backend.torch_device               # the torch.device the math runs on, for tensor.to(...)
     state.reset()                      # end the run still open, forget everything (tests)
 
 One process holds one backend, as the real API's `cstorch.backend()` is process-wide; the
@@ -18,8 +19,14 @@ below, so none of them reaches into another's attributes.
 
 It is also the object scripts hold: R1.8's `compiled_model.backend` (`.name`, `.is_wse()`,
 `.is_gpu()`, `.device`, `str()` the name compiled for) and the later releases' `cstorch.backend()` (`.is_csx`,
-`.is_cpu`, `.is_gpu` as properties): each answer is a Flag, true or false as a property and
+`.is_cpu`, `.is_gpu` as properties): `is_csx` and `is_cpu` are booleans, as the later releases'
+are; `is_wse` and `is_gpu`, names of both releases, are Flags, true or false as a property and
 callable as a method, so both spellings read the same object.
+
+The later releases' `cstorch.backend("CSX" | "CPU" | "GPU", ...)` (backend_api.py) fills this same
+object: `kind` says what runs the math, `executor_required` that steps run inside a DataExecutor,
+`executor` the DataExecutor whose loop is running (one at a time) and `csx` the
+`cstorch.backends.csx` settings (csx_settings.py).
 
 This module holds the process's one reference to it (`current()`), and `reset()` is the one way
 to start afresh: it ends the run as the process's end would and drops every setting, the
@@ -36,6 +43,7 @@ from typing import NamedTuple
 
 from csadmin.errors import InvalidState
 
+from .csx_settings import CsxSettings
 from .run import Run
 
 # 004, "Saving/Loading Checkpoints": weights may be fetched only on configured checkpoint steps.
@@ -94,8 +102,14 @@ class Backend:
         self.csd = None  # csd_link.CsdLink, once cstorch.compile reached csd
         self.run = Run()  # the run in progress (or the last one, ended)
         self.worker = WorkerInfo(0, 1)  # an input worker process says who it is
+        self.is_input_worker = False  # … and that it is one (cstorch.distributed.is_streamer())
         self.input_role = None  # `python -m csadmin.cstorch` in an input-only role (__main__)
         self.optimizer_guard = None  # torch's hook handle (optim/core_guard.py), once installed
+        self.executor_required = False  # made by cstorch.backend(): steps run inside a DataExecutor
+        self.executor = None  # the DataExecutor whose loop is running (utils/data/data_executor.py)
+        self.executors_run = 0  # DataExecutors iterated so far: their artifact directories' numbers
+        self.csx = CsxSettings()  # cstorch.backends.csx: precision, performance, debug
+        self._device = None  # device.Device, made when first asked for
         self._stepping = False
         self._announced: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # object → order
         self._order = itertools.count()
@@ -112,21 +126,42 @@ class Backend:
         """What runs the math: "CSX" (the system, csd), "CPU" or "GPU"; None before compile."""
         return None if self.target is None else KINDS.get(self.target.upper())
 
-    @property
-    def device(self):
-        """What the math runs on, for `tensor.to(backend.device)`: this CPU, `torch.device("cpu")`
-        (the simulated system computes with this process's PyTorch)."""
-        import torch  # here: importing this module never imports torch
-
-        return torch.device("cpu")
-
-    is_csx = property(lambda self: Flag(self.kind == "CSX"))
-    is_wse = is_csx  # R1.8's name for the same question
-    is_cpu = property(lambda self: Flag(self.kind == "CPU"))
+    # The later releases' is_csx and is_cpu are plain booleans, as theirs are (a script passes them
+    # where torch wants a bool: torch.autocast(..., enabled=backend.is_csx)); is_wse and is_gpu,
+    # R1.8's methods too, are Flags.
+    is_csx = property(lambda self: self.kind == "CSX")
+    is_wse = property(lambda self: Flag(self.kind == "CSX"))  # R1.8's name for the same question
+    is_cpu = property(lambda self: self.kind == "CPU")
     is_gpu = property(lambda self: Flag(self.kind == "GPU"))
 
     def __str__(self) -> str:
         return self.target or "(no backend yet)"
+
+    @property
+    def device(self):
+        """Where the model's tensors live (device.Device): a context manager to build the model
+        in (`with backend.device:`), as the real backend's device is."""
+        if self._device is None:
+            from .device import Device  # torch: imported when a script asks, never by state itself
+
+            self._device = Device(self.kind or "CSX")
+        return self._device
+
+    @property
+    def torch_device(self):
+        """The torch.device the math runs on ("cpu"; "cuda" for a GPU backend), for
+        `tensor.to(...)`: what `compiled_model.device` and R1.8's `model.device` are."""
+        return self.device.torch_device
+
+    @property
+    def artifact_dir(self) -> str | None:
+        """The later releases' name for the model directory (configure's model_dir)."""
+        return None if self.config is None else self.config.model_dir
+
+    def run_dir(self) -> str:
+        """Where the run in progress writes (performance.json, its yaml, TensorBoard): a
+        DataExecutor's own directory, else the model directory."""
+        return self.run.model_dir or self.require_config().model_dir
 
     # -- settings ------------------------------------------------------------------------------
 
@@ -171,6 +206,8 @@ class Backend:
         step = run.step if step is None else step
         if step == run.first_step:
             return True
+        if run.executor is not None:  # a DataExecutor's run: its schedule, and its final weights after it
+            return not run.in_loop or run.checkpoint_schedule.match(step - run.first_step - 1)
         if run.last_step is not None and step == run.last_step:
             return True
         every = self.checkpoint_steps
@@ -182,7 +219,18 @@ class Backend:
 
     def check_weights_fetch(self, what: str) -> None:
         """Refuse fetching `what`'s weights (a model's or an optimizer's `state_dict()`) on a
-        step that is not a checkpoint step, with the document's rule."""
+        step that is not a checkpoint step, with the document's rule (the system's rule: a CPU or
+        GPU backend holds its weights in this process)."""
+        if self.kind not in (None, "CSX"):
+            return
+        if self.run.executor is not None and not self.is_checkpoint_step():
+            schedule = self.run.checkpoint_schedule
+            raise InvalidState(
+                f"Cannot fetch the {what}'s weights after step {self.run.step - self.run.first_step} of this "
+                f"DataExecutor's run: weights are only available on its checkpoint steps "
+                f"({schedule.describe(self.run.last_step - self.run.first_step)}).",
+                hint="Save them with cstorch.save in a function decorated with @cstorch.checkpoint_closure: "
+                     "call it every step, it runs only on the DataExecutor's checkpoint steps.")
         if not self.is_checkpoint_step():
             every = self.checkpoint_steps
             raise InvalidState(

@@ -8,7 +8,15 @@ body does not run again, so a non-tensor variable it changes keeps its first val
 
 A step closure called inside the step is part of the program: it runs after every step, with
 the values its tensors have at the end of the step. Called outside, it runs at once (the step
-before it has finished executing, so every tensor is materialized).
+before it has finished executing, so every tensor is materialized). closures.py says when a
+closure is due (a DataExecutor's activation steps, its checkpoint steps).
+
+`@cstorch.trace` (the later releases' name) is this same machinery: a StepFunction that says
+"trace" in its messages. With a backend made by `cstorch.backend(...)`, a step runs only inside
+a DataExecutor's loop (each DataExecutor is a run: its first step captures the program anew); a
+CPU or GPU backend runs the function eagerly every step (eager.py); with
+`cstorch.backends.csx.debug.retrace_every_iteration` every step is captured again and a changed
+graph is refused (retrace.py).
 """
 
 from __future__ import annotations
@@ -27,10 +35,13 @@ from .amp.precision import autocast, half_dtype
 from .artifacts import lookup as lookup_artifacts, record as record_compile
 from .bindings import Bindings
 from .capture import Capture
+from .closures import dispatch, when_due
 from .compiled import check_modes, run_mode
+from .eager import step as eager_step
 from .model_dir import link_compile_dir, write_params
 from .optim import core_guard
 from .program import ESTIMATE_RUNS, Program
+from .retrace import check as check_retrace, ops as traced_ops
 from .signature import Signature
 from .summaries import Summaries
 
@@ -49,10 +60,11 @@ def _leaves(value, outputs: list) -> tuple[object, list]:
 
 
 class StepFunction:
-    """A function decorated with compile_step."""
+    """A function decorated with compile_step (or, the same, with trace)."""
 
-    def __init__(self, fn):
+    def __init__(self, fn, decorator: str = "compile_step"):
         self.fn = fn
+        self.decorator = decorator  # how the script named it, for messages
         self.name = getattr(fn, "__name__", "step")
         functools.update_wrapper(self, fn)
 
@@ -67,6 +79,14 @@ class StepFunction:
             raise InvalidState(f"{self.name} was called before cstorch.compile.",
                                "Call cstorch.compile(model, backend='wse_ws') before the first step.")
         run = backend.run
+        if backend.executor_required and backend.executor is None:
+            raise InvalidState(
+                f"Detected that a data executor was not used: the {self.decorator} function {self.name!r} was called "
+                f"outside a DataExecutor's loop.",
+                "Wrap your dataloader in a Cerebras DataExecutor (executor = cstorch.utils.data.DataExecutor("
+                "dataloader, ...)) and call the step inside `for batch in executor:`.")
+        if backend.kind in ("CPU", "GPU"):
+            return eager_step(self, backend, run, args, kwargs)
         if run.program is None:
             return self._compile(backend, config, run, args, kwargs)
         if run.program.step_fn is not self:
@@ -77,6 +97,8 @@ class StepFunction:
         inputs = run.program.signature.tensors(args, kwargs, self.name)
         if config.compile_only or config.validate_only:
             return run.first_result
+        if backend.csx.debug.retrace_every_iteration:
+            check_retrace(self, backend, run, args, kwargs, inputs)
         return self._execute(backend, run, inputs)
 
     def _execute(self, backend, run, inputs):
@@ -125,6 +147,7 @@ class StepFunction:
             half = half_dtype()
             with backend.stepping(), cap, autocast():
                 result = self.fn(*args, **kwargs)
+            run.traced_ops = traced_ops(cap.graph)
             outputs: list = []
             result_spec, result_leaves = _leaves(result, outputs)
             grad_params = [p for p, g in zip(params, grads_before) if p.grad is not g]
@@ -165,6 +188,8 @@ class StepFunction:
                        f"(fastest of {ESTIMATE_RUNS} executions on copies of the state)")
         del scratch
         program.compile_time = time.perf_counter() - start
+        if backend.executor_required:
+            log.append(f"backends.csx: {backend.csx.settings()} (recorded: the numerics here are PyTorch's)")
         if cached is not None:
             # compile_time is then what this process spent: the capture and the lookup.
             print(f"cstorch: compile cached: reusing {cached.directory} (compiled for {cached.target_system}); "
@@ -174,7 +199,7 @@ class StepFunction:
         if not config.validate_only and cached is None:
             program.write_artifacts(config.compile_dir, log, serial)
         if not config.validate_only:
-            link_compile_dir(config.model_dir, program)
+            link_compile_dir(backend.run_dir(), program)
         record_compile(config, program, serial, cached is not None)
         if config.compile_only or config.validate_only:
             run.program = program
@@ -184,10 +209,10 @@ class StepFunction:
             print(only_summary(config, program, serial), flush=True)
             return result
         state.close_at_exit()  # first: Ctrl-C while programming must close the run too
-        csd.open(mode, program.descriptor(serial))
+        csd.open(mode, program.descriptor(serial), backend.run_dir(), flat=run.executor is not None)
         run.csd, run.program = csd, program
         run.bindings = Bindings.of([m.model for m in backend.models], program.state)
-        run.summaries = Summaries(config.model_dir, backend)
+        run.summaries = Summaries(backend.run_dir(), backend)
         write_params(backend, program, {"run_id": csd.run.id, "system": serial, "backend": backend.target})
         return self._execute(backend, run, inputs)
 
@@ -209,19 +234,18 @@ def compile_step(fn) -> StepFunction:
     return StepFunction(fn)
 
 
+def trace(fn) -> StepFunction:
+    """The later releases' name for compile_step: the same step, captured once per run."""
+    return StepFunction(fn, "trace")
+
+
 def step_closure(fn):
-    """Decorate a function that reads tensors' values: it runs after the step, with them materialized."""
+    """Decorate a function that reads tensors' values: it runs after the step, with them
+    materialized (on a DataExecutor's activation steps: closures.py)."""
+    due = when_due(fn)
 
     @functools.wraps(fn)
     def closure(*args, **kwargs):
-        backend = state.current()
-        run = backend.run
-        if run.capture is not None:
-            run.captured_closures.append((fn, args, kwargs))
-            return None
-        config = backend.config
-        if run.program is not None and (config.compile_only or config.validate_only):
-            return None  # nothing runs on the system, so nothing materializes
-        return fn(*args, **kwargs)
+        return dispatch(due, args, kwargs)
 
     return closure

@@ -37,3 +37,19 @@ def input_fn(batch_size: int = 32, samples: int = 1024, seed: int = 0, start: in
 def build_model() -> torch.nn.Module:
     torch.manual_seed(0)
     return torch.nn.Sequential(torch.nn.Linear(FEATURES, 64), torch.nn.ReLU(), torch.nn.Linear(64, CLASSES))
+
+
+def plain_accuracy(weights: dict, batch_size: int, num_steps: int, half: bool) -> float:
+    """The evaluation examples' check, without cstorch: the accuracy of `weights` on the held-out
+    batches (seed 1) in plain PyTorch, in float16 compute as the system computes (`half`) or not."""
+    plain = build_model()
+    plain.load_state_dict(weights)
+    plain.eval()
+    correct = seen = 0
+    with torch.no_grad(), torch.autocast("cpu", dtype=torch.float16, enabled=half):
+        for step, (inputs, targets) in enumerate(input_fn(batch_size=batch_size, seed=1)):
+            if step == num_steps:
+                break
+            correct += (plain(inputs).argmax(-1) == targets).sum().item()
+            seen += len(targets)
+    return correct / seen

@@ -22,7 +22,7 @@ except ImportError:
     import csadmin.cstorch.metrics as metrics
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from data import build_model, input_fn  # noqa: E402
+from data import build_model, input_fn, plain_accuracy  # noqa: E402
 
 p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
 p.add_argument("--checkpoint", required=True)
@@ -90,14 +90,5 @@ print(f"Eval Loss: {total_loss / total_steps:.6f}")
 print(f"Eval Accuracy: {float(accuracy)}")
 
 if args.check:  # the same weights and batches in plain PyTorch, without cstorch, with the system's numerics
-    plain = build_model()
-    plain.load_state_dict(state_dict["model"])
-    plain.eval()
-    correct = seen = 0
-    with torch.no_grad(), torch.autocast("cpu", dtype=torch.float16):
-        for step, (inputs, targets) in enumerate(input_fn(batch_size=args.batch_size, seed=1)):
-            if step == args.num_steps:
-                break
-            correct += (plain(inputs).argmax(-1) == targets).sum().item()
-            seen += len(targets)
-    print(f"Plain PyTorch Accuracy: {correct / seen}")
+    plain = plain_accuracy(state_dict["model"], args.batch_size, args.num_steps, half=True)
+    print(f"Plain PyTorch Accuracy: {plain}")

@@ -16,7 +16,10 @@ def test_compiled_model_backend_is_the_processs_backend_as_the_runner_reads_it(w
     assert backend is state.current()
     assert backend.name == "WSE_WS" and str(backend) == "wse_ws"
     assert backend.is_wse() and not backend.is_gpu() and backend.is_csx and not backend.is_cpu
-    assert backend.device == torch.device("cpu") == t.compiled.device == t.net.device
+    # backend.device is where tensors are made (the later releases' `with backend.device:`, "CSX");
+    # the torch device the math runs on is what compiled_model.device and model.device say.
+    assert str(backend.device) == "CSX" and backend.device.torch_device == backend.torch_device
+    assert backend.torch_device == torch.device("cpu") == t.compiled.device == t.net.device
 
     logged = []
 

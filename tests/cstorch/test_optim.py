@@ -291,3 +291,22 @@ def test_sgd_keeps_torchs_state_and_reads_a_torch_sgd_checkpoint():
     damped = SGD(_model().parameters(), momentum=0.9, dampening=0.1)
     assert all(sorted(state) == ["momentum_buffer", "step"] for state in damped.state.values())
     assert all(sorted(state) == ["momentum_buffer"] for state in ours.state.values())
+
+
+def test_adamw_correct_bias_false_leaves_out_the_bias_corrections():
+    """The Cerebras AdamW's correct_bias (gigaGPT passes it): False is the update without them."""
+    grads = [torch.tensor([0.5, -1.0, 2.0]), torch.tensor([-0.3, 0.7, 1.5])]
+    expected, m, v = torch.tensor([1.0, -2.0, 3.0]), torch.zeros(3), torch.zeros(3)
+    for g in grads:  # Adam's moments, decoupled decay, and no bias correction
+        m, v = 0.9 * m + 0.1 * g, 0.99 * v + 0.01 * g * g
+        expected = expected * (1 - 0.1 * 0.01) - 0.1 * m / (v.sqrt() + 1e-8)
+    results = {}
+    for correct_bias in (False, True):
+        p = torch.nn.Parameter(torch.tensor([1.0, -2.0, 3.0]))
+        optimizer = AdamW([p], lr=0.1, betas=(0.9, 0.99), eps=1e-8, weight_decay=0.01, correct_bias=correct_bias)
+        for g in grads:
+            p.grad = g.clone()
+            optimizer.step()
+        results[correct_bias] = p.detach()
+    assert torch.allclose(results[False], expected, rtol=1e-6)
+    assert not torch.allclose(results[True], expected)  # the default corrects, as torch's AdamW

@@ -16,7 +16,8 @@ from .sgd import descend
 class _AdamBase(Optimizer):
     decoupled = False  # AdamW: weight decay shrinks the weights instead of adding to the gradient
 
-    def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.0, amsgrad=False):
+    def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.0, amsgrad=False,
+                 correct_bias=True):
         owner = type(self).__name__
         if not isinstance(betas, (tuple, list)) or len(betas) != 2:
             raise InvalidArgument(f"{owner}: betas must be a pair (beta1, beta2); got {betas!r}.")
@@ -24,7 +25,7 @@ class _AdamBase(Optimizer):
                         betas=tuple(number(owner, f"betas[{i}]", b, 0.0, 1.0, below_high=True)
                                     for i, b in enumerate(betas)),
                         eps=number(owner, "eps", eps), weight_decay=number(owner, "weight_decay", weight_decay),
-                        amsgrad=bool(amsgrad))
+                        amsgrad=bool(amsgrad), correct_bias=bool(correct_bias))
         super().__init__(params, defaults, enable_global_step=True)
 
     def preinitialize(self) -> None:
@@ -63,6 +64,8 @@ class _AdamBase(Optimizer):
                     exp_avg_sq = state["max_exp_avg_sq"]
                 bias_correction1 = 1 - torch.pow(beta1, step)
                 bias_correction2_sqrt = (1 - torch.pow(beta2, step)).sqrt()
+                if not group["correct_bias"]:  # AdamW(correct_bias=False): BERT's Adam, no bias correction
+                    bias_correction1, bias_correction2_sqrt = torch.ones_like(step), torch.ones_like(step)
                 denom = (exp_avg_sq.sqrt() / bias_correction2_sqrt.to(p.dtype)).add_(group["eps"])
                 step_size = (lr / bias_correction1).to(p.dtype)
                 descend(p, exp_avg / denom, step_size)
@@ -75,10 +78,12 @@ class Adam(_AdamBase):
 
 
 class AdamW(_AdamBase):
-    """AdamW(params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.01, amsgrad=False):
-    torch.optim.AdamW's numbers (decoupled weight decay)."""
+    """AdamW(params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.01, amsgrad=False,
+    correct_bias=True): torch.optim.AdamW's numbers (decoupled weight decay); the Cerebras
+    AdamW's `correct_bias=False` leaves out the bias corrections (public 2.x scripts pass it)."""
 
     decoupled = True
 
-    def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.01, amsgrad=False):
-        super().__init__(params, lr, betas, eps, weight_decay, amsgrad)
+    def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.01, amsgrad=False,
+                 correct_bias=True):
+        super().__init__(params, lr, betas, eps, weight_decay, amsgrad, correct_bias)

@@ -15,8 +15,8 @@ says what is valid.
 R1.8's runner hands configure_optimizer its whole `optimizer:` configuration, so the optimizer
 also takes that configuration's keys (`runner_arguments`): some are its own under another name
 (`learning_rate` → `lr` when it is a number; a schedule is the scheduler's, which writes `lr`;
-`weight_decay_rate` → `weight_decay`; `beta1`/`beta2` → `betas`; `correct_bias=True`, what Adam and
-AdamW here do), the others (ELSEWHERE) belong to the grad scaler, the clipping or the runner's
+`weight_decay_rate` → `weight_decay`; `beta1`/`beta2` → `betas`; Adam's and AdamW's own
+`correct_bias`), the others (ELSEWHERE) belong to the grad scaler, the clipping or the runner's
 summaries, which the runner builds from the same configuration: accepted, not the optimizer's.
 Only a key with no meaning anywhere is refused.
 """
@@ -79,10 +79,6 @@ def runner_arguments(cls, kwargs: dict) -> dict:
             raise InvalidArgument(f"{owner}: beta1/beta2 and betas are one parameter, given twice.", "Pass betas only.")
         first, second = takes["betas"].default
         kwargs["betas"] = (kwargs.pop("beta1", first), kwargs.pop("beta2", second))
-    if "correct_bias" in kwargs and "correct_bias" not in takes and cls in (Adam, AdamW):
-        if kwargs.pop("correct_bias") is not True:
-            raise InvalidArgument(f"{owner}: correct_bias=False (no bias correction) is not built: {owner} here "
-                                  "corrects the moments' bias as torch's does.", "Leave correct_bias out, or True.")
     return kwargs
 
 
@@ -101,7 +97,7 @@ def arguments(cls, kwargs: dict, skip: int = 1, runner_keys: bool = False) -> di
     names = list(inspect.signature(cls).parameters)[skip:]
     unknown = sorted(set(kwargs) - set(names))
     if unknown:
-        also = (f" (and a runner's learning_rate, weight_decay_rate, beta1, beta2, correct_bias, "
+        also = (f" (and a runner's learning_rate, weight_decay_rate, beta1, beta2, "
                 f"{', '.join(ELSEWHERE)})" if runner_keys else "")
         raise InvalidArgument(f"{cls.__name__} does not take {', '.join(map(repr, unknown))}; it takes "
                               f"{', '.join(names)}{also}.")

@@ -29,7 +29,12 @@ batch's shape) is the DataLoader's; an iteration's position is its iterator's.
 
 Every batch must have the first batch's size (the fabric is programmed for one batch shape):
 another is refused before the step runs, with the advice to batch with drop_last=True (000,
-"Drop remainder to enforce fixed batch size").
+"Drop remainder to enforce fixed batch size"). A CPU or GPU backend has no fabric: there any
+batch size goes.
+
+The later releases' `DataLoader(input_fn, *args, **kwargs)` is this class (their scripts pass
+only the input function's arguments): a DataExecutor does not iterate it by epochs but asks it
+for its run's batches (`batches_for`), the input restarted as often as the run needs.
 """
 
 from __future__ import annotations
@@ -74,13 +79,14 @@ class DataLoader:
         self._rendezvous = None if config is None else config.workers_rendezvous
         self._input = None  # the input function's loader in this process (never made with workers, unless asked)
         length = None
-        if not self.fed_by_workers:
+        if not self.fed_by_workers or backend.executor_required:  # (a DataExecutor's num_steps defaults to len())
             self._input = self._make_input()
             length = _length(self._input)
             if length == 0:
                 raise InvalidArgument(f"DataLoader: {EMPTY}", hint=EMPTY_HINT)
         plan = schedule(length, num_steps, max_steps, num_epochs, steps_per_epoch, self.initial_step)
-        if self.fed_by_workers and (plan.total is None or (num_epochs is not None and steps_per_epoch is None)):
+        counted = plan.total is not None and (num_epochs is None or steps_per_epoch is not None)
+        if self.fed_by_workers and not counted and not backend.executor_required:  # a DataExecutor counts them
             raise InvalidArgument(
                 f"DataLoader: with num_workers_per_csx={self._workers}, give num_steps (or num_epochs with "
                 "steps_per_epoch, or max_steps): each worker's input restarts when it runs out, so only the "
@@ -142,6 +148,36 @@ class DataLoader:
     def __iter__(self) -> "_DataLoaderIter":
         return _DataLoaderIter(self, state.current().run)
 
+    def batches_for(self, run, count: int):
+        """`count` batches for `run` (a DataExecutor's), the input restarted as needed (with input
+        workers: a pool of its own, which the run finishes before it closes). The workers are the
+        configuration's now (a DataExecutor's cluster config may have set them)."""
+        config = state.current().config
+        if config is not None and config.fed_by_workers:
+            if self._pool is not None and self._pool.run is not run:
+                if config.workers_rendezvous is not None:
+                    raise InvalidArgument(
+                        "DataLoader: its input workers are the Slurm tasks of a csrun_wse job, which feed one run; "
+                        "this is a second DataExecutor's run.",
+                        hint="Give each DataExecutor its own process (its own csrun_wse job), or run it with "
+                             "forked input workers (num_workers_per_csx without csrun_wse).")
+                self._pool = None  # the last run's workers ended with it
+            if self._pool is None:
+                self._pool = WorkerPool(self.input_fn, self.args, self.kwargs, config.num_workers_per_csx, config,
+                                        run, config.workers_rendezvous)
+            source = _from_pool(self._pool)
+        else:
+            source = repeated(self._local_input())
+        for _ in range(count):
+            try:
+                batch = next(source)
+                self._took(batch)
+            except BaseException:
+                if self._pool is not None:
+                    self._pool.shutdown()  # a refused batch, a failed worker, Ctrl-C: the workers end now
+                raise
+            yield batch
+
     def settings(self) -> dict:
         """What the run's yaml says of the input: the counts given and computed, the batch size
         (once known), the workers, and the input function with its plain arguments."""
@@ -197,7 +233,7 @@ class DataLoader:
         sizes = [t.shape[0] if t.dim() else None for t in tensors(batch)]
         if self._sizes is None:
             self._sizes = sizes
-        elif sizes != self._sizes:
+        elif sizes != self._sizes and state.current().kind not in ("CPU", "GPU"):
             if len(sizes) != len(self._sizes):
                 raise ReprogramForbidden(f"Batch {index + 1} holds {len(sizes)} tensors, the first batch held "
                                          f"{len(self._sizes)}: every batch must have the same structure.")

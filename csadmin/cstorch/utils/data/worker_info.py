@@ -35,4 +35,6 @@ def num_tasks() -> int:
 
 def enter_worker(task: int, count: int) -> None:
     """An input worker process says who it is (before it calls the input function)."""
-    state.current().worker = WorkerInfo(task, count)
+    backend = state.current()
+    backend.worker = WorkerInfo(task, count)
+    backend.is_input_worker = True

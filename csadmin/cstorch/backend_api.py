@@ -1,0 +1,199 @@
+"""`cstorch.backend(...)` and `cstorch.current_backend()`: the later releases' way to set up the
+process's backend — the same state.Backend that `cstorch.configure` fills in the first release.
+
+    backend = cstorch.backend("CSX", artifact_dir="out", compile_dir="out/compile",
+                              cluster_config=cstorch.distributed.ClusterConfig(num_workers_per_csx=2))
+    backend = cstorch.backend("CPU")      # the same script, the math eagerly on this CPU, no system
+    backend = cstorch.backend("GPU")      # … on the CUDA device
+    cstorch.backend()                     # the backend made before (InvalidState if none)
+
+One backend per process, as the real package has: a second `cstorch.backend(type, ...)`, or one
+after `cstorch.configure`, is refused ("Cannot instantiate multiple backends"), and so is a
+backend made after a cstorch optimizer (the real optimizer needs the backend to exist: build
+the backend first, the model under `with backend.device:`, then the optimizer).
+
+"CSX" is csd's system with every rule: its arguments go through `cstorch.configure` (the
+artifact directory is the model directory; the cluster config's fields are configure's), csd is
+asked now whether its system is ACTIVE in weight streaming, and steps must run inside a
+DataExecutor. `compile_dir` defaults to `<artifact_dir>/cached_compile` (the real default,
+/opt/cerebras/cached_compile, is on the appliance; here the compile is written by this process).
+"CPU" and "GPU" contact no system: steps run eagerly with PyTorch (GPU: on the CUDA device, under
+autocast to the half dtype, as the vendor's GPU backend does), said in one line on stderr.
+"""
+
+from __future__ import annotations
+
+import inspect
+import os
+import sys
+import warnings
+
+import torch
+
+from csadmin.errors import CsError, InvalidArgument, InvalidState
+
+import csadmin.cstorch.state as state
+from .config import PARAMETERS, configure
+from .csd_link import CsdLink
+from .distributed import ClusterConfig
+from .optim.optimizer import Optimizer
+
+TYPES = ("CPU", "GPU", "CSX", "WSE")  # the real BackendType's members ("WSE": CSX's old name)
+WEIGHT_STREAMING = "WEIGHT_STREAMING"
+NO_BACKEND = (
+    "No active Cerebras backend found. Please make sure that your model has been prepared for compilation "
+    "(compiled_model = cstorch.compile(model, backend=...)) or explicitly instantiate a backend "
+    "(backend = cstorch.backend(...))."
+)
+ONE_LINE = {
+    "CPU": "the steps run eagerly with PyTorch on this CPU",
+    "GPU": "the steps run eagerly with PyTorch on the CUDA device, under autocast to the half dtype",
+}
+_UNSET = object()
+
+
+def backend(backend_type=None, *args, **kwargs) -> state.Backend:
+    """Make the process's backend of `backend_type` ("CSX", "CPU", "GPU"; any case), or, with no
+    argument, return the one made before (see the module docstring)."""
+    if backend_type is None:
+        if args or kwargs:
+            raise InvalidArgument("cstorch.backend: expected backend_type when constructing a backend.",
+                                  hint='Pass one of "CSX", "CPU", "GPU" to create a backend, or call cstorch.backend() '
+                                       "with no arguments for the current one.")
+        return current_backend(raise_warning=False)
+    kind = backend_kind(backend_type)
+    process = state.current()
+    if process.target is not None or process.config is not None:
+        made = process.kind or "CSX (cstorch.configure)"
+        raise InvalidState(f"Cannot instantiate multiple backends: a backend with type {made} has already been "
+                           f"instantiated in this process.",
+                           hint="Use cstorch.backend() to access the existing backend; a backend of another type "
+                                "runs in a separate process.")
+    built = process.announced(Optimizer)
+    if built:
+        raise InvalidState(f"cstorch.backend({backend_type!r}) after a cstorch optimizer was built "
+                           f"({type(built[0]).__name__}): {NO_BACKEND.split('. ')[0]} when it was made, and a "
+                           f"cstorch optimizer is built on the backend's device.",
+                           hint="Create the backend first, then build the model (with backend.device:), compile "
+                                "it, and only then make the optimizer.")
+    make = {"CSX": _csx, "CPU": _cpu, "GPU": _gpu}[kind]
+    try:
+        bound = inspect.signature(make).bind(process, *args, **kwargs)
+    except TypeError as exc:
+        valid = [p for p in inspect.signature(make).parameters if p != "process"]
+        raise InvalidArgument(f"cstorch.backend({kind!r}): {exc}.", hint=f"Valid arguments: {', '.join(valid)}.") \
+            from None
+    make(*bound.args, **bound.kwargs)
+    process.executor_required = True
+    return process
+
+
+def backend_kind(backend_type) -> str:
+    """"CSX", "CPU" or "GPU" for a backend type as scripts give it; InvalidArgument otherwise."""
+    if not isinstance(backend_type, str):
+        raise InvalidArgument(f"cstorch.backend: expected the backend type as a string, got "
+                              f"{type(backend_type).__name__}.", hint='Pass "CSX", "CPU" or "GPU".')
+    name = backend_type.strip().upper()
+    if name not in TYPES:
+        raise InvalidArgument(f"Invalid Cerebras PyTorch backend type specified. Expected one of {list(TYPES)}. "
+                              f"Got {backend_type}.", hint='"CSX" runs on the system (csd); "CPU" and "GPU" run '
+                                                       "the same script without one.")
+    return "CSX" if name == "WSE" else name
+
+
+def current_backend(raise_exception: bool = True, raise_warning: bool = True) -> state.Backend | None:
+    """The process's backend once cstorch.backend, cstorch.configure or cstorch.compile made it;
+    else InvalidState (or None with raise_exception=False). Deprecated in the real package in
+    favour of cstorch.backend(), and warns so unless raise_warning=False."""
+    if raise_warning:
+        warnings.warn("cstorch.current_backend() is deprecated and will be removed in a future release. "
+                      "Use cstorch.backend() instead to access the current backend.", DeprecationWarning, stacklevel=2)
+    process = state.current()
+    if process.target is None and process.config is None:
+        if raise_exception:
+            raise InvalidState(NO_BACKEND, hint="Call cstorch.backend(\"CSX\", ...) at the start of the script.")
+        return None
+    return process
+
+
+def _configure(kind: str, **kwargs):
+    """configure(**kwargs) for backend(kind): its refusals said as this call's."""
+    try:
+        return configure(**kwargs)
+    except CsError as exc:
+        raise type(exc)(f"cstorch.backend({kind!r}): {exc.message.removeprefix('configure: ')}", exc.hint) from None
+
+
+def _artifact_dir(artifact_dir) -> str:
+    return os.path.join(os.getcwd(), "cerebras_logs") if artifact_dir is None else os.fspath(artifact_dir)
+
+
+def _flag(kind: str, name: str, value) -> None:
+    if value is not None and not isinstance(value, bool):
+        raise InvalidArgument(f"cstorch.backend({kind!r}): {name} must be True or False, not {value!r}.")
+
+
+def _csx(process, artifact_dir=None, compile_dir=None, compile_only=False, validate_only=False,
+         cluster_config=None, retrace_every_iteration=None, use_cs_grad_accum=None, drop_data=None,
+         max_checkpoints=None) -> None:
+    """The system: configure with these arguments, then csd must be ACTIVE in weight streaming.
+    `use_cs_grad_accum`, `drop_data` and `max_checkpoints` are checked and change nothing here
+    (one CS-2 without micro-batching; the weights are this process's; the script names its files)."""
+    if cluster_config is not None and not isinstance(cluster_config, ClusterConfig):
+        raise InvalidArgument(f"cstorch.backend('CSX'): cluster_config must be a "
+                              f"cstorch.distributed.ClusterConfig, not {type(cluster_config).__name__}.")
+    for name, value in (("retrace_every_iteration", retrace_every_iteration),
+                        ("use_cs_grad_accum", use_cs_grad_accum), ("drop_data", drop_data)):
+        _flag("CSX", name, value)
+    if max_checkpoints is not None and (isinstance(max_checkpoints, bool) or not isinstance(max_checkpoints, int)
+                                        or max_checkpoints < 1):
+        raise InvalidArgument(f"cstorch.backend('CSX'): max_checkpoints must be None or an integer ≥ 1, "
+                              f"not {max_checkpoints!r}.")
+    artifact_dir = _artifact_dir(artifact_dir)
+    cluster = {} if cluster_config is None else cluster_config.configure_kwargs(PARAMETERS)
+    if compile_dir is None:
+        compile_dir = os.path.join(artifact_dir, "cached_compile")
+    config = _configure("CSX", model_dir=artifact_dir, compile_dir=compile_dir, compile_only=compile_only,
+                        validate_only=validate_only, **cluster)
+    link = CsdLink(config)
+    try:
+        link.check_system(WEIGHT_STREAMING, "CSX", {"CSX": WEIGHT_STREAMING})
+    except BaseException:
+        link.shutdown()
+        process.config = None  # nothing was made: a corrected call may follow
+        raise
+    if retrace_every_iteration is not None:
+        process.csx.debug.retrace_every_iteration = retrace_every_iteration
+    process.csd, process.target, process.execmode = link, "CSX", WEIGHT_STREAMING
+
+
+def _cpu(process, artifact_dir=None, mixed_precision=_UNSET) -> None:
+    """This CPU, no system."""
+    if mixed_precision is not _UNSET:
+        raise InvalidArgument("Passing mixed_precision to the CPU backend is no longer allowed.",
+                              hint="Please use the cstorch.amp.autocast() context manager instead.")
+    _without_system(process, "CPU", artifact_dir)
+
+
+def _gpu(process, artifact_dir=None, enable_distributed=False, main_process_id=0, dist_backend="nccl",
+         init_method=None, sync_batchnorm=False) -> None:
+    """The CUDA device, no system. One process drives one GPU here: distributed training (torchrun,
+    a process group) is refused rather than run on one device."""
+    if not torch.cuda.is_available():
+        raise InvalidState("GPU was specified as the target device, but CUDA is not available.",
+                           hint="Please make sure you have a PyTorch installation with CUDA enabled to run on GPU, "
+                                "or use cstorch.backend(\"CPU\").")
+    _flag("GPU", "enable_distributed", enable_distributed)
+    _flag("GPU", "sync_batchnorm", sync_batchnorm)
+    if enable_distributed:
+        raise InvalidArgument("cstorch.backend('GPU'): enable_distributed=True is not run here: this runtime drives "
+                              "one GPU from one process.", hint="Leave enable_distributed False.")
+    _without_system(process, "GPU", artifact_dir)
+
+
+def _without_system(process, kind: str, artifact_dir) -> None:
+    artifact_dir = _artifact_dir(artifact_dir)
+    _configure(kind, model_dir=artifact_dir, compile_dir=os.path.join(artifact_dir, "cached_compile"))
+    process.target = kind
+    print(f"cstorch: backend {kind}: {ONE_LINE[kind]}; no system: csd is not contacted and none of the wafer's "
+          f"rules apply.", file=sys.stderr, flush=True)

@@ -1,0 +1,50 @@
+"""The backend's device (`backend.device`): where the model's tensors are made and live.
+
+    with backend.device:            # the later releases' way to build a model for the backend
+        model = Net()               # its tensors are made on backend.device.torch_device
+
+A CSX backend's tensors live on this CPU (the simulated system computes with PyTorch here, and
+the weights are streamed to csd's system as the run's program says); a CPU backend's too; a GPU
+backend's on the CUDA device. Entering the device makes its torch device the default one for
+tensors made inside, as torch's own `with torch.device(...)` does; it may be entered again
+inside itself. `str()` is what the real device says: "CSX", "cpu" or "cuda".
+"""
+
+from __future__ import annotations
+
+import torch
+
+
+class Device:
+    """The device of a backend of `kind` ("CSX", "CPU" or "GPU")."""
+
+    def __init__(self, kind: str):
+        self.kind = kind
+        self.torch_device = torch.device("cuda" if kind == "GPU" else "cpu")
+        self._entered: list = []  # torch device contexts, innermost last
+
+    @property
+    def type(self) -> str:
+        """The torch device type tensors get ("cpu" or "cuda")."""
+        return self.torch_device.type
+
+    def move_to_device(self, struct):
+        """`struct` (a module, a tensor, or nested lists/tuples/dicts of tensors) on this device."""
+        if isinstance(struct, torch.nn.Module):
+            return struct.to(self.torch_device)
+        return torch.utils._pytree.tree_map_only(torch.Tensor, lambda t: t.to(self.torch_device), struct)
+
+    def __enter__(self) -> "Device":
+        context = torch.device(self.torch_device)
+        context.__enter__()
+        self._entered.append(context)
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._entered.pop().__exit__(*exc)
+
+    def __str__(self) -> str:
+        return "CSX" if self.kind == "CSX" else self.type
+
+    def __repr__(self) -> str:
+        return f"device(type='{self}')"

@@ -1,0 +1,75 @@
+"""cstorch.distributed: the cluster a CSX backend runs on, and which input worker a process is.
+
+    cluster_config = cstorch.distributed.ClusterConfig(num_csx=1, num_workers_per_csx=4,
+                                                       mount_dirs=[...], job_labels=["team=nlp"])
+    backend = cstorch.backend("CSX", cluster_config=cluster_config)
+
+`ClusterConfig` is a dataclass of the real package's fields (a script may build it from a yaml
+with HfArgumentParser, as Cerebras's gigaGPT does); None means the default. It holds what
+`cstorch.configure` takes in the first release, and `cstorch.backend` gives its fields to the
+same configuration (`configure_kwargs()`), so every rule of configure applies: one CS-2 for one
+csd (`num_csx` 1), input workers (`num_workers_per_csx`), existing `mount_dirs` and
+`python_paths`, `key=value` job labels. `mgmt_address` is csd (a connection file or an endpoint;
+default `$CS_CONNECT`), `credentials_path` your key file (default `$CS_KEY`). `mgmt_namespace` and
+`disable_version_check` name things a csd does not have (one system, one protocol version):
+they are accepted and change nothing. `cstorch.utils.CSConfig` (2.0–2.1) is this class.
+
+`is_streamer()`, `get_streaming_rank()` and `num_streamers()` say whether this process is an
+input worker, which one and of how many (cstorch.utils.data.worker_info(), for sharding).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import List, Optional
+
+import csadmin.cstorch.state as state
+
+# ClusterConfig's field → configure's parameter, where the names differ.
+_RENAMED = {"credentials_path": "key"}
+_NOTHING_HERE = ("mgmt_namespace", "disable_version_check")
+
+
+@dataclasses.dataclass
+class ClusterConfig:
+    """The cluster of a CSX backend (see the module docstring)."""
+
+    mgmt_address: Optional[str] = None
+    mgmt_namespace: Optional[str] = None
+    credentials_path: Optional[str] = None
+    num_csx: Optional[int] = None
+    max_wgt_servers: Optional[int] = None
+    max_act_per_csx: Optional[int] = None
+    num_workers_per_csx: Optional[int] = None
+    transfer_processes: Optional[int] = None
+    job_labels: Optional[List[str]] = None
+    job_time_sec: Optional[int] = None
+    mount_dirs: Optional[List[str]] = None
+    python_paths: Optional[List[str]] = None
+    disable_version_check: Optional[bool] = None
+
+    def configure_kwargs(self, parameters) -> dict:
+        """The fields given (not None), under configure's names, that configure's `parameters`
+        take: configure checks each one."""
+        given = {}
+        for f in dataclasses.fields(self):
+            value = getattr(self, f.name)
+            name = _RENAMED.get(f.name, f.name)
+            if value is not None and f.name not in _NOTHING_HERE and name in parameters:
+                given[name] = value
+        return given
+
+
+def is_streamer() -> bool:
+    """Whether this process is an input worker (it streams batches to the system)."""
+    return state.current().is_input_worker
+
+
+def get_streaming_rank() -> int:
+    """This input worker's index among the input workers (0 outside one)."""
+    return state.current().worker.task_id
+
+
+def num_streamers() -> int:
+    """How many input workers feed the run (1 outside one)."""
+    return state.current().worker.num_tasks

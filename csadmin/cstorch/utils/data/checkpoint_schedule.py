@@ -1,0 +1,81 @@
+"""`cstorch.utils.data.Schedule`: the steps a DataExecutor takes checkpoints on, as the real
+package describes them: intervals of 0-indexed steps (step i is the run's (i+1)-th).
+
+    Schedule([Schedule.Range(start=99, end=1000, step=100, include_last=True)])  # 100, 200, …, 1000
+    Schedule.every(100, num_steps=1000)   # what DataExecutor(checkpoint_steps=100) means: the same
+
+A Range matches `start`, `start + step`, … below `end`, and `end - 1` too with `include_last`.
+Intervals may not overlap. Bad values are InvalidArgument naming them. Stdlib only.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from csadmin.errors import InvalidArgument
+
+
+def _whole(name: str, value, least: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < least:
+        raise InvalidArgument(f"Schedule.Range: {name} must be an integer ≥ {least}, not {value!r}.")
+    return value
+
+
+@dataclass(frozen=True)
+class Schedule:
+    """Checkpoint steps as non-overlapping intervals of 0-indexed steps."""
+
+    @dataclass(frozen=True)
+    class Range:
+        start: int
+        end: int  # exclusive
+        step: int
+        include_last: bool
+
+        def __post_init__(self):
+            _whole("start", self.start, 0)
+            _whole("end", self.end, self.start + 1)
+            _whole("step", self.step, 1)
+            if not isinstance(self.include_last, bool):
+                raise InvalidArgument(f"Schedule.Range: include_last must be True or False, not {self.include_last!r}.")
+
+        def match(self, index: int) -> bool:
+            return self.start <= index < self.end and (
+                (index - self.start) % self.step == 0 or (self.include_last and index == self.end - 1))
+
+    intervals: list
+
+    def __post_init__(self):
+        if not isinstance(self.intervals, (list, tuple)) or not all(
+                isinstance(r, Schedule.Range) for r in self.intervals):
+            raise InvalidArgument("Schedule: intervals must be a list of Schedule.Range.")
+        for a, b in zip(self.intervals, self.intervals[1:]):
+            if b.start < a.end:
+                raise InvalidArgument(f"Schedule: intervals must be non-overlapping ranges in order, but got {a} "
+                                      f"then {b}.")
+
+    @classmethod
+    def every(cls, every: int, num_steps: int) -> "Schedule":
+        """Every `every`-th step of a run of `num_steps`, and its last (0: none)."""
+        if not every:
+            return cls([])
+        return cls([cls.Range(start=min(every - 1, num_steps - 1), end=num_steps, step=every, include_last=True)])
+
+    def match(self, index: int) -> bool:
+        """Whether 0-indexed step `index` is a checkpoint step."""
+        return any(r.match(index) for r in self.intervals)
+
+    def steps(self, num_steps: int) -> list[int]:
+        """The checkpoint steps (1-indexed, as a loop counts them) of a run of `num_steps`."""
+        return [i + 1 for i in range(num_steps) if self.match(i)]
+
+    def describe(self, num_steps: int | None = None) -> str:
+        """In words, for messages."""
+        if not self.intervals:
+            return "checkpoint_steps=None: none"
+        if num_steps is not None:
+            shown = self.steps(num_steps)
+            return "steps " + (", ".join(map(str, shown[:6])) + (f", …, {shown[-1]}" if len(shown) > 6 else "")
+                               if shown else "none")
+        return "; ".join(f"steps {r.start + 1}, {r.start + 1 + r.step}, … before {r.end + 1}"
+                         + (f" and {r.end}" if r.include_last else "") for r in self.intervals)
