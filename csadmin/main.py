@@ -16,14 +16,14 @@ import contextlib
 import sys
 
 from . import __version__, errors
-from .cli.commands import GLOBAL_OPTIONS, ExitShell, help_text
 from .cli import render
+from .cli.action_context import ActionContext
+from .cli.commands import GLOBAL_OPTIONS, ExitShell, help_text
 from .cli.console import PlainConsole
 from .cli.parse import json_asked
 from .cli.runner import run_script, run_tokens
-from .cli.action_context import ActionContext
 from .client import Client
-from .pipes import reader_gone
+from .shared.pipes import reader_gone
 
 USAGE = """usage: cs [--system NAME] [--connect FILE] [--key FILE] [--endpoint URL --server-key KEY] [--timeout S]
           [--output-format text|json] [--embedded] [-c "CMD; CMD" | COMMAND [OPTIONS]]

@@ -18,8 +18,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable, Iterable
 
-from csadmin.programs import RunMode
-from csadmin.states import PENDING_STATES, ExecMode, Health, Lifecycle
+from csadmin.shared.programs import RunMode
+from csadmin.shared.states import PENDING_STATES, ExecMode, Health, Lifecycle
 
 from .change import Change
 from .defaults import EVENTS_IN_MEMORY, KEEP_RUNS, SERIAL, Timings

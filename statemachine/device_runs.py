@@ -10,14 +10,14 @@ from __future__ import annotations
 
 from typing import Callable, Protocol
 
-from csadmin.states import ExecMode, Lifecycle
+from csadmin.shared.states import ExecMode, Lifecycle
 
 from .faults.injector import FaultInjector
-from csadmin.programs import RunMode
+from csadmin.shared.programs import RunMode
+from .rules import Refuse
 from .run import Run
 from .run_report import holder_summary, record
 from .run_rules import OPEN_RULES
-from .rules import Refuse
 from .runs import Runs
 from .slurm_jobs import SlurmJob
 

@@ -17,7 +17,7 @@ from typing import Callable
 from transitions import Machine
 
 from csadmin.errors import TransitionFailed
-from csadmin.states import ExecMode, Lifecycle
+from csadmin.shared.states import ExecMode, Lifecycle
 
 from .defaults import Timings
 from .faults import Transition

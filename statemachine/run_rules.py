@@ -8,9 +8,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from csadmin.errors import IncompatibleProgram, InvalidState, ReprogramForbidden, RunAborted
-from csadmin.states import Lifecycle
+from csadmin.shared.states import Lifecycle
 
-from csadmin.programs import TRAIN_AND_EVAL, TRAIN_AND_EVAL_NEXT, TRAIN_AND_EVAL_WHY
+from csadmin.shared.programs import TRAIN_AND_EVAL, TRAIN_AND_EVAL_NEXT, TRAIN_AND_EVAL_WHY
 from .rules import GO, Already, Go, Refuse
 
 # A run is in one phase (Run.phase): open with its fabric in one of three states, or ended.

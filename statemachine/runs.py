@@ -7,7 +7,7 @@ performance maths statemachine/performance.py, the book that keeps runs (and und
 statemachine/run_book.py, what the wire shows of a run statemachine/run_report.py; the rules are
 data in statemachine/run_rules.py (`RUN_RULES`: every request in every phase; `OPEN_RULES`: when a
 run may be opened; `PROGRAM_RULES`: what a program must match); the runtime's inputs are checked
-in csadmin/programs.py. This module applies the rules to the book.
+in csadmin/shared/programs.py. This module applies the rules to the book.
 """
 
 from __future__ import annotations
@@ -16,12 +16,12 @@ import math
 from typing import Callable
 
 from csadmin.errors import Busy, InvalidArgument, InvalidState, NotFound, PermissionDenied
-from csadmin.states import ExecMode
+from csadmin.shared.states import ExecMode
 
 from .defaults import Timings
 from .events import EventLog
 from .performance import performance_record
-from csadmin.programs import RunMode
+from csadmin.shared.programs import RunMode
 from .run import Fabric, Run, RunStatus, run_id_of, seconds, utc
 from .run_book import RunBook
 from .run_report import busy

@@ -26,7 +26,7 @@ TESTS = Path(__file__).parent
 if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
     signal.signal(signal.SIGINT, signal.default_int_handler)
 
-# The suite's caches (the inventory's parsed TOML, csadmin/inventory_cache.py) go to a directory of
+# The suite's caches (the inventory's parsed TOML, csadmin/clientlib/inventory_cache.py) go to a directory of
 # its own, never the developer's ~/.cache; child processes inherit it.
 os.environ["XDG_CACHE_HOME"] = tempfile.mkdtemp(prefix="cs-test-cache-")
 

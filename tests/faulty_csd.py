@@ -10,7 +10,10 @@ A switch is a file in $CSD_FAULT_DIR; the test creates it when it wants the faul
 import os
 import sys
 
-from csadmin.daemon import dispatch, key_registry, main, server
+from csadmin.daemon.serve import dispatch
+from csadmin.daemon.auth import key_registry
+from csadmin.daemon import main
+from csadmin.daemon.process import server
 
 FAULT_DIR = os.environ["CSD_FAULT_DIR"]
 

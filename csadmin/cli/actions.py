@@ -11,10 +11,10 @@ from types import ModuleType
 from typing import Callable
 
 from .. import errors
-from ..states import ExecMode, title
+from ..shared.states import ExecMode, title
 from . import render
-from .grammar import Parsed
 from .action_context import ActionContext
+from .grammar import Parsed
 
 
 # -- checks of a command line before anything is sent (the table's `check`, parse.check) ----------
@@ -39,9 +39,9 @@ def check_fault_scenario(p: Parsed, interactive: bool) -> None:
 
 
 def _scenario_text(path: str) -> str:
-    """The scenario file's text, held to the limits csd holds it to (csadmin/scenario_file.py),
+    """The scenario file's text, held to the limits csd holds it to (csadmin/shared/scenario_file.py),
     before anything is sent."""
-    from .. import scenario_file  # only for `system fault scenario`: not on every one-shot's path
+    from ..shared import scenario_file  # only for `system fault scenario`: not on every one-shot's path
 
     return scenario_file.read(path, shown=repr(render.shown_path(path)))
 
@@ -291,7 +291,7 @@ def slurm_hook(pick: Callable[[ModuleType], Callable[..., int]]) -> Callable[[Ac
 
 def events_follow(s: ActionContext, p: Parsed) -> int:
     """Print live events until Ctrl-C (which ends it with success). None after the start is
-    skipped: what the subscription missed is fetched from the kept log (csadmin/follow.py)."""
+    skipped: what the subscription missed is fetched from the kept log (csadmin/clientlib/follow.py)."""
     import fnmatch
 
     pattern = p.options["event_type"]

@@ -9,12 +9,13 @@ no string looked up: COMMANDS → actions.system_standby → Client.system_stand
 
 from __future__ import annotations
 
-from .. import errors, ops
-from ..states import EXECMODE_SPELLINGS, ExecMode
+from .. import errors
+from ..shared import ops
+from ..shared.states import EXECMODE_SPELLINGS, ExecMode
 from . import actions, fleet_actions, fleet_rolling, sources
+from .action_context import ActionContext
 from .grammar import Argument, Command, Option, Parsed
 from .render import shown
-from .action_context import ActionContext
 
 NO_CONFIRM = Option("--no-confirm", "do not ask for confirmation (required in scripts)")
 OUTPUT_FORMAT = Option("--output-format", "text (default) or json", True, "FORMAT", ("text", "json"), choices=True)
@@ -41,7 +42,7 @@ EVENT_TYPE = Option(
     "--event-type", "glob on the event type, e.g. 'EventActivate*'", True, "GLOB", complete_from=sources.EVENT_TYPES
 )
 
-# The fleet commands' choice of systems (the inventory: csadmin/inventory.py, README "Several systems").
+# The fleet commands' choice of systems (the inventory: csadmin/clientlib/inventory.py, README "Several systems").
 FLEET_TAG = Option("--tag", "only systems with this tag (a,b: with each of them)", True, "TAG")
 FLEET_SYSTEMS = Option("--systems", "these systems, in this order (comma-separated names)", True, "A,B,…",
                        complete_from=sources.SYSTEM_NAMES)

@@ -13,11 +13,11 @@ import contextlib
 from typing import TYPE_CHECKING
 
 from .. import errors
-from ..states import ExecMode, title
+from ..shared.states import ExecMode, title
 from . import render
+from .action_context import ActionContext
 from .fleet_actions import selected
 from .grammar import Parsed
-from .action_context import ActionContext
 
 if TYPE_CHECKING:
     from ..fleet.switch import Outcome

@@ -1,5 +1,5 @@
 """Which csd `cs` talks to when a system is named: `--system NAME`, else `$CS_SYSTEM` (unless
-`--connect` / `--endpoint` say otherwise), looked up in the inventory (csadmin/inventory.py).
+`--connect` / `--endpoint` say otherwise), looked up in the inventory (csadmin/clientlib/inventory.py).
 Read only when a system is named: the one-shot path without one never imports the inventory."""
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ def resolve(name: str) -> Target:
     file is read now when it can be (so $CS_ENDPOINT / $CS_SERVER_KEY cannot redirect it); if
     it cannot, the first request says why."""
     from ..fleet.connect import endpoint_and_key
-    from ..inventory import load
+    from ..clientlib.inventory import load
 
     system = load().find(name)
     try:

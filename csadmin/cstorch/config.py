@@ -13,7 +13,7 @@ import sys
 from dataclasses import dataclass, field, fields
 
 import csadmin.cstorch.current as current
-from csadmin import rendezvous
+from csadmin.shared import rendezvous
 from csadmin.errors import InvalidArgument, InvalidState
 
 # 004's note under the table: why configure runs once per process.

@@ -6,7 +6,7 @@ result: {entries: [{time (ms), name (key), role, op, args (JSON text), outcome (
 Admins only. Read from the state store (audit reads are rare; the log can be long).
 """
 
-from csadmin import ops
+from csadmin.shared import ops
 
 SPEC = ops.AUDIT_SHOW
 

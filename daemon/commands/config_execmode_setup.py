@@ -6,7 +6,7 @@ Only in STANDBY (INVALID_STATE otherwise, with the next step). Same mode again: 
 result: {message, changed, state, pendingUntil, execmode, activeExecmode, takesEffectOnActivate}
 """
 
-from csadmin import ops
+from csadmin.shared import ops
 
 SPEC = ops.CONFIG_EXECMODE_SETUP
 

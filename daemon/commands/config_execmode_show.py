@@ -4,7 +4,7 @@ args: none.
 result: {execmode (configured), activeExecmode, takesEffectOnActivate}
 """
 
-from csadmin import ops
+from csadmin.shared import ops
 
 SPEC = ops.CONFIG_EXECMODE_SHOW
 

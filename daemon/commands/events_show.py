@@ -5,7 +5,7 @@ args: event_type (str glob, e.g. "EventActivate*"), from_time (int ms, inclusive
 result: {events: [{seq, type, severity, triggerTime, details}], seq (the newest event's)}
 """
 
-from csadmin import ops
+from csadmin.shared import ops
 
 SPEC = ops.EVENTS_SHOW
 

@@ -8,7 +8,7 @@ performance.json: compile_time, est_samples_per_sec, programming_time, samples_p
 suspected_input_bottleneck, total_samples, total_time (seconds).
 """
 
-from csadmin import ops
+from csadmin.shared import ops
 
 SPEC = ops.RUN_CLOSE
 

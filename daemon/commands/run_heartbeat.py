@@ -6,7 +6,7 @@ A hot op: the new deadline lives in memory (not fsynced per call).
 result: {runId, status, fabric, leaseUntil}
 """
 
-from csadmin import ops
+from csadmin.shared import ops
 
 SPEC = ops.RUN_HEARTBEAT
 

@@ -16,7 +16,7 @@ kept in the audit trail.
 result: the run (runs.show's keys), `worker` (the name it feeds under), `changed`, `message`.
 """
 
-from csadmin import ops
+from csadmin.shared import ops
 
 SPEC = ops.RUN_JOIN
 

@@ -6,7 +6,7 @@ Leaving again: success with changed=false. INVALID_STATE (closed run), RUN_ABORT
 result: the run (runs.show's keys), `worker`, `changed`, `message`.
 """
 
-from csadmin import ops
+from csadmin.shared import ops
 
 SPEC = ops.RUN_LEAVE
 

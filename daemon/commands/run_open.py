@@ -16,9 +16,9 @@ never shows it in runs.show, events or the audit trail). A retried run.open gets
 result: the run (runs.show's keys), `message` and, with workers, `joinToken`.
 """
 
-from csadmin import ops
+from csadmin.shared import ops
 
-from .. import join_tokens
+from ..auth import join_tokens
 
 SPEC = ops.RUN_OPEN
 

@@ -15,9 +15,9 @@ Idempotent on the request id: a retried request gets the first reply and program
 result: the run (runs.show's keys), `message` and, with workers, `joinToken`.
 """
 
-from csadmin import ops
+from csadmin.shared import ops
 
-from .. import join_tokens
+from ..auth import join_tokens
 
 SPEC = ops.RUN_PROGRAM
 

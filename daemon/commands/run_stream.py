@@ -8,7 +8,7 @@ retry with the same request id gets the first reply (samples are not counted twi
 result: {runId, status, fabric, totalSamples, leaseUntil}
 """
 
-from csadmin import ops
+from csadmin.shared import ops
 
 SPEC = ops.RUN_STREAM
 

@@ -7,8 +7,8 @@ Already aborted: success with changed=false. A closed run: INVALID_STATE. NOT_FO
 result: the run (runs.show's keys), `changed`, `message`.
 """
 
-from csadmin import ops
-from csadmin.opargs import reason
+from csadmin.shared import ops
+from csadmin.shared.opargs import reason
 
 SPEC = ops.RUNS_ABORT
 

@@ -7,7 +7,7 @@ program (descriptor or null), programmingStartedAt, programmingUntil, totalSampl
 abortReason, performance (performance.json's fields; so far, while open)}
 """
 
-from csadmin import ops
+from csadmin.shared import ops
 
 SPEC = ops.RUNS_SHOW
 

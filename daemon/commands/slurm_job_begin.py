@@ -9,7 +9,7 @@ Admins only (Slurm's scripts run as root with an admin key).
 result: {message, changed, slurmJob: {jobId, user, since}, abortedRun (run id or null)}
 """
 
-from csadmin import ops
+from csadmin.shared import ops
 
 SPEC = ops.SLURM_JOB_BEGIN
 

@@ -8,7 +8,7 @@ Admins only.
 result: {message, changed, abortedRun (run id or null)}
 """
 
-from csadmin import ops
+from csadmin.shared import ops
 
 SPEC = ops.SLURM_JOB_END
 

@@ -6,7 +6,7 @@ On completion the active execution mode equals the configured one.
 result: {message, changed, state, pendingUntil} (and dryRun: true)
 """
 
-from csadmin import ops
+from csadmin.shared import ops
 
 SPEC = ops.SYSTEM_ACTIVATE
 

@@ -10,7 +10,7 @@ args: name (str); all (bool); dry_run (bool): check only.
 result: {message, changed, state, pendingUntil, systemHealth, activeFaults} (and dryRun: true)
 """
 
-from csadmin import ops
+from csadmin.shared import ops
 from csadmin.errors import InvalidArgument
 
 SPEC = ops.SYSTEM_FAULT_CLEAR

@@ -15,7 +15,7 @@ when nothing moved). An unknown name: INVALID_ARGUMENT naming the catalogue.
 result: {message, changed, state, pendingUntil, systemHealth, activeFaults} (and dryRun: true)
 """
 
-from csadmin import ops
+from csadmin.shared import ops
 
 SPEC = ops.SYSTEM_FAULT_INJECT
 

@@ -9,7 +9,7 @@ result: {faults: [{name, status (scheduled|armed|firing|active), since, until, d
          waiting} | null}
 """
 
-from csadmin import ops
+from csadmin.shared import ops
 from csadmin.statemachine.faults import FAULTS
 
 SPEC = ops.SYSTEM_FAULT_LIST

@@ -10,7 +10,7 @@ args: text (str, required, at most 60000 characters); source (str): a name for m
 result: {message, changed, steps: [in words], systemHealth, activeFaults} (and dryRun: true)
 """
 
-from csadmin import ops
+from csadmin.shared import ops
 
 SPEC = ops.SYSTEM_FAULT_SCENARIO
 

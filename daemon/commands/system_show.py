@@ -5,7 +5,7 @@ result: {systemType, serial, state, systemHealth, activeExecmode, configuredExec
          pendingUntil (ms or null), seq (last event's, for resync), time (ms)}
 """
 
-from csadmin import ops
+from csadmin.shared import ops
 
 SPEC = ops.SYSTEM_SHOW
 

@@ -8,7 +8,7 @@ dry_run (bool): check only (the refusal, or `changed` saying whether it would ac
 result: {message, changed, state, pendingUntil} (and dryRun: true)
 """
 
-from csadmin import ops
+from csadmin.shared import ops
 
 SPEC = ops.SYSTEM_STANDBY
 

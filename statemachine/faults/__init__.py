@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Iterable
 
-from csadmin.states import Severity
+from csadmin.shared.states import Severity
 
 # -- systemHealth ---------------------------------------------------------------------------------
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import Callable, Protocol
 
 from csadmin.errors import FaultActive, InvalidArgument, NotFound
-from csadmin.states import Health, Lifecycle
+from csadmin.shared.states import Health, Lifecycle
 
 from . import TIMES_OUT_AFTER, Fault, Outcome, Transition, health_event, parse_fault, system_health, worst_health
 from . import scenario as fault_scenario

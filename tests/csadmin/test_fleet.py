@@ -174,7 +174,7 @@ def test_the_one_shot_path_without_a_system_loads_neither_the_inventory_nor_the_
     from tests.harness import ROOT
 
     code = ("import sys, csadmin.main; print(sorted(m for m in sys.modules if m.startswith(('csadmin.fleet', "
-            "'csadmin.inventory', 'tomllib'))))")
+            "'csadmin.clientlib.inventory', 'tomllib'))))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, check=True).stdout
     assert out.strip() == "[]"
 

@@ -14,10 +14,10 @@ from types import SimpleNamespace
 
 import pytest
 
-from csadmin import protocol
-from csadmin.daemon.context import Caller, Context
-from csadmin.daemon.dispatch import Dispatcher
-from csadmin.daemon.store import Store
+from csadmin.shared import protocol
+from csadmin.daemon.serve.context import Caller, Context
+from csadmin.daemon.serve.dispatch import Dispatcher
+from csadmin.daemon.store.store import Store
 from csadmin.statemachine.defaults import Timings
 from csadmin.statemachine.device import Device
 from tests.daemon.recording import Log

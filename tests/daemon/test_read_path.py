@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 import logging
 
-from csadmin import protocol
+from csadmin.shared import protocol
 from tests.daemon.recording import Log
 from tests.daemon.test_dispatch import ADMIN, PROGRAM, RUNTIME, rig  # noqa: F401 (rig: a fixture)
 
@@ -87,7 +87,7 @@ def test_a_retried_stream_is_counted_once_and_only_the_last_hot_reply_is_kept(ri
 
 
 def test_hot_replay_memory_is_one_entry_per_client_and_bounded(rig):
-    from csadmin.daemon.replies import LastReplies
+    from csadmin.daemon.serve.replies import LastReplies
 
     last = LastReplies(clients=3)
     for n in range(5):

@@ -13,8 +13,8 @@ import pytest
 from csadmin.errors import Busy, InvalidState
 from csadmin.statemachine.defaults import Timings
 from csadmin.statemachine.device import Device
-from csadmin.programs import RunMode, parse_program
-from csadmin.states import ExecMode, Lifecycle
+from csadmin.shared.programs import RunMode, parse_program
+from csadmin.shared.states import ExecMode, Lifecycle
 from tests.statemachine.fakeclock import FakeClock
 
 CLIENT = "client-a"

@@ -11,8 +11,8 @@ from csadmin.errors import FaultActive, InvalidArgument, InvalidState, NotFound,
 from csadmin.statemachine.defaults import Timings
 from csadmin.statemachine.device import Device
 from csadmin.statemachine.faults import FAULTS, TIMES_OUT_AFTER, Effect
-from csadmin.programs import RunMode
-from csadmin.states import ExecMode, Lifecycle
+from csadmin.shared.programs import RunMode
+from csadmin.shared.states import ExecMode, Lifecycle
 from tests.statemachine.fakeclock import FakeClock
 
 ACTIVATE_MS, STANDBY_MS = 5_000, 3_000

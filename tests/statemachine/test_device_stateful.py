@@ -15,7 +15,7 @@ from csadmin.errors import CsError
 from csadmin.statemachine.defaults import Timings
 from csadmin.statemachine.device import Device
 from csadmin.statemachine.events import CATALOG
-from csadmin.states import PENDING_STATES, SETTLES_TO, ExecMode, Health, Lifecycle
+from csadmin.shared.states import PENDING_STATES, SETTLES_TO, ExecMode, Health, Lifecycle
 from tests.statemachine.fakeclock import FakeClock
 
 ACTIVATE_MS = 4_000

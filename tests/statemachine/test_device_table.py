@@ -18,7 +18,7 @@ from csadmin.errors import CsError
 from csadmin.statemachine.defaults import Timings
 from csadmin.statemachine.device import Device
 from csadmin.statemachine.events import CATALOG, EventLog
-from csadmin.states import ExecMode, Health, Lifecycle
+from csadmin.shared.states import ExecMode, Health, Lifecycle
 from tests.statemachine.fakeclock import FakeClock
 
 ACTIVATE_MS = 5_000

@@ -11,7 +11,7 @@ import pytest
 
 from csadmin.statemachine import faults
 from csadmin.statemachine.faults import BY_NAME, FAULTS, Effect, Outcome, Transition
-from csadmin.states import Health, Lifecycle, Severity
+from csadmin.shared.states import Health, Lifecycle, Severity
 
 REFERENCE = Path(__file__).resolve().parents[1] / "reference"
 

@@ -20,9 +20,9 @@ from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, 
 from csadmin.errors import CsError
 from csadmin.statemachine.defaults import Timings
 from csadmin.statemachine.device import Device
-from csadmin.programs import RunMode, parse_program
+from csadmin.shared.programs import RunMode, parse_program
 from csadmin.statemachine.workers import token_digest
-from csadmin.states import Lifecycle
+from csadmin.shared.states import Lifecycle
 from tests.statemachine.fakeclock import FakeClock
 
 SERIAL = "CS2-0003"

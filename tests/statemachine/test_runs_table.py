@@ -22,7 +22,7 @@ from csadmin.errors import (
 )
 from csadmin.statemachine.defaults import Timings
 from csadmin.statemachine.device import Device
-from csadmin.programs import RunMode, parse_mode, parse_program
+from csadmin.shared.programs import RunMode, parse_mode, parse_program
 from csadmin.statemachine.run_rules import (
     ABORTED,
     CLOSED,
@@ -38,7 +38,7 @@ from csadmin.statemachine.run_rules import (
 )
 from csadmin.statemachine.run import Fabric
 from csadmin.statemachine.workers import token_digest
-from csadmin.states import ExecMode, Lifecycle
+from csadmin.shared.states import ExecMode, Lifecycle
 from tests.statemachine.fakeclock import START_MS, FakeClock
 
 LEASE_MS = 10_000

@@ -9,8 +9,8 @@ import pytest
 from csadmin.errors import Busy
 from csadmin.statemachine.defaults import Timings
 from csadmin.statemachine.device import Device
-from csadmin.programs import RunMode
-from csadmin.opargs import job_id as parse_job_id
+from csadmin.shared.programs import RunMode
+from csadmin.shared.opargs import job_id as parse_job_id
 from csadmin.statemachine.slurm_jobs import SlurmJob
 from tests.statemachine.fakeclock import START_MS, FakeClock
 

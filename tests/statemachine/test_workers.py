@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from csadmin import errors
-from csadmin.programs import RunMode
+from csadmin.shared.programs import RunMode
 from csadmin.statemachine.run import Run
 from csadmin.statemachine.workers import token_digest, token_matches
 from tests.statemachine.test_runs_table import CLIENT, LEASE_MS, in_phase, OPEN_PROGRAMMED, TOKEN, WORKER

@@ -21,7 +21,7 @@ import socket
 import sys
 import time
 
-from csadmin import rendezvous
+from csadmin.shared import rendezvous
 from csadmin.errors import InvalidState
 
 from .transport import Spec, TrainerSocket
