@@ -36,7 +36,7 @@ UNIT = (
     "cstorch/test_amp.py", "cstorch/test_checkpoint.py", "cstorch/test_data.py",
     "cstorch/test_lr_scheduler.py", "cstorch/test_metrics.py", "cstorch/test_optim.py",
     "csadmin/test_command_table.py", "csadmin/test_completer.py", "csadmin/test_inventory_cache.py",
-    "csadmin/test_errors.py", "csadmin/test_states.py",
+    "csadmin/test_errors.py", "csadmin/test_states.py", "csadmin/test_atomic_write.py",
     "daemon/test_args.py", "daemon/test_audit.py", "daemon/test_commands.py", "daemon/test_dispatch.py",
     "daemon/test_event_filter.py",
     "daemon/test_read_path.py", "daemon/test_replies.py", "daemon/test_roles_doc.py", "daemon/test_store.py",

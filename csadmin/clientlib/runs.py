@@ -28,6 +28,7 @@ import threading
 
 from .. import errors
 from ..shared import ops
+from ..shared.atomic_write import write_atomically
 from ..shared.protocol import REASON_MAX_CHARS
 from .follow import until
 
@@ -210,12 +211,9 @@ def shorten_reason(text: str) -> str:
 
 
 def write_performance(directory: str, performance: dict) -> str:
-    """Write `performance` as `directory`/performance.json (atomically); return the path."""
+    """Write `performance` as `directory`/performance.json, atomically and durably (fsynced, like
+    every file csadmin writes: csadmin/shared/atomic_write.py); return the path."""
     os.makedirs(directory, exist_ok=True)
     path = os.path.join(directory, PERFORMANCE_FILE)
-    tmp = f"{path}.tmp-{os.getpid()}"
-    with open(tmp, "w") as f:
-        json.dump(performance, f, indent=2, sort_keys=True)
-        f.write("\n")
-    os.replace(tmp, path)
+    write_atomically(path, json.dumps(performance, indent=2, sort_keys=True) + "\n")
     return path

@@ -8,7 +8,7 @@
                                          program, the models, optimizers, schedules and DataLoaders
     <model_dir>/events.out.tfevents.*    TensorBoard scalars (summaries.py)
 
-`write_params` writes the yaml atomically (program.write_file) with yaml.safe_dump, so
+`write_params` writes the yaml atomically (csadmin/shared/atomic_write.py) with yaml.safe_dump, so
 yaml.safe_load gives back exactly the dict `run_params` built.
 """
 
@@ -19,11 +19,12 @@ import os
 import yaml
 
 import csadmin.cstorch.current as current
+from csadmin.shared.atomic_write import write_atomically
 
 from .config import PARAMETERS, Config
 from .optim.lr_scheduler.base import LRScheduler
 from .optim.optimizer import Optimizer
-from .program import Program, write_file
+from .program import Program
 from .utils.data import DataLoader
 
 
@@ -77,5 +78,5 @@ def _model(module) -> dict:
 def write_params(config: Config, program: Program, run: dict, models: list) -> str:
     path = params_path(config.model_dir, program.mode)
     os.makedirs(os.path.dirname(path), exist_ok=True)
-    write_file(path, yaml.safe_dump(run_params(config, program, run, models), sort_keys=False))
+    write_atomically(path, yaml.safe_dump(run_params(config, program, run, models), sort_keys=False))
     return path

@@ -9,6 +9,7 @@ import nothing of ours but each other and csadmin/errors.py.
     programs.py         a run's mode and a program's descriptor, checked
     connection.py       where csd listens, and its connection file
     keyfile.py          CURVE key files (read without zmq.auth)
+    atomic_write.py     replacing a file whole and durably: every file csadmin writes
     scenario_limits.py  how large and deep a fault scenario may be (checked before parsing)
     scenario_file.py    the bounded read of a scenario file (csd and `cs` alike)
     rendezvous.py       where a csrun_wse job's training process and input workers meet

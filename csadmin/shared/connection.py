@@ -20,7 +20,8 @@ import os
 
 from .. import errors
 from . import protocol
-from .keyfile import valid_z85_key, write_atomically
+from .atomic_write import write_atomically
+from .keyfile import valid_z85_key
 
 FILE_NAME = "csd.json"
 # Bind addresses meaning "every interface": not an address a client can connect to.

@@ -1,6 +1,6 @@
 """CURVE key files: read and write the ZeroMQ certificate format (as `zmq.auth` writes it).
 
-Secret files are created 0600 from the first byte (os.open with the mode, then an atomic rename),
+Secret files are created 0600 from the first byte (csadmin/shared/atomic_write.py),
 never widened after the fact, and refused on read when group or others may read them (like ssh).
 This module loads only the stdlib: `zmq.auth` would add ~7 ms to every one-shot `cs`.
 """
@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import os
 import stat
+
+from .atomic_write import write_atomically
 
 Z85_KEY_LENGTH = 40  # a 32-byte CURVE key in Z85 text
 
@@ -84,24 +86,3 @@ def write_key_file(path: str, name: str, public: str, secret: str | None = None)
         ) + f'    secret-key = "{secret}"\n'
         mode = 0o600
     write_atomically(path, body.encode(), mode)
-
-
-def write_atomically(path: str, data: bytes, mode: int) -> None:
-    """Write `data` to `path` via a temp file created with `mode` (so never wider), fsync, rename.
-    The file gets exactly `mode` whatever the umask (csd runs with UMask=0007, `csd keys` with
-    0077): a public file is 0644 as documented, a secret 0600 from its first byte."""
-    tmp = f"{path}.tmp-{os.getpid()}"
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            os.fchmod(fd, mode)  # still empty, and the umask only ever narrowed it
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except FileNotFoundError:
-            pass
-        raise

@@ -23,7 +23,7 @@ import json
 import os
 from typing import NamedTuple
 
-from csadmin.shared.keyfile import write_atomically
+from csadmin.shared.atomic_write import write_atomically
 
 DIR_ENV = "CSTORCH_WORKERS_RENDEZVOUS"  # the directory, in both roles
 WORKER_ENV = "CSTORCH_INPUT_WORKER"  # set in a worker task only: its index among the workers

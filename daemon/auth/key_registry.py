@@ -25,7 +25,8 @@ import time
 
 import zmq
 
-from csadmin.shared.keyfile import KeyFileError, read_key_file, valid_z85_key, write_atomically, write_key_file
+from csadmin.shared.atomic_write import write_atomically
+from csadmin.shared.keyfile import KeyFileError, read_key_file, valid_z85_key, write_key_file
 
 ROLES = ("viewer", "operator", "admin")  # each role may do everything the ones before it may
 RANK = {role: i for i, role in enumerate(ROLES)}

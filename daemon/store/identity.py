@@ -62,7 +62,7 @@ class Identity:
 
     def write(self, database: str, created: int, seq: int, running: bool, damaged: str | None = None) -> None:
         """Replace the record atomically and durably (temp file, fsync, rename, fsync the directory)."""
-        from csadmin.shared.keyfile import write_atomically
+        from csadmin.shared.atomic_write import write_atomically
 
         body = {"database": database, "created": created, "seq": seq, "running": running,
                 "written": int(time.time() * 1000)}
