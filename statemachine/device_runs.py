@@ -13,6 +13,7 @@ from typing import Callable, Protocol
 from csadmin.shared.states import ExecMode, Lifecycle
 
 from .faults.injector import FaultInjector
+from .faults.rules import Blocked
 from csadmin.shared.programs import RunMode
 from .rules import Refuse
 from .run import Run
@@ -70,7 +71,7 @@ class DeviceRuns:
         another run holds it. With `worker_slots`, that many input workers may join it with the
         token whose digest (workers.token_digest) is `token_digest`; `model_dir` is the
         runtime's artifact directory, kept for people. Returns the run's record."""
-        self._faults.refuse_if_blocked("open", "no run can be opened")
+        self._faults.refuse_if_blocked(Blocked.OPEN, "no run can be opened")
         rule = OPEN_RULES[self._host.lifecycle]
         if isinstance(rule, Refuse):
             raise rule.refusal()
@@ -100,7 +101,7 @@ class DeviceRuns:
         with `worker_slots`, the run admits input workers from now on, as with open().
         Returns the run's record (PROGRAMMING until `programmingUntil`)."""
         if self._runs.get(run_id, client).is_open:  # unknown, another's, ended: those say more
-            self._faults.refuse_if_blocked("program", "the fabric cannot be programmed")
+            self._faults.refuse_if_blocked(Blocked.PROGRAM, "the fabric cannot be programmed")
         return self.record(self._runs.program(
             run_id, client, program, self._host.serial, self._host.active_mode, worker_slots, token_digest
         ))

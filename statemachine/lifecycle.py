@@ -22,6 +22,7 @@ from csadmin.shared.states import ExecMode, Lifecycle
 from .defaults import Timings
 from .faults import Transition
 from .faults.injector import Emit, FaultInjector
+from .faults.rules import Blocked
 from .lifecycle_rules import LIFECYCLE_TRANSITIONS, PENDING_TRANSITION, REQUEST_RULES, SET_EXECMODE_EVENTS, SETTLED_EVENTS
 from .rules import Already, Refuse
 from .runs import Runs
@@ -109,7 +110,7 @@ class SystemLifecycle:
         rule = self._rule("activate")
         if isinstance(rule, Already):
             return self.result(rule.message, changed=False, dry_run=dry_run)
-        self._faults.refuse_if_blocked("activate", "the system cannot activate")
+        self._faults.refuse_if_blocked(Blocked.ACTIVATE, "the system cannot activate")
         if dry_run:
             return self.result(f"System would activate in {self.configured_mode.value}.", changed=True, dry_run=True)
         now = self._clock()

@@ -69,18 +69,58 @@ EXECMODE_SPELLINGS = (*(m.value for m in ExecMode), *(m.value.lower().replace("_
 
 
 class Health(str, Enum):
-    """The `systemHealth` values this model produces (a subset of the real enum): the
-    lifecycle's, and those its faults imply (statemachine/faults/__init__.py ranks them)."""
+    """`systemHealth`: every value of the real enum (status_cs2), each with its numeric code,
+    declared least to most severe as the real tooling ranks them (tests/reference/
+    cs2-system-health.tsv). `rank` is that position and `worst()` the most severe of some values.
+    SYSTEM_NOT_REACHABLE and ADMIN_SVC_UNKNOWN are what a client says when it cannot ask: a system
+    never reports them, so they have no rank. The model reports its lifecycle's values
+    (statemachine/lifecycle_rules.py HEALTH) and its faults' (statemachine/faults); the console
+    colours them (csadmin/cli/colour.py); csd's metrics show them and their codes.
 
-    OK = "OK"
-    DEGRADED = "DEGRADED"
-    CRITICAL = "CRITICAL"
-    STANDBY = "STANDBY"
-    PENDING_STANDBY = "PENDING_STANDBY"
-    PENDING_ACTIVE = "PENDING_ACTIVE"
-    MISSING = "MISSING"
-    HARDWARE_ERROR = "HARDWARE_ERROR"
-    CRITICAL_EMERGENCY_SHUTDOWN = "CRITICAL_EMERGENCY_SHUTDOWN"
+    A new value is one line here, at its place in the rank: (value, code)."""
+
+    UNKNOWN = "UNKNOWN", 0
+    OK = "OK", 1
+    PENDING_STANDBY = "PENDING_STANDBY", 6
+    PENDING_ACTIVE = "PENDING_ACTIVE", 7
+    STANDBY = "STANDBY", 5
+    UPDATING_SW = "UPDATING_SW", 13
+    DEGRADED = "DEGRADED", 2
+    MISSING = "MISSING", 8
+    NO_POWER = "NO_POWER", 9
+    CRITICAL = "CRITICAL", 3
+    CRITICAL_EMERGENCY_SHUTDOWN = "CRITICAL_EMERGENCY_SHUTDOWN", 4
+    DISABLED = "DISABLED", 11
+    UNAVAILABLE = "UNAVAILABLE", 12
+    HARDWARE_ERROR = "HARDWARE_ERROR", 10
+    SYSTEM_NOT_REACHABLE = "SYSTEM_NOT_REACHABLE", -2, False
+    ADMIN_SVC_UNKNOWN = "ADMIN_SVC_UNKNOWN", -1, False
+
+    def __new__(cls, value: str, code: int, ranked: bool = True):
+        member = str.__new__(cls, value)
+        member._value_ = value
+        member.code = code  # the real enum's number (csd_system_health_code)
+        member.ranked = ranked
+        return member
+
+    __hash__ = str.__hash__  # a value and its wire string are the same key
+
+    @property
+    def rank(self) -> int | None:
+        """Its position, least severe first (None: a client-side value, never reported)."""
+        return _RANKS.get(self)
+
+    @classmethod
+    def worst(cls, *healths: "Health | str") -> "Health":
+        """The most severe of `healths` (at least one; each ranked: KeyError otherwise)."""
+        return max((cls(h) for h in healths), key=_RANKS.__getitem__)
+
+
+_RANKS = {health: i for i, health in enumerate(h for h in Health if h.ranked)}
+
+# The values in which the system counts as activated, as the tooling says: runs may use it, and
+# Slurm gives its node jobs (csadmin/slurm/health.py).
+ACTIVATED_HEALTH = frozenset({Health.OK, Health.DEGRADED})
 
 
 class Severity(str, Enum):

@@ -16,7 +16,7 @@ SPEC = ops.SYSTEM_FAULT_LIST
 
 
 CATALOGUE = [
-    {"name": f.name, "event": f.event, "severity": f.severity.value, "health": f.health, "effect": f.effect.value,
+    {"name": f.name, "event": f.event, "severity": f.severity.value, "health": f.health.value, "effect": f.effect.value,
      "summary": f.summary, "transition": f.transition.value if f.transition else None,
      "outcome": f.outcome.value if f.outcome else None}
     for f in FAULTS

@@ -29,6 +29,7 @@ from prometheus_client.core import GaugeMetricFamily
 
 from csadmin.statemachine import faults
 from csadmin.statemachine.events import CATALOG
+from csadmin.statemachine.lifecycle_rules import HEALTH
 from csadmin.statemachine.run import Fabric
 from csadmin.shared.states import ExecMode, Health, Lifecycle
 
@@ -44,8 +45,9 @@ DENIAL_REASONS = ("unregistered_key", "role", "authenticator_down", "handshake",
 OTHER = "other"  # the label of anything outside its closed set
 
 # Every systemHealth csd can report: its lifecycle's values and its faults', least severe first.
-HEALTH_VALUES = tuple(h for h in faults.HEALTH_RANK
-                      if h in {v.value for v in Health} | {f.health for f in faults.FAULTS})
+_REPORTED = {*HEALTH.values(), *(f.health for f in faults.FAULTS)}
+HEALTH_VALUES = tuple(h.value for h in Health if h in _REPORTED)
+_CODES = {h.value: h.code for h in Health}  # a value read off `system.show` -> its code
 
 
 @dataclass(frozen=True)
@@ -195,7 +197,7 @@ class _DeviceCollector:
                          "health", HEALTH_VALUES, view.health)
         code = GaugeMetricFamily("csd_system_health_code", "systemHealth as the real system's numeric code "
                                  "(status_cs2: 1 OK, 2 DEGRADED, 3 CRITICAL, 5 STANDBY, …).")
-        code.add_metric([], faults.HEALTH_CODES.get(view.health, faults.HEALTH_CODES["UNKNOWN"]))
+        code.add_metric([], _CODES.get(view.health, Health.UNKNOWN.code))
         yield code
         modes = [m.value for m in ExecMode]
         yield _state_set("csd_active_execmode", "The execution mode the system runs in: 1 for the current one.",
@@ -218,7 +220,7 @@ class _DeviceCollector:
         armed = GaugeMetricFamily("csd_fault_armed", "1 while a transition fault waits for its transition.",
                                   labels=["fault"])
         for fault in faults.FAULTS:
-            active.add_metric([fault.name, fault.health, fault.effect.value], 1 if status.get(fault.name) == "active" else 0)
+            active.add_metric([fault.name, fault.health.value, fault.effect.value], 1 if status.get(fault.name) == "active" else 0)
             if fault.transition is not None:
                 armed.add_metric([fault.name], 1 if status.get(fault.name) == "armed" else 0)
         yield active

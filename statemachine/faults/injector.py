@@ -15,9 +15,9 @@ from typing import Callable, Protocol
 from csadmin.errors import FaultActive, InvalidArgument, NotFound
 from csadmin.shared.states import Health, Lifecycle
 
-from . import TIMES_OUT_AFTER, Fault, Outcome, Transition, health_event, parse_fault, system_health, worst_health
+from . import TIMES_OUT_AFTER, Fault, Outcome, Transition, health_event, parse_fault, system_health
 from . import scenario as fault_scenario
-from .rules import BLOCKING, EFFECTS
+from .rules import EFFECTS, Blocked
 from .state import ACTIVE, ARMED, FIRING, SCHEDULED, Entry, FaultState, LoadedScenario, parsed_scenario
 
 S = Lifecycle.STANDBY
@@ -59,13 +59,13 @@ class FaultInjector:
 
     def health(self, lifecycle_health: Health) -> Health:
         """The lifecycle's health, or the worst active fault's if that ranks higher."""
-        return Health(system_health(lifecycle_health.value, [e.fault for e in self._state.with_status(ACTIVE)]))
+        return system_health(lifecycle_health, [e.fault for e in self._state.with_status(ACTIVE)])
 
     def listing(self) -> list[dict]:
         """Every fault present (scheduled, armed, firing or active; the active last), with the
         catalogue's words: what `system.show` carries as `activeFaults`."""
         return [{**e.to_dict(), "event": e.fault.event, "severity": e.fault.severity.value,
-                 "health": e.fault.health, "effect": e.fault.effect.value, "summary": e.fault.summary}
+                 "health": e.fault.health.value, "effect": e.fault.effect.value, "summary": e.fault.summary}
                 for e in self._state.ordered()]
 
     def scenario(self) -> dict | None:
@@ -153,13 +153,13 @@ class FaultInjector:
                 self._schedule_step(step, now, source, origin)
         return f"Scenario {source} loaded: {len(steps)} step(s).", True, steps
 
-    def refuse_if_blocked(self, request: str, doing: str) -> None:
-        """FAULT_ACTIVE while a fault that blocks `request` is active (faults/rules.py BLOCKING)."""
+    def refuse_if_blocked(self, request: Blocked, doing: str) -> None:
+        """FAULT_ACTIVE while a fault that blocks `request` is active (faults/rules.py EFFECTS)."""
         for entry in self._state.with_status(ACTIVE):
-            if request in BLOCKING[entry.fault.effect]:
+            if request in EFFECTS[entry.fault.effect].blocks:
                 fault = entry.fault
                 raise FaultActive(
-                    f"Fault {fault.name} is active ({fault.summary}, injected; systemHealth {fault.health}): {doing}.",
+                    f"Fault {fault.name} is active ({fault.summary}, injected; systemHealth {fault.health.value}): {doing}.",
                     # How to wait is each surface's own words (errors.FaultActive's steps).
                     f"See `cs system fault list`; wait for it to clear, or have an admin clear it "
                     f"(`cs system fault clear {fault.name}`).",
@@ -275,7 +275,7 @@ class FaultInjector:
         if entry.status != ACTIVE:
             return
         left = [e.fault.health for e in self._state.with_status(ACTIVE)]
-        worst = worst_health(*left) if left else None
+        worst = Health.worst(*left) if left else None
         self._emit(health_event(worst), now, origin, **self._details(entry), cleared=True, cause=cause)
 
 

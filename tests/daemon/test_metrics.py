@@ -18,6 +18,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from csadmin import errors
 from csadmin.shared import protocol
+from csadmin.shared.states import Health
 from csadmin.daemon.commands import COMMANDS
 from csadmin.daemon.metrics.metric_set import ABORT_CAUSES, DENIAL_REASONS, HEALTH_VALUES, Metrics, View
 from csadmin.daemon.metrics.endpoint import MetricsEndpoint, parse
@@ -136,7 +137,7 @@ def test_the_device_gauges_follow_what_system_show_says(served):
     assert value(samples, "csd_info", version="9.9.9", serial="CS2-0042", system_type="cs2") == 1
     assert current(samples, "csd_lifecycle_state", "state") == ["ACTIVE"]
     assert current(samples, "csd_system_health", "health") == ["OK"]
-    assert value(samples, "csd_system_health_code") == faults.HEALTH_CODES["OK"]
+    assert value(samples, "csd_system_health_code") == Health.OK.code
     assert current(samples, "csd_active_execmode", "execmode") == ["WEIGHT_STREAMING"]
     assert current(samples, "csd_configured_execmode", "execmode") == ["WEIGHT_STREAMING"]
     assert current(samples, "csd_fabric_state", "fabric") == ["UNPROGRAMMED"]

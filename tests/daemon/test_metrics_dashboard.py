@@ -89,10 +89,10 @@ def test_the_dashboard_shows_what_the_issue_asks_for():
 
 def test_the_health_timeline_names_every_code_csd_reports():
     from csadmin.daemon.metrics.metric_set import HEALTH_VALUES
-    from csadmin.statemachine.faults import HEALTH_CODES
+    from csadmin.shared.states import Health
 
     panel = next(p for p in dashboard()["panels"] if p["title"] == "systemHealth")
     (mapping,) = panel["fieldConfig"]["defaults"]["mappings"]
     shown = {int(code): option["text"] for code, option in mapping["options"].items()}
     for health in HEALTH_VALUES:
-        assert shown[HEALTH_CODES[health]] == health
+        assert shown[Health(health).code] == health
