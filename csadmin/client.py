@@ -138,19 +138,22 @@ class Client(Transport):
         (admins, STANDBY only: InvalidState otherwise)."""
         return self.call(ops.CONFIG_EXECMODE_SETUP, mode=mode, **_given(dry_run=dry_run or None))
 
-    def open_run(
-        self, mode: str = "train", owner: str | None = None, lease_seconds: float | None = None, heartbeat: bool = True,
-        workers: int | None = None, model_dir: str | None = None,
-    ):
-        """Open a run holding the fabric; returns a `csadmin.clientlib.runs.Run` (a context manager) that
-        renews its lease in the background while open (unless `heartbeat=False`). With
-        `workers=N`, N input workers may join it: hand them `run.id` and `run.join_token` (a
-        secret) for `join_run`. `model_dir` (the runtime's artifact directory) shows in runs.show. Raises Busy (naming the holder), InvalidState (not ACTIVE),
-        InvalidArgument."""
+    def open_run(self, mode: str = "train", owner: str | None = None, lease_seconds: float | None = None,
+                 heartbeat: bool = True, **args):
+        """Open a run holding the fabric; returns a `csadmin.clientlib.runs.Run` (a context
+        manager) that renews its lease in the background while open (unless `heartbeat=False`).
+        `args` are run.open's other arguments, as its declaration names them
+        (csadmin/shared/ops.py RUN_OPEN; None leaves one out): `workers=N` lets N input workers
+        join it (hand them `run.id` and `run.join_token`, a secret, for `join_run`); `model_dir`
+        (the runtime's artifact directory) shows in runs.show. Raises Busy (naming the holder),
+        InvalidState (not ACTIVE), InvalidArgument; TypeError for an argument run.open does not take."""
         from .clientlib.runs import Run  # threading and json only load for runtimes
 
-        record = self.call(ops.RUN_OPEN, mode=mode, **_given(owner=owner, lease_seconds=lease_seconds, workers=workers,
-                                                               model_dir=model_dir))
+        unknown = sorted(set(args) - set(ops.RUN_OPEN.args))
+        if unknown:
+            raise TypeError(f"open_run() got argument(s) run.open does not take: {', '.join(unknown)} "
+                            f"(it takes: {', '.join(ops.RUN_OPEN.args)}, heartbeat)")
+        record = self.call(ops.RUN_OPEN, mode=mode, **_given(owner=owner, lease_seconds=lease_seconds, **args))
         return self._keep(Run(self, record, heartbeat=heartbeat))
 
     def join_run(self, run_id: str, token: str, name: str | None = None, heartbeat: bool = True):

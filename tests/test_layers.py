@@ -7,7 +7,7 @@ stated here by package: a module belongs to the layer of the package it is in.
     csadmin.launch, csadmin.cstorch -> the client -> the shared leaves
 
 The shared leaves (csadmin.shared, csadmin.errors) import only each other; the pure model only
-the few leaves it needs (errors, states, scenario_limits, programs); nothing on the client side
+the few leaves it needs (errors, states, scenario_limits, programs, opargs); nothing on the client side
 imports csd or the model; the client never imports the console; and every module is in one of
 these packages, so a new module takes its place in a layer by the folder it is put in.
 """
@@ -25,9 +25,10 @@ FOLDERS = {"csadmin": "csadmin", "csadmin.daemon": "daemon", "csadmin.statemachi
 # The layers, each a set of packages (a package is itself and every module below it).
 LEAVES = ("csadmin.shared", "csadmin.errors")
 # The pure leaves the model may import (programs: a run's mode and program, which csd checks
-# as an op's arguments before the model sees them).
+# as an op's arguments before the model sees them; opargs: the record of a request's arguments,
+# which csd builds once from the op's declaration and hands down).
 MODEL_LEAVES = ("csadmin.errors", "csadmin.shared.states", "csadmin.shared.scenario_limits",
-                "csadmin.shared.programs")
+                "csadmin.shared.programs", "csadmin.shared.opargs")
 MODEL = ("csadmin.statemachine",)
 CLIENT = ("csadmin.client", "csadmin.clientlib")
 CONSOLE = ("csadmin.main", "csadmin.cli", "csadmin.shell", "csadmin.slurm", "csadmin.__main__")

@@ -16,6 +16,6 @@ import nothing of ours but each other and csadmin/errors.py.
     pipes.py            stopping quietly when the reader of our output goes away
 
 csadmin/errors.py is a leaf too, kept beside csadmin/client.py because runtimes import it by
-that name. The model imports only errors, states, scenario_limits and programs of these
+that name. The model imports only errors, states, scenario_limits, programs and opargs of these
 (tests/test_layers.py).
 """

@@ -25,15 +25,17 @@ ECHO_CHARS = 60  # how much of a bad value an error message repeats
 class Arg:
     """One argument: its JSON type, whether it must be given, an optional `parse` that turns the
     raw value into what the command uses (raising ValueError with a readable reason), a help
-    text, and a string's bound (a scenario's TOML text may be longer than MAX_STRING_CHARS).
+    text, a string's bound (a scenario's TOML text may be longer than MAX_STRING_CHARS), and the
+    value a request that leaves it out gets (`default`: False for a flag, None unless declared).
     (A plain class with slots: neither `dataclasses`, which imports `inspect`, ~5 ms, nor
     NamedTuple, whose class costs ~0.15 ms, on every one-shot `cs`.)"""
 
-    __slots__ = ("type", "required", "parse", "help", "max_chars")
+    __slots__ = ("type", "required", "parse", "help", "max_chars", "default")
 
     def __init__(self, type: type, required: bool = False, parse: Callable[[Any], Any] | None = None,
-                 help: str = "", max_chars: int = MAX_STRING_CHARS):
+                 help: str = "", max_chars: int = MAX_STRING_CHARS, default: Any = None):
         self.type, self.required, self.parse, self.help, self.max_chars = type, required, parse, help, max_chars
+        self.default = False if type is bool and default is None else default
 
     def __repr__(self) -> str:
         return f"Arg({self.type.__name__}{', required' if self.required else ''})"
@@ -98,6 +100,46 @@ def validate(schema: dict[str, Arg], args: dict) -> dict:
                 raise ArgError(f"Argument '{name}': {exc}.") from None
         parsed[name] = value
     return parsed
+
+
+class Args:
+    """One request's arguments, validated against its op's declaration: every argument the op
+    declares is an attribute, the parsed value or, left out, its default (`Arg.default`). Built
+    once — by csd's dispatcher for each request, by `Op.request` in a test — and handed down as
+    it is: csd's command and the model read the arguments they use by the names the op declares,
+    and none is relayed one by one on the way (a new argument is its declaration and the code
+    that uses it). `given` is what the request said (a query's keywords, a cache's key).
+    Read-only; `but(**values)` is a copy with some replaced (a default only csd knows, such as
+    the caller's name)."""
+
+    __slots__ = ("_schema", "given")
+
+    def __init__(self, schema: dict[str, Arg], given: dict):
+        object.__setattr__(self, "_schema", schema)
+        object.__setattr__(self, "given", given)
+
+    def __getattr__(self, name: str):
+        spec = self._schema.get(name)
+        if spec is None:
+            raise AttributeError(f"the op takes no argument {name!r} (it takes: {', '.join(self._schema) or 'none'})")
+        return self.given.get(name, spec.default)
+
+    def __setattr__(self, name: str, value) -> None:
+        raise AttributeError("a request's arguments are read-only: use but()")
+
+    def but(self, **values) -> "Args":
+        """A copy with `values` in place of what the request said (each an argument of the op)."""
+        for name in values:
+            getattr(self, name)  # AttributeError for an argument the op does not declare
+        return Args(self._schema, {**self.given, **values})
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, Args) and self._schema is other._schema and self.given == other.given
+
+    __hash__ = None
+
+    def __repr__(self) -> str:
+        return f"Args({self.given!r})"
 
 
 def describe(schema: dict[str, Arg]) -> str:

@@ -16,8 +16,8 @@ A leaf: pure and stdlib only (opargs, programs, states), cheap enough for every 
 
 from __future__ import annotations
 
-from .opargs import (DRY_RUN, MAX_SLOTS, Arg, at_most, fault_name, glob, job_id, join_token, label, lease_seconds,
-                     non_negative, path, reason, run_id, seconds_after, seconds_for)
+from .opargs import (DRY_RUN, MAX_SLOTS, Arg, Args, at_most, fault_name, glob, job_id, join_token, label, lease_seconds,
+                     non_negative, path, reason, run_id, seconds_after, seconds_for, validate)
 from .programs import parse_mode, parse_program
 from .scenario_limits import MAX_BYTES
 from .states import ExecMode
@@ -48,6 +48,12 @@ class Op:
         """Whether it takes `dry_run`: check the request, say whether it would change anything."""
         return "dry_run" in self.args
 
+    def request(self, /, **values) -> Args:
+        """These arguments as csd hands them down — what a command and the model read —
+        validated as csd validates a request (opargs.ArgError if they are not); None leaves an
+        argument out, as the client does. For tests of the model and for csd's own requests."""
+        return Args(self.args, validate(self.args, {k: v for k, v in values.items() if v is not None}))
+
     @property
     def module(self) -> str:
         """Its module in daemon/commands/: system.standby → system_standby."""
@@ -60,7 +66,7 @@ RUN = ("runId", "number", "owner", "client", "mode", "status", "fabric", "leaseS
 TRANSITION = ("message", "changed", "state", "pendingUntil")  # what a change of the system answers
 FAULTS = (*TRANSITION, "systemHealth", "activeFaults")
 MAX_SAMPLES = 10**12  # per run.stream report: far beyond any batch, far below what breaks the arithmetic
-WORKERS = Arg(int, parse=at_most(MAX_SLOTS), help="input worker slots; the reply carries their joinToken")
+WORKERS = Arg(int, parse=at_most(MAX_SLOTS), help="input worker slots; the reply carries their joinToken", default=0)
 RUN_ID = Arg(str, required=True, parse=run_id, help="the run's id, e.g. run-000042")
 JOB_ID = Arg(str, required=True, parse=job_id, help="Slurm's job id")
 MAX_COUNT = Arg(int, parse=non_negative, help="only the newest N")
@@ -90,7 +96,7 @@ SYSTEM_FAULT_LIST = Op("system.fault.list", VIEWER, {}, False, ("faults", "catal
 SYSTEM_FAULT_SCENARIO = Op("system.fault.scenario", ADMIN, {
     # The file's own bound (csadmin/shared/scenario_limits.py), inside one 64 KiB frame.
     "text": Arg(str, required=True, max_chars=MAX_BYTES, help="the scenario, as TOML"),
-    "source": Arg(str, parse=label, help="a name for messages, e.g. the file's"),
+    "source": Arg(str, parse=label, help="a name for messages, e.g. the file's", default="scenario"),
     "dry_run": DRY_RUN,
 }, True, ("message", "changed", "steps", "systemHealth", "activeFaults"))
 CONFIG_EXECMODE_SHOW = Op("config.execmode.show", VIEWER, {}, False,
@@ -139,7 +145,7 @@ RUNS_ABORT = Op("runs.abort", ADMIN, {
     "run_id": RUN_ID, "reason": Arg(str, parse=reason, help="why, shown to the runtime"), "dry_run": DRY_RUN,
 }, True, (*RUN, "changed", "message"))
 AUDIT_SHOW = Op("audit.show", ADMIN, {
-    "max_count": Arg(int, parse=non_negative, help="only the newest N records (default 100)"),
+    "max_count": Arg(int, parse=non_negative, help="only the newest N records (default 100)", default=100),
 }, False, ("entries",))
 SLURM_JOB_BEGIN = Op("slurm.job.begin", ADMIN, {"job_id": JOB_ID,
                                                 "user": Arg(str, required=True, parse=label, help="the job's user")},

@@ -12,4 +12,4 @@ SPEC = ops.AUDIT_SHOW
 
 
 def execute(ctx, args, caller):
-    return {"entries": ctx.audit_entries(args.get("max_count", 100))}
+    return {"entries": ctx.audit_entries(args.max_count)}

@@ -10,4 +10,4 @@ SPEC = ops.CONFIG_EXECMODE_SHOW
 
 
 def execute(ctx, args, caller):
-    return ctx.device.execmode()
+    return ctx.device.system.execmode()

@@ -14,7 +14,7 @@ SPEC = ops.RUN_CLOSE
 
 
 def execute(ctx, args, caller):
-    run = ctx.device.close_run(args["run_id"], caller.client, args.get("reason"))
+    run = ctx.device.runs.close(args, caller.client)
     if not run["changed"]:
         message = f"Run {run['runId']} is already closed."
     elif run["abortReason"] is not None:

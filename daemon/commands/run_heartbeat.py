@@ -12,4 +12,4 @@ SPEC = ops.RUN_HEARTBEAT
 
 
 def execute(ctx, args, caller):
-    return ctx.device.heartbeat(args["run_id"], caller.client)
+    return ctx.device.runs.heartbeat(args, caller.client)

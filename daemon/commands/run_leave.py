@@ -12,6 +12,6 @@ SPEC = ops.RUN_LEAVE
 
 
 def execute(ctx, args, caller):
-    run = ctx.device.leave_run(args["run_id"], caller.client)
+    run = ctx.device.runs.leave(args, caller.client)
     verb = "left" if run["changed"] else "had already left"
     return {**run, "message": f"{run['worker']} {verb} run {run['runId']}."}

@@ -23,8 +23,7 @@ SPEC = ops.RUN_PROGRAM
 
 
 def execute(ctx, args, caller):
-    slots = args.get("workers", 0)
-    token, digest = join_tokens.draw(slots)
-    run = ctx.device.program_run(args["run_id"], caller.client, args["program"], slots, digest)
+    token, digest = join_tokens.draw(args.workers)
+    run = ctx.device.runs.program(args, caller.client, digest)
     message = f"Programming the fabric for run {run['runId']} (until {run['programmingUntil']} ms)."
-    return join_tokens.handed_out({**run, "message": message}, token, slots)
+    return join_tokens.handed_out({**run, "message": message}, token, args.workers)

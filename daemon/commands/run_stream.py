@@ -14,6 +14,6 @@ SPEC = ops.RUN_STREAM
 
 
 def execute(ctx, args, caller):
-    result = ctx.device.stream(args["run_id"], caller.client, args["samples"])
-    ctx.metrics.observe_samples(args["samples"])  # accepted (a retry is answered before this)
+    result = ctx.device.runs.stream(args, caller.client)
+    ctx.metrics.observe_samples(args.samples)  # accepted (a retry is answered before this)
     return result

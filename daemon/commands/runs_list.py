@@ -11,4 +11,4 @@ SPEC = ops.RUNS_LIST
 
 
 def execute(ctx, args, caller):
-    return ctx.device.list_runs(args.get("max_count"))
+    return ctx.device.runs.listing(args.max_count)

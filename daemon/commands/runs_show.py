@@ -13,4 +13,4 @@ SPEC = ops.RUNS_SHOW
 
 
 def execute(ctx, args, caller):
-    return ctx.device.show_run(args["run_id"])
+    return ctx.device.runs.show(args.run_id)

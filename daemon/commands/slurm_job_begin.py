@@ -15,4 +15,4 @@ SPEC = ops.SLURM_JOB_BEGIN
 
 
 def execute(ctx, args, caller):
-    return ctx.device.begin_slurm_job(args["job_id"], args["user"])
+    return ctx.device.begin_slurm_job(args)

@@ -14,4 +14,4 @@ SPEC = ops.SLURM_JOB_END
 
 
 def execute(ctx, args, caller):
-    return ctx.device.end_slurm_job(args["job_id"])
+    return ctx.device.end_slurm_job(args)

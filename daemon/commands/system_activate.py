@@ -12,4 +12,4 @@ SPEC = ops.SYSTEM_ACTIVATE
 
 
 def execute(ctx, args, caller):
-    return ctx.device.activate(origin=caller.origin(), dry_run=bool(args.get("dry_run")))
+    return ctx.device.system.activate(args, origin=caller.origin())

@@ -25,5 +25,5 @@ CATALOGUE = [
 
 def execute(ctx, args, caller):
     device = ctx.device
-    return {"faults": device.faults(), "catalogue": CATALOGUE, "systemHealth": device.health.value,
-            "scenario": device.scenario()}
+    return {"faults": device.faults.listing(), "catalogue": CATALOGUE, "systemHealth": device.health.value,
+            "scenario": device.faults.scenario()}

@@ -16,5 +16,4 @@ SPEC = ops.SYSTEM_FAULT_SCENARIO
 
 
 def execute(ctx, args, caller):
-    return ctx.device.load_scenario(args["text"], args.get("source") or "scenario", origin=caller.origin(),
-                                    dry_run=bool(args.get("dry_run")))
+    return ctx.device.load_scenario(args, origin=caller.origin())

@@ -12,7 +12,7 @@ SPEC = ops.SYSTEM_SHOW
 
 def execute(ctx, args, caller):
     result = ctx.device.show()
-    if args.get("detailed"):
+    if args.detailed:
         timings = ctx.device.timings
         result["daemon"] = {
             "version": ctx.version,

@@ -14,4 +14,4 @@ SPEC = ops.SYSTEM_STANDBY
 
 
 def execute(ctx, args, caller):
-    return ctx.device.standby(force=bool(args.get("force")), origin=caller.origin(), dry_run=bool(args.get("dry_run")))
+    return ctx.device.system.standby(args, origin=caller.origin())

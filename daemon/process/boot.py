@@ -20,7 +20,8 @@ from dataclasses import dataclass
 import zmq
 
 from csadmin import __version__
-from csadmin.shared import connection
+from csadmin.shared import connection, ops
+from csadmin.shared.opargs import Args
 from csadmin.statemachine.defaults import EVENTS_IN_MEMORY, KEEP_RUNS, Timings
 from csadmin.statemachine.device import Device
 from csadmin.statemachine.faults.state import text_digest
@@ -135,7 +136,7 @@ def _start(config: Config, log, store: Store) -> Booted:
     log.info(
         "ready", endpoint=sockets.endpoint, events_endpoint=sockets.events_endpoint, **sockets.tcp,
         state_dir=config.state_dir, connection_file=connection_file, server_key=server_public,
-        state=device.lifecycle.value, execmode=device.active_mode.value, seq=device.events.last_seq,
+        state=device.system.lifecycle.value, execmode=device.system.active_mode.value, seq=device.events.last_seq,
     )
     return Booted(store, audit, device, registry, ctx, auth, sockets, gate, dispatcher, connection_file, log,
                   metrics, listener)
@@ -158,7 +159,7 @@ def _recover(config: Config, store: Store, log) -> tuple[Device, list]:
         log.warning("run_aborted_at_start", run_id=recovery.aborted_run["runId"], owner=recovery.aborted_run["owner"])
     if recovery.needs_commit:
         store.commit(device.snapshot(), recovery.events, runs=recovery.runs)
-        device.runs_saved(recovery.runs)
+        device.run_book.saved(recovery.runs)
     _load_scenario(config, device, store, log)
     store.record_progress(force=True)
     return device, replies
@@ -171,13 +172,15 @@ def _load_scenario(config: Config, device: Device, store: Store, log) -> None:
     if not config.faults_scenario:
         return
     text, source = read_scenario(config.faults_scenario)  # checked when the config was loaded
-    loaded = device.scenario()
+    loaded = device.faults.scenario()
     if loaded is not None and loaded["source"] == source and loaded["digest"] == text_digest(text):
         log.info("fault_scenario_kept", source=source, runs_opened=loaded["runsOpened"])
         return
     with device.change() as change:
-        result = device.load_scenario(text, source, origin={"name": "csd --faults", "session": ""})
+        # csd's own request: its file was read and checked when the config was loaded.
+        request = Args(ops.SYSTEM_FAULT_SCENARIO.args, {"text": text, "source": source})
+        result = device.load_scenario(request, origin={"name": "csd --faults", "session": ""})
     store.commit(device.snapshot(), change.events, runs=change.dirty_runs())
-    device.runs_saved(change.dirty_runs())
+    device.run_book.saved(change.dirty_runs())
     log.warning("fault_scenario_loaded", source=source, steps=result["steps"],
                 effect="simulated faults will be injected on this schedule (their events say injected=true)")

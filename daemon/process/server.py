@@ -93,7 +93,7 @@ class Server:
             return "UNHEALTHY: the authenticator is down, every request is refused; restart csd"
         health = d.health.value
         shown = "" if health in ("OK", d.lifecycle.value) else f", systemHealth {health}"
-        return f"{d.lifecycle.value}, execution mode {d.active_mode.value}{shown}"
+        return f"{d.system.lifecycle.value}, execution mode {d.system.active_mode.value}{shown}"
 
     def _housekeeping(self) -> None:
         """Once per loop turn: ping the watchdog when due, refresh STATUS= when it changed, and

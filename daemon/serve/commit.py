@@ -84,7 +84,7 @@ class Committer:
         runs = []
         try:
             if timer or group.events or any(s.row for s in group.staged):  # else refusals only: nothing changed
-                runs = device.unsaved_runs()
+                runs = device.run_book.unsaved()
                 self._write(group.events, runs,
                             [(s.client, s.key, s.fp, s.reply) for s in group.staged if s.row],
                             [s.row for s in group.staged if s.row])
@@ -108,7 +108,7 @@ class Committer:
             return
         emitted = group.events
         staged = group.close()
-        device.runs_saved(runs)
+        device.run_book.saved(runs)
         self._publish(emitted, staged)
 
     def _publish(self, emitted, staged) -> None:
@@ -157,7 +157,7 @@ class Committer:
         advanced = due is not None and due <= device.now() and self.group.apply(device.advance)
         if not advanced:
             self.group.close()  # nothing changed (or nothing was due)
-            if not (device.has_unsaved_runs() and time.monotonic() - self._last_flush >= FLUSH_SECONDS):
+            if not (device.run_book.has_unsaved and time.monotonic() - self._last_flush >= FLUSH_SECONDS):
                 return
         emitted = self.group.events
         self._last_flush = time.monotonic()

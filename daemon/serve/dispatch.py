@@ -37,7 +37,7 @@ from typing import Callable
 
 from csadmin import errors
 from csadmin.shared import protocol
-from csadmin.shared.opargs import ArgError, describe, shorten, validate
+from csadmin.shared.opargs import ArgError, Args, describe, shorten, validate
 
 from ..auth.key_registry import role_allows
 from ..commands import COMMANDS
@@ -206,10 +206,11 @@ class Dispatcher:
             )
         return protocol.error(request_id, refusal)
 
-    def _validated(self, command, mutating, request_id, args, caller) -> tuple[dict | None, bytes, str]:
-        """(parsed args, b"", "") or, refused, (None, reply, code)."""
+    def _validated(self, command, mutating, request_id, args, caller) -> tuple[Args | None, bytes, str]:
+        """(the request's arguments, built once from the op's declaration, b"", "") or, refused,
+        (None, reply, code)."""
         try:
-            return validate(command.SPEC.args, args), b"", ""
+            return Args(command.SPEC.args, validate(command.SPEC.args, args)), b"", ""
         except ArgError as exc:
             spec = command.SPEC
             refusal = errors.InvalidArgument(str(exc), protocol.arguments_hint(spec.name, describe(spec.args)))
@@ -255,7 +256,7 @@ class Dispatcher:
             return reply, outcome
         try:
             if command.SPEC.cached:
-                return self._reads.answer(command.SPEC.name, parsed, request_id,
+                return self._reads.answer(command.SPEC.name, parsed.given, request_id,
                                           lambda: command.execute(self.ctx, parsed, caller)), "ok"
             return protocol.ok(request_id, command.execute(self.ctx, parsed, caller)), "ok"
         except errors.CsError as exc:  # e.g. NOT_FOUND

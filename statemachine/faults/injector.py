@@ -13,6 +13,7 @@ from __future__ import annotations
 from typing import Callable, Protocol
 
 from csadmin.errors import FaultActive, InvalidArgument, NotFound
+from csadmin.shared.opargs import Args
 from csadmin.shared.states import Health, Lifecycle
 
 from . import TIMES_OUT_AFTER, Fault, Outcome, Transition, health_event, parse_fault, system_health
@@ -82,12 +83,13 @@ class FaultInjector:
 
     # -- requests ----------------------------------------------------------------------------
 
-    def inject(self, name: str, origin: dict | None = None, for_ms: int | None = None,
-               after_ms: int | None = None, dry_run: bool = False) -> tuple[str, bool]:
-        """Inject the fault `name` (statemachine/faults/__init__.py): now, or `after_ms` from now;
-        it clears `for_ms` after it is injected (a transition fault: stays armed that long).
-        Injecting a fault already present renews when it clears (`changed` false when nothing moved)."""
-        fault = _fault(name)
+    def inject(self, request: Args, origin: dict | None = None) -> tuple[str, bool]:
+        """system.fault.inject: the fault `name` (statemachine/faults/__init__.py), now or
+        `after_seconds` from now; it clears `for_seconds` after it is injected (a transition
+        fault: stays armed that long). Injecting a fault already present renews when it clears
+        (`changed` false when nothing moved)."""
+        fault = _fault(request.name)
+        for_ms, after_ms, dry_run = _ms(request.for_seconds), _ms(request.after_seconds), request.dry_run
         now = self._clock()
         if after_ms:
             if not dry_run:
@@ -105,9 +107,10 @@ class FaultInjector:
         verb = "armed" if EFFECTS[fault.effect].arms else "injected"
         return f"Fault {fault.name} {'would be ' if dry_run else 'is '}{verb}: {fault.summary}.", True
 
-    def clear(self, name: str | None, origin: dict | None = None, dry_run: bool = False) -> tuple[str, bool]:
-        """Clear the fault `name` (None: every fault, and the scenario's steps still to come);
-        NOT_FOUND naming the faults present if it is not."""
+    def clear(self, request: Args, origin: dict | None = None) -> tuple[str, bool]:
+        """system.fault.clear: the fault `name`, or with `all` every fault and the scenario's
+        steps still to come; NOT_FOUND naming the faults present if it is not."""
+        name, dry_run = None if request.all else request.name, request.dry_run
         if name is None:
             targets = list(self._state.entries)
             waiting = self._state.scenario is not None and bool(self._state.scenario.waiting)
@@ -129,11 +132,12 @@ class FaultInjector:
                 self._end(entry, now, origin)
         return (message if not dry_run else message.replace("cleared", "would be cleared")), changed
 
-    def load_scenario(self, text: str, source: str, origin: dict | None = None,
-                      dry_run: bool = False) -> tuple[str, bool, list]:
-        """Load a fault scenario (statemachine/faults/scenario.py) from its TOML `text`: it
-        replaces the one loaded before (whose steps still to come are cancelled; active faults
-        stay). Steps anchored at the load are scheduled from now; those anchored at a run wait for it."""
+    def load_scenario(self, request: Args, origin: dict | None = None) -> tuple[str, bool, list]:
+        """system.fault.scenario: a fault scenario (statemachine/faults/scenario.py) from its TOML
+        `text`, named `source` in messages: it replaces the one loaded before (whose steps still
+        to come are cancelled; active faults stay). Steps anchored at the load are scheduled from
+        now; those anchored at a run wait for it."""
+        text, source, dry_run = request.text, request.source, request.dry_run
         try:
             parsed = parsed_scenario(text, source)
         except fault_scenario.ScenarioError as exc:
@@ -277,6 +281,10 @@ class FaultInjector:
         left = [e.fault.health for e in self._state.with_status(ACTIVE)]
         worst = Health.worst(*left) if left else None
         self._emit(health_event(worst), now, origin, **self._details(entry), cleared=True, cause=cause)
+
+
+def _ms(seconds: float | None) -> int | None:
+    return None if seconds is None else int(round(seconds * 1000))
 
 
 def _fault(name: str) -> Fault:
