@@ -22,7 +22,7 @@ OUTPUT_FORMAT = Option("--output-format", "text (default) or json", True, "FORMA
 
 # `cs`'s own options, before any command (csadmin/main.py parses them; `cs --help` explains them).
 GLOBAL_OPTIONS = (
-    Option("--system", "a system of the inventory (default: $CS_SYSTEM); `cs systems` lists them", True, "NAME"),
+    Option("--system", "a system of the inventory (default: $CS_SYSTEM); `cs inventory` lists them", True, "NAME"),
     Option("--connect", "csd's connection file (default: $CS_CONNECT, else csd.json in csd's runtime dir)", True, "FILE"),
     Option("--key", "your secret key file from `csd keys add` (default: $CS_KEY, else ~/.config/cs/client.key_secret)",
            True, "FILE"),
@@ -213,7 +213,7 @@ COMMANDS: tuple[Command, ...] = (
         reads=True, op=ops.AUDIT_SHOW, details="Admins only.",
     ),
     # Several systems (README, "Several systems"): the inventory, and commands across it.
-    Command(("systems",), "List the systems of the inventory (* marks the one in use).", fleet_actions.systems,
+    Command(("inventory",), "List the systems of the inventory (* marks the one in use).", fleet_actions.inventory,
             reads=True, details="The inventory is $CS_INVENTORY, else ~/.config/cs/systems.toml, else "
                                 "/etc/cs/systems.toml. `cs --system NAME COMMAND` (or $CS_SYSTEM) addresses one."),
     Command(("use",), "Switch the shell to another system of the inventory.", fleet_actions.use,

@@ -1,4 +1,4 @@
-"""The commands about the inventory and the fleet: `systems`, `use NAME` (the shell),
+"""The commands about the inventory and the fleet: `inventory`, `use NAME` (the shell),
 `fleet show` and `fleet events follow` (`fleet execmode setup` is fleet_rolling.py).
 
 Each system is reached with its own client (csadmin/fleet/connect.py), never through the
@@ -34,7 +34,7 @@ def selected(p: Parsed) -> list[System]:
     chosen = inv.select(names, tags)
     if not chosen:
         where = f" tagged {', '.join(tags)}" if tags else ""
-        raise errors.NotFound(f"No system{where} in the inventory {inv.path}.", "`cs systems` lists them and their tags.")
+        raise errors.NotFound(f"No system{where} in the inventory {inv.path}.", "`cs inventory` lists them and their tags.")
     return chosen
 
 
@@ -47,7 +47,7 @@ def _list(value: str | None) -> list[str]:
     return items
 
 
-def systems(s: ActionContext, p: Parsed) -> int:
+def inventory(s: ActionContext, p: Parsed) -> int:
     from ..clientlib.inventory import load
 
     from . import fleet_render

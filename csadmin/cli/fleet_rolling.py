@@ -62,7 +62,7 @@ def _confirm(s: ActionContext, p: Parsed, names: list[str], mode: str, k: int) -
 def execmode_setup(s: ActionContext, p: Parsed) -> int:
     if not p.options.get("systems") and not p.options.get("tag"):
         raise errors.UsageError("Name the systems: --systems a,b,c (or --tag TAG).",
-                                "`cs systems` lists them; a rolling change never picks the whole fleet by itself.")
+                                "`cs inventory` lists them; a rolling change never picks the whole fleet by itself.")
     from ..fleet.connect import client_for
     from ..fleet.rolling import Progress, Rolling
     from ..fleet.switch import switch

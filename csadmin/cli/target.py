@@ -24,7 +24,7 @@ def named_system(flag: str | None, connect: str | None, endpoint: str | None, se
     if flag is not None:
         if connect or endpoint or server_key:
             raise errors.UsageError("--system names the system to use: give it without --connect, --endpoint "
-                                    "or --server-key.", "Drop one or the other (`cs systems` lists the names).")
+                                    "or --server-key.", "Drop one or the other (`cs inventory` lists the names).")
         return flag
     if connect or endpoint:
         return None  # an explicit connection on the command line beats the environment's system

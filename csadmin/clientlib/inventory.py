@@ -5,7 +5,7 @@ A TOML file, the first that exists of:
   1. `$CS_INVENTORY` (a file named explicitly: it must exist);
   2. `$XDG_CONFIG_HOME/cs/systems.toml` (~/.config/cs/systems.toml): the user's own;
   3. `/etc/cs/systems.toml`: the site's, for every user of the host.
-The first found is the whole inventory (files are not merged: what `cs systems` lists is one
+The first found is the whole inventory (files are not merged: what `cs inventory` lists is one
 file, named in its output). One table per system:
 
     [systems.cs2-a]
@@ -67,7 +67,7 @@ class Inventory(NamedTuple):
         shown = name if len(name) <= 40 else name[:39] + "…"
         hint = f"Did you mean `{close[0]}`? " if close else ""
         raise errors.NotFound(f"No system `{shown}` in the inventory {self.path}.",
-                              f"{hint}`cs systems` lists them: {', '.join(names) or 'none yet'}.")
+                              f"{hint}`cs inventory` lists them: {', '.join(names) or 'none yet'}.")
 
     def select(self, names: list[str] | None = None, tags: list[str] | None = None) -> list[System]:
         """The systems named (in that order; each must exist), else all of them; with `tags`,

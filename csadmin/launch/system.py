@@ -22,7 +22,7 @@ def system_env(system: str | None) -> dict[str, str]:
         return {}
     if not system.strip() or any(not c.isprintable() for c in system):
         raise errors.UsageError(f"--cs_ip {system!r} is not a system.",
-                                "Give an inventory name (`cs systems`), csd's connection file or an endpoint.")
+                                "Give an inventory name (`cs inventory`), csd's connection file or an endpoint.")
     if os.path.isfile(system):
         return {"CS_CONNECT": os.path.abspath(system)}
     if "://" in system:

@@ -3,7 +3,8 @@ Optimizer": the core implementations were designed for eager execution and are i
 with traced lazy execution; their Python branches on tensor values and per-step Python state
 would be frozen at the captured first step).
 
-The runtime calls `install()` once (cstorch.compile): a global torch optimizer-step pre-hook that
+The runtime calls `install()` when it captures a step (csadmin/cstorch/step.py, before the
+first call of a compiled step; once per process): a global torch optimizer-step pre-hook that
 lets every step run outside a compiled step, and inside one only a cstorch.optim.Optimizer's.
 """
 
