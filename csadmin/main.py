@@ -18,7 +18,8 @@ import sys
 from . import __version__, errors
 from .cli import render
 from .cli.action_context import ActionContext
-from .cli.commands import GLOBAL_OPTIONS, ExitShell, help_text
+from .cli.commands import ExitShell, help_text
+from .cli.options import GLOBAL_OPTIONS
 from .cli.console import PlainConsole
 from .cli.parse import json_asked
 from .cli.runner import run_script, run_tokens

@@ -12,51 +12,12 @@ from __future__ import annotations
 from .. import errors
 from ..shared import ops
 from ..shared.states import EXECMODE_SPELLINGS, ExecMode
-from . import actions, fleet_actions, fleet_rolling, sources
+from . import actions, checks, fleet_actions, fleet_rolling, sources
 from .action_context import ActionContext
 from .grammar import Argument, Command, Option, Parsed
+from .options import (EVENT_TYPE, FLEET_SYSTEMS, FLEET_TAG, NO_CONFIRM, OUTPUT_FORMAT, RUN_ID, SLURM_JOB_ID,
+                      SLURM_NODE, slurm_wait)
 from .render import shown
-
-NO_CONFIRM = Option("--no-confirm", "do not ask for confirmation (required in scripts)")
-OUTPUT_FORMAT = Option("--output-format", "text (default) or json", True, "FORMAT", ("text", "json"), choices=True)
-
-# `cs`'s own options, before any command (csadmin/main.py parses them; `cs --help` explains them).
-GLOBAL_OPTIONS = (
-    Option("--system", "a system of the inventory (default: $CS_SYSTEM); `cs inventory` lists them", True, "NAME"),
-    Option("--connect", "csd's connection file (default: $CS_CONNECT, else csd.json in csd's runtime dir)", True, "FILE"),
-    Option("--key", "your secret key file from `csd keys add` (default: $CS_KEY, else ~/.config/cs/client.key_secret)",
-           True, "FILE"),
-    Option("--endpoint", "csd request socket (default: $CS_ENDPOINT or the connection file's)", True, "URL"),
-    Option("--server-key", "csd's public key, for an --endpoint without a connection file ($CS_SERVER_KEY)", True,
-           "KEY"),
-    Option("--timeout", "seconds to wait for an answer, and past a transition's expected end (default 10)", True, "S"),
-    OUTPUT_FORMAT,
-    Option("-c", "run these commands (separated by ';' or newlines) and exit", True, "CMDS"),
-    Option("--embedded", "start a private csd in a temp dir and use it (stopped on exit)"),
-    Option("--version", "print the version and exit"),
-    Option("--help", "print this help and exit"),
-)
-
-
-EVENT_TYPE = Option(
-    "--event-type", "glob on the event type, e.g. 'EventActivate*'", True, "GLOB", complete_from=sources.EVENT_TYPES
-)
-
-# The fleet commands' choice of systems (the inventory: csadmin/clientlib/inventory.py, README "Several systems").
-FLEET_TAG = Option("--tag", "only systems with this tag (a,b: with each of them)", True, "TAG")
-FLEET_SYSTEMS = Option("--systems", "these systems, in this order (comma-separated names)", True, "A,B,…",
-                       complete_from=sources.SYSTEM_NAMES)
-
-RUN_ID = Argument("ID", "run_id", sources.RUN_IDS)
-
-SLURM_JOB_ID = Option("--job-id", "Slurm's job id (default $SLURM_JOB_ID)", True, "ID")
-SLURM_NODE = Option("--node", "this node's Slurm name (default $SLURMD_NODENAME)", True, "NAME")
-
-
-def _slurm_wait(waits_for: str, default: int, bound: str) -> Option:
-    return Option("--wait", f"seconds to wait for {waits_for} (default {default}; keep it below {bound})", True, "S",
-                  integer=True)
-
 
 # -- the commands about the table and the shell ----------------------------------------------------
 
@@ -155,7 +116,7 @@ COMMANDS: tuple[Command, ...] = (
         options=(Option("--all", "every fault, and the loaded scenario's steps still to come"), NO_CONFIRM),
         changes_state=True, arguments=(Argument("[NAME]", "name", sources.FAULT_NAMES),),
         op=ops.SYSTEM_FAULT_CLEAR,
-        check=actions.check_fault_clear,
+        check=checks.fault_clear,
         details="Clearing the last active fault emits EventHealthOk. After emergency-shutdown, activate the system.",
     ),
     Command(("system", "fault", "list"), "Show the faults present, the scenario, and the faults that can be injected.",
@@ -163,7 +124,7 @@ COMMANDS: tuple[Command, ...] = (
     Command(
         ("system", "fault", "scenario"), "Load a fault scenario file (TOML) into csd (admins only).",
         actions.fault_scenario, options=(NO_CONFIRM,), changes_state=True, arguments=(Argument("FILE", "text"),),
-        op=ops.SYSTEM_FAULT_SCENARIO, check=actions.check_fault_scenario,
+        op=ops.SYSTEM_FAULT_SCENARIO, check=checks.fault_scenario,
         details="It replaces the scenario loaded before. docs/operations.md, \"Fault scenarios\", describes the file.",
     ),
     Command(("config", "execmode", "show"), "Show the configured execution mode.", actions.execmode_show, reads=True,
@@ -176,7 +137,7 @@ COMMANDS: tuple[Command, ...] = (
                    parse=ExecMode.parse),
             NO_CONFIRM,
         ),
-        changes_state=True, op=ops.CONFIG_EXECMODE_SETUP, check=actions.check_execmode_setup,
+        changes_state=True, op=ops.CONFIG_EXECMODE_SETUP, check=checks.execmode_setup,
         details="Without --mode, offers the two modes as a selection. Takes effect on `system activate`.",
     ),
     Command(
@@ -266,14 +227,14 @@ COMMANDS: tuple[Command, ...] = (
     Command(
         ("slurm", "set-feature"), "node_features/helpers: put the system in STANDBY configured for FEATURE's mode.",
         actions.slurm_hook(lambda hooks: hooks.features_set),
-        options=(_slurm_wait("STANDBY", 40, "ExecTime in helpers.conf"),), arguments=(Argument("FEATURE"),),
+        options=(slurm_wait("STANDBY", 40, "ExecTime in helpers.conf"),), arguments=(Argument("FEATURE"),),
         output=False,
         details="Refused (exit 4) while a run holds the fabric. `slurm reboot` (RebootProgram) then activates it.",
     ),
     Command(
         ("slurm", "reboot"), "RebootProgram: activate the system, then have slurmd report the reboot.",
         actions.slurm_hook(lambda hooks: hooks.reboot),
-        options=(_slurm_wait("ACTIVE", 300, "ResumeTimeout in slurm.conf"),), output=False,
+        options=(slurm_wait("ACTIVE", 300, "ResumeTimeout in slurm.conf"),), output=False,
         details="The host does not reboot: slurmd is restarted with -b once the CS-2 is ACTIVE.",
     ),
     Command(
@@ -282,7 +243,7 @@ COMMANDS: tuple[Command, ...] = (
         options=(
             SLURM_JOB_ID, Option("--user", "the job's user (default $SLURM_JOB_USER)", True, "USER"),
             Option("--constraint", "the job's constraint (default $SLURM_JOB_CONSTRAINTS)", True, "EXPR"),
-            _slurm_wait("ACTIVE in the job's mode", 120, "PrologEpilogTimeout in slurm.conf, if set"), SLURM_NODE,
+            slurm_wait("ACTIVE in the job's mode", 120, "PrologEpilogTimeout in slurm.conf, if set"), SLURM_NODE,
         ),
         output=False,
         details="Runs opened while the job holds the wafer carry its id. On failure drains the node with the reason.",

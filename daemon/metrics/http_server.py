@@ -3,9 +3,10 @@ one thread, non-blocking sockets under a selector, every connection bounded by o
 its accept to the end of its answer, places capped per address and in all, complete requests
 answered in arrival order no closer than `min_interval` apart.
 
-`Loop(server, respond, limits).run()` serves until `stop()` (from any thread), then closes every
-connection and the listening socket. `respond(head)` makes the whole answer to a well-formed
-request head (daemon/metrics/http_codec.py reads and refuses heads).
+`Loop(server, respond, limits).run()` (the listening socket and its limits: http_socket.py)
+serves until `stop()` (from any thread), then closes every connection and the listening socket.
+`respond(head)` makes the whole answer to a well-formed request head (daemon/metrics/
+http_codec.py reads and refuses heads).
 """
 
 from __future__ import annotations
@@ -15,44 +16,14 @@ import selectors
 import socket
 import time
 from collections import deque
-from dataclasses import dataclass
 from typing import Callable
 
 from . import http_codec
-from .endpoint import MetricsEndpoint
-
-# Descriptors: csd gives the listener at most an eighth of the headroom it keeps for libzmq
-# (daemon/serve/capacity.py; ~1,500 with the unit's LimitNOFILE=16384), so this is the cap there.
-MAX_CONNECTIONS = 1024
-MAX_PER_PEER = 512  # from one address (loopback included): half, so one never has them all
-
-
-@dataclass(frozen=True)
-class Limits:
-    timeout: float  # seconds from a connection's accept to the end of its answer
-    min_interval: float  # seconds between answers to complete requests (pacing)
-    max_connections: int = MAX_CONNECTIONS
-    max_per_peer: int = MAX_PER_PEER
-
+from .http_socket import Limits
 
 _CHUNK = 4096  # bytes read at a time: more than any request head but a hostile one
 _LINGER_BYTES = 65536  # read and dropped after an answer before closing anyway
 _ACCEPT_PAUSE = 0.1  # seconds without accepting after the process ran out of descriptors
-
-
-def bind(endpoint: MetricsEndpoint) -> socket.socket:
-    family, _, _, _, address = socket.getaddrinfo(endpoint.host, endpoint.port, type=socket.SOCK_STREAM,
-                                                  flags=socket.AI_PASSIVE)[0]
-    server = socket.socket(family, socket.SOCK_STREAM)
-    try:
-        server.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        server.bind(address)
-        server.listen(socket.SOMAXCONN)  # a burst of connects waits in the kernel, not refused
-        server.setblocking(False)
-    except OSError:
-        server.close()
-        raise
-    return server
 
 
 class _Conn:

@@ -37,14 +37,14 @@ from typing import Callable
 
 from prometheus_client.exposition import choose_encoder
 
-from . import http_codec, http_server
+from . import http_codec, http_server, http_socket
 from .endpoint import MetricsEndpoint
 
 RENDER_SECONDS = 1.0  # how long a rendered page is reused (Prometheus scrapes every 10–60 s)
 MIN_INTERVAL = 0.1  # between answers: at most 10 a second (Prometheus needs one per scrape interval)
 TIMEOUT = 5.0  # seconds from a connection's accept to the end of its answer
-MAX_CONNECTIONS = http_server.MAX_CONNECTIONS
-MAX_PER_PEER = http_server.MAX_PER_PEER
+MAX_CONNECTIONS = http_socket.MAX_CONNECTIONS
+MAX_PER_PEER = http_socket.MAX_PER_PEER
 INDEX = b"csd: Prometheus metrics at /metrics\n"
 
 
@@ -62,7 +62,7 @@ class MetricsListener:
         self.endpoint = endpoint
         self.on_error = on_error
         self.render_seconds = render_seconds
-        self.limits = http_server.Limits(timeout, min_interval, max_connections, max_per_peer)
+        self.limits = http_socket.Limits(timeout, min_interval, max_connections, max_per_peer)
         self.renders = 0  # how many times the registry was rendered (for tests and the bench)
         self._cache: dict[str, tuple[float, bytes]] = {}  # content type → (rendered at, page)
         self._loop: http_server.Loop | None = None
@@ -77,7 +77,7 @@ class MetricsListener:
 
     def start(self) -> None:
         """Bind (raises OSError, e.g. the port is taken) and start serving."""
-        self._loop = http_server.Loop(http_server.bind(self.endpoint), self.respond, self.limits)
+        self._loop = http_server.Loop(http_socket.bind(self.endpoint), self.respond, self.limits)
         self._thread = threading.Thread(target=self._loop.run, name="csd-metrics", daemon=True)
         self._thread.start()
 

@@ -1,6 +1,7 @@
 """csd as a process: everything that starts, runs and stops it, and nothing a request needs.
 
     server.py         the serving loop: one thread, one zmq.Poller, signals, reload, watchdog
+    failures.py       a bug outside the rules logged once with its traceback, then counted
     boot.py           what happens before csd answers anyone, in order (and its undoing)
     config.py         the settings: defaults < /etc/csd/csd.toml < flags
     metrics_start.py  the metric set and its listener, or NO_METRICS, at boot

@@ -24,22 +24,20 @@ from __future__ import annotations
 import os
 import signal
 import time
-import traceback
 
 import zmq
 
 from csadmin import errors
 from csadmin.shared import protocol
 
-from ..serve.coalesce import Coalescer
-from ..serve.context import Caller
+from ..serve.callers import Callers
 from .boot import Booted, boot, wall_ms
 from .config import LIVE_KEYS, Config, ConfigError
+from .failures import Failures
 from .notify import Notifier
 
 IDLE_POLL_MS = 1000  # wake at least this often even with nothing to do
 BATCH = 256  # requests served per wake-up before timers get a turn
-MAX_CALLERS = 4096  # callers remembered between registry loads
 # Plain ints: combining pyzmq's flag enums costs an enum operation per call on the hot path.
 NOBLOCK, MORE_NOBLOCK = int(zmq.NOBLOCK), int(zmq.SNDMORE | zmq.NOBLOCK)
 EVENTS, POLLIN = int(zmq.EVENTS), int(zmq.POLLIN)
@@ -64,10 +62,7 @@ class Server:
         self._reload_requested = False
         self._watchdog_due: int | None = None
         self._status_shown = None
-        self._failures_seen: set[str] = set()  # kinds of failure already logged with a traceback
-        self._failures = Coalescer(per_second=1)
-        self._callers: dict[tuple[bytes, str], Caller] = {}  # (identity, key name) -> Caller, per registry load
-        self._callers_of = None  # the registry load they were made from
+        self._failures = Failures()  # bugs outside the rules: logged once with a traceback, then counted
 
     def start(self) -> None:
         """Boot (daemon/process/boot.py: recover the state, then bind), then take the signals and tell
@@ -76,6 +71,7 @@ class Server:
         b = self.booted
         self.device, self.auth, self.registry, self.dispatcher = b.device, b.auth, b.registry, b.dispatcher
         self.router, self.gate = b.sockets.router, b.gate
+        self.callers = Callers(self.registry)
         self.metrics = b.metrics
         self._published = self.device.revision  # boot published the state as it was
         self._catch_signals()
@@ -140,26 +136,6 @@ class Server:
                 self.log.warning("restart_required", keys=pending, hint="systemctl restart csd applies these")
         finally:
             self.notifier.ready(self._status())
-
-    def _caller(self, identity: bytes, frame: zmq.Frame) -> Caller:
-        """Who sent `frame`: the User-Id our authenticator gave its connection, and that key's
-        role in the registry as last refreshed (`_serve_batch` refreshes it after receiving, so
-        a key revoked before a message was sent is refused). `identity` (the client socket's)
-        tells one session of a key from another."""
-        try:
-            name = frame.get("User-Id")
-        except zmq.ZMQError:  # the handshake never went through our authenticator
-            return Caller(None, None, identity.decode(errors="backslashreplace"))
-        if self._callers_of is not self.registry.loaded:  # re-read: every role may have changed
-            self._callers_of = self.registry.loaded
-            self._callers.clear()
-        caller = self._callers.get((identity, name))
-        if caller is None:
-            if len(self._callers) >= MAX_CALLERS:  # many short-lived sockets: start again
-                self._callers.clear()
-            caller = Caller(name, self.registry.role_of(name), identity.decode(errors="backslashreplace"))
-            self._callers[(identity, name)] = caller
-        return caller
 
     @property
     def healthy(self) -> bool:
@@ -283,7 +259,7 @@ class Server:
         payload = frames[-1]
         started = time.perf_counter()
         try:  # None: a durable change, answered after the turn's group commit
-            reply = self.dispatcher.submit(identity, payload.bytes, self._caller(identity, payload),
+            reply = self.dispatcher.submit(identity, payload.bytes, self.callers.of(identity, payload),
                                            parts=len(frames))
         except Exception as exc:
             self._failed(exc, "request_failed")
@@ -309,15 +285,7 @@ class Server:
             pass
 
     def _failed(self, exc: Exception, event: str) -> None:
-        """Log a failure: with its traceback the first time this kind (type and place) is seen,
-        then as a counted one-liner at most once a second."""
-        frame = traceback.extract_tb(exc.__traceback__)[-1] if exc.__traceback__ else None
-        kind = f"{type(exc).__name__} at {frame.filename}:{frame.lineno}" if frame else type(exc).__name__
-        if kind not in self._failures_seen:
-            self._failures_seen.add(kind)
-            self.log.error(event, kind=kind, exc_info=exc, effect="answered INTERNAL; csd carries on")
-        elif self._failures.admit(kind):
-            self.log.error(event, kind=kind, repeated=True, effect="answered INTERNAL; csd carries on")
+        self._failures.log(self.log, exc, event)
 
     def close(self) -> None:
         self.booted.close()

@@ -9,6 +9,7 @@ the disk to the wire.
     request_log.py  what is kept of each finished request: metrics, log line, audit record
     audit.py        the audit trail of refusals and denials, rate-limited, written in batches
     context.py      what a command's `execute` gets (Context) and who asked (Caller)
+    callers.py      who sent a request: its connection's key name and that key's role
     sockets.py      the ROUTER and PUB sockets, CURVE servers, bound (BindError names the setting)
     capacity.py     the connection gate: connections beyond the descriptors are closed at once
     coalesce.py     rate limits with counted summaries, for what anyone can trigger at will

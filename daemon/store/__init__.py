@@ -3,6 +3,7 @@ of record of what csd acknowledged, and the checks that refuse a database that i
 csd was using, or is damaged.
 
     store.py         the Store: open, commit a change, read events, runs, replies and audit
+    checked_reads.py every row read checked against its checksum; damage refused
     schema.py        the tables, and bringing an older csd's store up to date
     rows.py          every row's checksum, checked whenever it is read
     identity.py      csd.identity: which database this is, how far it got, a clean stop

@@ -21,7 +21,6 @@ loop stops csd (daemon/process/server.py).
 
 from __future__ import annotations
 
-import contextlib
 import fcntl
 import json
 import os
@@ -31,6 +30,7 @@ import time
 from csadmin.statemachine.events import Event
 
 from . import event_filter, provenance, rows
+from .checked_reads import CheckedReads
 from .damage import StoreDamaged, StoreError, damage_name, guarded, is_damage
 from .identity import Identity, IdentityError
 from .progress import Progress
@@ -60,7 +60,7 @@ class Store:
         self.path = os.path.join(state_dir, "csd.sqlite3")
         self.keep = {"events": keep_events, "replies": keep_replies, "audit": keep_audit}
         self.keep_events, self.keep_replies = keep_events, keep_replies
-        self.damaged: StoreDamaged | None = None  # set when damage is found while serving: csd stops
+        self._reads: CheckedReads | None = None
         # One daemon per state directory: a second would fork the truth.
         self._lock = open(os.path.join(state_dir, "csd.lock"), "w")
         try:
@@ -87,13 +87,14 @@ class Store:
         self.db = sqlite3.connect(self.path, isolation_level=None)
         self.db.execute("PRAGMA journal_mode=WAL")
         self.db.execute("PRAGMA synchronous=FULL")
+        self._reads = CheckedReads(self.db, self.state_dir, self.path)
         check = self.db.execute("PRAGMA quick_check").fetchone()[0]
         if check != "ok":
             raise StoreDamaged(self.state_dir, self.path, f"SQLite's quick_check says {check!r}")
         self._check_identity(recorded)  # before anything is written
         self.db.executescript(SCHEMA)
         migrate(self.db)
-        device = self._read("device", rows.select("device", " WHERE id = 1"), serving=False)
+        device = self._reads.read("device", rows.select("device", " WHERE id = 1"), serving=False)
         self.commits = int(device[0][2]) if device and device[0][2] is not None else 0
         if recorded is not None:
             provenance.check_progress(self.path, self.progress.path, self.state_dir, self.commits,
@@ -148,55 +149,27 @@ class Store:
             self.identity.write(self.database, self.created, self.committed_seq, running=True)
             self._identity_seq = self.committed_seq
 
-    # -- reading: every row is checked against its rowsum before it is used ------------------------
+    # -- reading: every row is checked against its rowsum before it is used (checked_reads.py) ------
 
-    def _damage(self, what: str, serving: bool) -> StoreDamaged:
-        exc = StoreDamaged(self.state_dir, self.path, what, serving)
-        if serving:
-            self.damaged = exc
-        return exc
-
-    def _read(self, table: str, sql: str, params=(), serving: bool = True) -> list[tuple]:
-        """The rows of a rows.select() query on `table`, each checked; SQLite's damage errors and
-        rows that fail their checksum raise StoreDamaged (and, while serving, set `damaged`)."""
-        try:
-            with self._guard(f"table {table}", serving):
-                found = self.db.execute(sql, params).fetchall()
-        except sqlite3.OperationalError as exc:
-            if getattr(exc, "sqlite_errorcode", None) is not None:
-                raise
-            # Python's sqlite3 could not decode a TEXT value as UTF-8 (it gives no SQLite code):
-            # damaged text. Find the row, reading bytes.
-            with self._guard(f"table {table}", serving):
-                bad = rows.first_bad_row(self.db, table) or f"table {table}"
-            raise self._damage(f"{bad} fails its checksum (text that is not UTF-8)", serving) from None
-        bad = rows.CHECK[table]
-        for row in found:
-            if bad(row):
-                raise self._damage(f"{rows.describe(table, row)} fails its checksum (its stored values changed)",
-                                   serving)
-        return found
-
-    def _newest(self, table: str, count: int, serving: bool = True) -> list[tuple]:
-        """The newest `count` rows of `table` (by its key), checked, oldest first."""
-        found = self._read(table, rows.select(table, f" ORDER BY {rows.TABLES[table][0]} DESC LIMIT ?"), (count,), serving)
-        found.reverse()
-        return found
+    @property
+    def damaged(self) -> StoreDamaged | None:
+        """Damage found while serving (a read or a write): csd stops."""
+        return self._reads.damaged if self._reads is not None else None
 
     def load(self, events: int) -> tuple[dict | None, list[Event], list[tuple[bytes, str, str, bytes]]]:
         """Return (device snapshot or None for a fresh system, the newest `events` events, recent
         replies as (client, id key, fingerprint, reply)); what it reads does not grow with the
         number of events kept."""
-        device = self._read("device", rows.select("device", " WHERE id = 1"), serving=False)
+        device = self._reads.read("device", rows.select("device", " WHERE id = 1"), serving=False)
         snapshot = json.loads(device[0][1]) if device else None
-        found = self._newest("events", min(events, self.keep_events), serving=False)
-        replies = self._newest("replies", self.keep_replies, serving=False)
+        found = self._reads.newest("events", min(events, self.keep_events), serving=False)
+        replies = self._reads.newest("replies", self.keep_replies, serving=False)
         return (snapshot, [Event.from_dict(json.loads(row[1])) for row in found],
                 [(client, key, fp, reply) for _, client, key, fp, reply, _ in replies])
 
     def load_runs(self, keep: int) -> list[dict]:
         """The newest `keep` run records, oldest first (older ones stay on disk)."""
-        found = self._newest("runs", keep, serving=False)
+        found = self._reads.newest("runs", keep, serving=False)
         return [json.loads(row[2]) for row in found]
 
     def events(
@@ -216,16 +189,16 @@ class Store:
         clause, params = event_filter.where(event_type, from_time, after_seq)
         sql = rows.select("events", clause)
         if max_count is None:
-            found = self._read("events", sql + " ORDER BY seq", params)
+            found = self._reads.read("events", sql + " ORDER BY seq", params)
         else:
-            found = self._read("events", sql + " ORDER BY seq DESC LIMIT ?", (*params, max_count))
+            found = self._reads.read("events", sql + " ORDER BY seq DESC LIMIT ?", (*params, max_count))
             found.reverse()
         loads = json.loads
         return [loads(row[1]) for row in found]
 
     def audit_entries(self, max_count: int) -> list[dict]:
         """The newest `max_count` audit records, oldest first."""
-        found = self._newest("audit", max_count)
+        found = self._reads.newest("audit", max_count)
         return [dict(zip(AUDIT_COLUMNS, row[1:-1])) for row in found]
 
     # -- writing -----------------------------------------------------------------------------------
@@ -300,21 +273,7 @@ class Store:
         corrupt; else the error itself (a full disk, an I/O error: not saved, csd carries on)."""
         if not is_damage(exc):
             return exc
-        self.damaged = StoreDamaged(self.state_dir, self.path, f"SQLite found it corrupt while writing "
-                                    f"({damage_name(exc)})", serving=True)
-        return self.damaged
-
-    @contextlib.contextmanager
-    def _guard(self, where: str, serving: bool = True):
-        """SQLite's damage errors inside raise StoreDamaged (and, while serving, set `damaged`);
-        other errors pass unchanged."""
-        try:
-            with guarded(self.state_dir, self.path, where, serving):
-                yield
-        except StoreDamaged as exc:
-            if serving:
-                self.damaged = exc
-            raise
+        return self._reads.found(f"SQLite found it corrupt while writing ({damage_name(exc)})", serving=True)
 
     def _rollback(self) -> None:
         # After an I/O error (a full disk) SQLite may have rolled the transaction back itself.
