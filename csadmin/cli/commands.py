@@ -2,7 +2,7 @@
 
 Parsing (parse.py), help, shell completion, one-shot and interactive use all read this table;
 `action` is the function that carries the command out (actions.py; `help` and `exit`, which
-are about the table and the shell rather than csd, are here). So `cs system standby` reads, with
+are about the table and the shell rather than csd, are here; help's text is help.py's). So `cs system standby` reads, with
 no string looked up: COMMANDS → actions.system_standby → Client.system_standby → the op
 `system.standby` (daemon/commands/system_standby.py).
 """
@@ -15,9 +15,47 @@ from ..shared.states import EXECMODE_SPELLINGS, ExecMode
 from . import actions, checks, fleet_actions, fleet_rolling, sources
 from .action_context import ActionContext
 from .grammar import Argument, Command, Option, Parsed
-from .options import (EVENT_TYPE, FLEET_SYSTEMS, FLEET_TAG, NO_CONFIRM, OUTPUT_FORMAT, RUN_ID, SLURM_JOB_ID,
-                      SLURM_NODE, slurm_wait)
-from .render import shown
+
+NO_CONFIRM = Option("--no-confirm", "do not ask for confirmation (required in scripts)")
+OUTPUT_FORMAT = Option("--output-format", "text (default) or json", True, "FORMAT", ("text", "json"), choices=True)
+
+# `cs`'s own options, before any command (csadmin/main.py parses them; `cs --help` explains them).
+GLOBAL_OPTIONS = (
+    Option("--system", "a system of the inventory (default: $CS_SYSTEM); `cs inventory` lists them", True, "NAME"),
+    Option("--connect", "csd's connection file (default: $CS_CONNECT, else csd.json in csd's runtime dir)", True, "FILE"),
+    Option("--key", "your secret key file from `csd keys add` (default: $CS_KEY, else ~/.config/cs/client.key_secret)",
+           True, "FILE"),
+    Option("--endpoint", "csd request socket (default: $CS_ENDPOINT or the connection file's)", True, "URL"),
+    Option("--server-key", "csd's public key, for an --endpoint without a connection file ($CS_SERVER_KEY)", True,
+           "KEY"),
+    Option("--timeout", "seconds to wait for an answer, and past a transition's expected end (default 10)", True, "S"),
+    OUTPUT_FORMAT,
+    Option("-c", "run these commands (separated by ';' or newlines) and exit", True, "CMDS"),
+    Option("--embedded", "start a private csd in a temp dir and use it (stopped on exit)"),
+    Option("--version", "print the version and exit"),
+    Option("--help", "print this help and exit"),
+)
+
+
+EVENT_TYPE = Option(
+    "--event-type", "glob on the event type, e.g. 'EventActivate*'", True, "GLOB", complete_from=sources.EVENT_TYPES
+)
+
+# The fleet commands' choice of systems (the inventory: csadmin/clientlib/inventory.py, README "Several systems").
+FLEET_TAG = Option("--tag", "only systems with this tag (a,b: with each of them)", True, "TAG")
+FLEET_SYSTEMS = Option("--systems", "these systems, in this order (comma-separated names)", True, "A,B,…",
+                       complete_from=sources.SYSTEM_NAMES)
+
+RUN_ID = Argument("ID", "run_id", sources.RUN_IDS)
+
+SLURM_JOB_ID = Option("--job-id", "Slurm's job id (default $SLURM_JOB_ID)", True, "ID")
+SLURM_NODE = Option("--node", "this node's Slurm name (default $SLURMD_NODENAME)", True, "NAME")
+
+
+def _slurm_wait(waits_for: str, default: int, bound: str) -> Option:
+    return Option("--wait", f"seconds to wait for {waits_for} (default {default}; keep it below {bound})", True, "S",
+                  integer=True)
+
 
 # -- the commands about the table and the shell ----------------------------------------------------
 
@@ -27,54 +65,17 @@ class ExitShell(Exception):
 
 
 def show_help(s: ActionContext, p: Parsed) -> int:
+    from .help import help_data, help_text  # only for `help`: not on every one-shot's path
+
     if s.json(p):
-        s.console.out(s.as_json({"commands": help_data(p.args, in_shell=s.console.in_shell)}))
+        s.console.out(s.as_json({"commands": help_data(COMMANDS, options_of, p.args, in_shell=s.console.in_shell)}))
     else:
-        s.console.out(help_text(p.args, in_shell=s.console.in_shell))
+        s.console.out(help_text(COMMANDS, options_of, p.args, in_shell=s.console.in_shell))
     return errors.EXIT_OK
 
 
 def leave(s: ActionContext, p: Parsed) -> int:
     raise ExitShell()
-
-
-def _helped(words: list[str], in_shell: bool) -> list[Command]:
-    """The commands `words` name (a command, a group such as `system fault`, or all of them).
-    Outside the shell, the shell's own commands (exit) are left out."""
-    offered = [c for c in COMMANDS if in_shell or not c.shell_only]
-    wanted = " ".join(words)
-    matches = [c for c in offered if not words or c.name == wanted or c.name.startswith(wanted + " ")]
-    if not matches:
-        raise errors.UsageError(f"No command `{shown(wanted)}`.", "Type `help` for the list of commands.")
-    return matches
-
-
-def help_data(words: list[str], in_shell: bool = False) -> list[dict]:
-    """`help` as JSON: each command's name, usage, summary, details, options and aliases."""
-    return [{"command": c.name, "usage": c.usage, "help": c.help, "details": c.details,
-             "options": [{"name": o.name, "value": o.metavar if o.takes_value else None, "help": o.help}
-                         for o in options_of(c)],
-             "aliases": [" ".join(a) for a in c.aliases]}
-            for c in _helped(words, in_shell)]
-
-
-def help_text(words: list[str], in_shell: bool = False) -> str:
-    """The list of commands, or the usage, options and aliases of those `words` name (a command
-    or a group: `system fault`)."""
-    offered = _helped(words, in_shell)
-    if words:
-        blocks = []
-        for c in offered:
-            lines = [f"{c.usage} — {c.help}"]
-            if c.details:
-                lines.append(f"  {c.details}")
-            lines += [f"  {o.name}{' ' + o.metavar if o.takes_value else ''}: {o.help}" for o in options_of(c)]
-            lines += [f"  alias: {' '.join(a)}" for a in c.aliases]
-            blocks.append("\n".join(lines))
-        return "\n\n".join(blocks)
-    width = max(len(c.usage) for c in offered)
-    return ("\n".join(f"  {c.usage.ljust(width)}  {c.help}" for c in offered)
-            + "\n\nhelp COMMAND (or COMMAND --help) shows a command's options.")
 
 
 COMMANDS: tuple[Command, ...] = (
@@ -227,14 +228,14 @@ COMMANDS: tuple[Command, ...] = (
     Command(
         ("slurm", "set-feature"), "node_features/helpers: put the system in STANDBY configured for FEATURE's mode.",
         actions.slurm_hook(lambda hooks: hooks.features_set),
-        options=(slurm_wait("STANDBY", 40, "ExecTime in helpers.conf"),), arguments=(Argument("FEATURE"),),
+        options=(_slurm_wait("STANDBY", 40, "ExecTime in helpers.conf"),), arguments=(Argument("FEATURE"),),
         output=False,
         details="Refused (exit 4) while a run holds the fabric. `slurm reboot` (RebootProgram) then activates it.",
     ),
     Command(
         ("slurm", "reboot"), "RebootProgram: activate the system, then have slurmd report the reboot.",
         actions.slurm_hook(lambda hooks: hooks.reboot),
-        options=(slurm_wait("ACTIVE", 300, "ResumeTimeout in slurm.conf"),), output=False,
+        options=(_slurm_wait("ACTIVE", 300, "ResumeTimeout in slurm.conf"),), output=False,
         details="The host does not reboot: slurmd is restarted with -b once the CS-2 is ACTIVE.",
     ),
     Command(
@@ -243,7 +244,7 @@ COMMANDS: tuple[Command, ...] = (
         options=(
             SLURM_JOB_ID, Option("--user", "the job's user (default $SLURM_JOB_USER)", True, "USER"),
             Option("--constraint", "the job's constraint (default $SLURM_JOB_CONSTRAINTS)", True, "EXPR"),
-            slurm_wait("ACTIVE in the job's mode", 120, "PrologEpilogTimeout in slurm.conf, if set"), SLURM_NODE,
+            _slurm_wait("ACTIVE in the job's mode", 120, "PrologEpilogTimeout in slurm.conf, if set"), SLURM_NODE,
         ),
         output=False,
         details="Runs opened while the job holds the wafer carry its id. On failure drains the node with the reason.",

@@ -18,8 +18,7 @@ from __future__ import annotations
 import os
 import sys
 
-from .commands import COMMANDS, all_names, options_of
-from .options import GLOBAL_OPTIONS
+from .commands import COMMANDS, GLOBAL_OPTIONS, all_names, options_of
 from .grammar import Command, Option
 
 FILES = "__files__"  # the core's answer meaning "complete file names"

@@ -20,7 +20,6 @@ import os
 
 from .. import errors
 from . import protocol
-from .atomic_write import write_atomically
 from .keyfile import valid_z85_key
 
 FILE_NAME = "csd.json"
@@ -100,6 +99,8 @@ def write(path: str, endpoint: str, events_endpoint: str, server_key: str, seria
     }
     if metrics_url:
         body["metrics_url"] = metrics_url
+    from .atomic_write import write_atomically  # csd's side only: not on a client's path
+
     write_atomically(path, (json.dumps(body, indent=2) + "\n").encode(), 0o644)
 
 

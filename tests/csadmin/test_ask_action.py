@@ -12,7 +12,7 @@ import pytest
 from csadmin import errors
 from csadmin.shared import ops
 from csadmin.cli import actions
-from csadmin.cli.options import NO_CONFIRM, RUN_ID
+from csadmin.cli.commands import NO_CONFIRM, RUN_ID
 from csadmin.cli.grammar import Command, Option, Parsed
 from csadmin.cli.action_context import ActionContext
 

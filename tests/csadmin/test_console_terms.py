@@ -7,8 +7,7 @@ import json
 
 from csadmin import errors
 from csadmin.shared import ops
-from csadmin.cli.commands import COMMANDS, options_of
-from csadmin.cli.options import NO_CONFIRM, OUTPUT_FORMAT
+from csadmin.cli.commands import COMMANDS, NO_CONFIRM, OUTPUT_FORMAT, options_of
 
 
 def test_every_command_names_a_real_op_and_its_real_arguments():

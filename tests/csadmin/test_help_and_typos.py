@@ -89,7 +89,7 @@ def test_csd_help_mentions_keys_and_keys_init_help_shows_state_dir():
 
 
 def test_cs_help_lists_every_global_option_main_parses():
-    from csadmin.cli.options import GLOBAL_OPTIONS
+    from csadmin.cli.commands import GLOBAL_OPTIONS
 
     text = cs("--help").stdout
     for option in GLOBAL_OPTIONS:
