@@ -5,8 +5,8 @@ removes its temporary file and leaves the old file as it was.
 
 Every file csadmin writes goes through here: csd's connection, identity and key registry files,
 the CURVE key files, the rendezvous files, the launchers' reports, a run's performance.json, and
-cstorch's program files, records and checkpoints. Stdlib only (os), cheap to import: the one-shot
-`cs` loads it with the key files.
+cstorch's program files, records and checkpoints. Stdlib only (os); the client and the one-shot
+`cs` never load it (keyfile and connection import it only when they write).
 """
 
 from __future__ import annotations
