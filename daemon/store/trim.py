@@ -5,7 +5,7 @@ have been written, and at every commit while it is still over (and always when f
 start, so the limits hold across restarts), deleting at most PRUNE_STEP of its oldest rows each
 time: the limits hold within 1% once caught up, and no commit waits on a large delete (a limit
 lowered by 10⁶ is reached over the next commits, not in one). The steps run inside the
-store's transactions (daemon/store.py).
+store's transactions (daemon/store/store.py).
 """
 
 from __future__ import annotations
