@@ -69,7 +69,7 @@ class Csd:
                        stdout=subprocess.DEVNULL)
 
     def _socket(self):
-        from csadmin.keyfile import read_key_file
+        from csadmin.shared.keyfile import read_key_file
 
         with open(self.conn) as f:
             conn = json.load(f)

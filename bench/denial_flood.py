@@ -30,9 +30,9 @@ sys.path.insert(0, ROOT)
 
 import zmq  # noqa: E402
 
-from csadmin import protocol  # noqa: E402
+from csadmin.shared import protocol  # noqa: E402
 from csadmin.client import Client  # noqa: E402
-from csadmin.keyfile import read_key_file  # noqa: E402
+from csadmin.shared.keyfile import read_key_file  # noqa: E402
 
 
 def start_csd(source: str, tmp: str, daemon: list[str] | None = None, env: dict | None = None):

@@ -1,7 +1,7 @@
 """The ZeroMQ limits csd is held against: a bare pyzmq ROUTER echo, with or without CURVE, and
 (with a PUB endpoint) the fan-out limit: each request publishes one event and is answered.
 
-The sockets get csd's options (daemon/server.py): LINGER 500 ms, MAXMSGSIZE 64 KiB,
+The sockets get csd's options (daemon/process/server.py): LINGER 500 ms, MAXMSGSIZE 64 KiB,
 ROUTER_HANDOVER, and with CURVE a CURVE server key. No ZAP handler: it costs csd only at the
 handshake, not per message. The loop has csd's shape (one zmq.Poller, up to 256 messages per
 wake-up) with no work in it, so the gap to csd is csd's own cost per request.

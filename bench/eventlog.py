@@ -4,7 +4,7 @@ durable change — against the same csd with an empty log.
 
 How: a template csd is started once (keys made, put in STANDBY) and stopped; its state dir is
 copied per size and filled with that many events by prefill.py (rows written straight into the
-stopped csd's SQLite `events` table, in daemon/store.py's format; csd then runs with
+stopped csd's SQLite `events` table, in daemon/store/store.py's format; csd then runs with
 `--keep-events` = size + 10,000). Each repetition, for each size, starts csd on a fresh copy of
 that store (so the changes of one repetition do not grow the next one's log) and times it to
 its first answer, reads its RSS, checks it reports the prefilled events (so a changed store

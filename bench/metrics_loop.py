@@ -6,7 +6,7 @@ ipc sockets, a real state store) for each configuration below, in turn, R rounds
 `system.show` from an admin key: one client's round trips (p50/p99) and the throughput of one
 socket with 16 requests in flight. Configurations:
   off        csd as shipped (no metrics)
-  on         the metric set updated by the loop (daemon/metrics.py) and the listener idle
+  on         the metric set updated by the loop (daemon/metrics/metric_set.py) and the listener idle
   prom       ... and a Prometheus-like scraper: one GET /metrics every 0.25 s
   hammer     ... and 4 clients GETting /metrics as fast as the listener answers
   raw-hammer the same storm with the listener's render cache and pacing turned off
@@ -41,7 +41,8 @@ CONFIGS = ("off", "on", "prom", "hammer", "raw-hammer")
 def serve(argv: list[str]) -> int:
     """csd as shipped, with `--metrics-endpoint 0` unless the config is `off`; for `raw-hammer`,
     with the listener's render cache and pacing turned off."""
-    from csadmin.daemon import main, metrics_listener
+    from csadmin.daemon import main
+    from csadmin.daemon.metrics import listener as metrics_listener
 
     if os.environ["BENCH_METRICS"] != "off" and argv[:1] != ["keys"]:
         argv = [*argv, "--metrics-endpoint", "0"]  # a free loopback port, written to csd.json
@@ -113,7 +114,7 @@ def throughput(tmp: str, admin: str, seconds: float, in_flight: int = 16) -> flo
     import zmq
     from denial_flood import dealer
 
-    from csadmin import protocol
+    from csadmin.shared import protocol
 
     ctx = zmq.Context()
     s = dealer(ctx, f"{tmp}/csd.json", admin)
@@ -175,7 +176,7 @@ def micro(n: int = 200_000) -> None:
 
     from csadmin import __version__, errors
     from csadmin.daemon.commands import COMMANDS
-    from csadmin.daemon.metrics import Metrics
+    from csadmin.daemon.metrics.metric_set import Metrics
     from prometheus_client.exposition import choose_encoder
 
     m = Metrics(__version__, COMMANDS, errors.WIRE_CODES)

@@ -1,7 +1,7 @@
 """Fill a stopped csd's store with N kept events quickly, for the event-log figures.
 
 Making 10⁶ events through csd would take an hour of changes; instead the rows are written
-straight into the `events` table of `<state dir>/csd.sqlite3`, in the format daemon/store.py
+straight into the `events` table of `<state dir>/csd.sqlite3`, in the format daemon/store/store.py
 writes (one row per event: `seq` and `body`, the JSON of Event.to_dict()), numbered after the
 events already there, in one transaction. csd must be stopped, and started afterwards with
 `--keep-events` at least N (or it keeps only its default 10,000).
@@ -11,7 +11,7 @@ from the table itself: `seq`, `body`, and any of `type`, `severity`, `trigger_ti
 `triggerTime`, `details` are filled from the event; an unknown column that must be filled stops
 the prefill with a message saying to teach this file. A `…seq…` number in the device snapshot
 is moved to the new newest event. A `rowsum` column (issue 24: every row's checksum) is filled
-with csd's own function (csadmin.daemon.rows: this runs in the csd venv), for the events and for
+with csd's own function (csadmin.daemon.store.rows: this runs in the csd venv), for the events and for
 the device row whose snapshot it changes. eventlog.py then checks that csd reports exactly these
 events.
 """
@@ -72,7 +72,7 @@ def prefill(state_dir: str, count: int) -> int:
             if getter is None:
                 if notnull and default is None and not pk:
                     raise PrefillError(f"csd's events table has a column {name!r} bench/prefill.py cannot fill: "
-                                       "teach it (see daemon/store.py for what goes there).")
+                                       "teach it (see daemon/store/store.py for what goes there).")
                 continue
             names.append(name)
             getters.append(getter)
@@ -98,7 +98,7 @@ def prefill(state_dir: str, count: int) -> int:
 
 def _with_rowsums(rows, names: list[str]):
     """Each row with its checksum over the columns csd's checksum covers, in its order."""
-    from csadmin.daemon.rows import TABLES, rowsum
+    from csadmin.daemon.store.rows import TABLES, rowsum
 
     covered = TABLES["events"]
     missing = [c for c in covered if c not in names]
@@ -122,7 +122,7 @@ def _move_snapshot_seq(db: sqlite3.Connection, last: int) -> None:
         snapshot.update({k: last for k in keys})
         db.execute("UPDATE device SET snapshot = ? WHERE id = 1", (json.dumps(snapshot),))
         if "rowsum" in {row[1] for row in db.execute("PRAGMA table_info(device)")}:
-            from csadmin.daemon.rows import TABLES, rowsum
+            from csadmin.daemon.store.rows import TABLES, rowsum
 
             values = db.execute(f"SELECT {', '.join(TABLES['device'])} FROM device WHERE id = 1").fetchone()
             db.execute("UPDATE device SET rowsum = ? WHERE id = 1", (rowsum(values),))

@@ -1,5 +1,5 @@
 """The durable-write limit: a raw SQLite loop committing one row per transaction, in WAL mode
-with synchronous=FULL (csd's settings, daemon/store.py), on the disk csd's state is on.
+with synchronous=FULL (csd's settings, daemon/store/store.py), on the disk csd's state is on.
 
 Run by writes.py: `python sqlite_commit.py DB WARMUP DURATION`. Commits for WARMUP seconds, then
 counts commits, their latencies and its own CPU (getrusage) for DURATION seconds; prints JSON.

@@ -4,15 +4,15 @@
     with Client() as cs:
         cs.system_show()["state"]
         cs.wait_for(state="ACTIVE", execmode="WEIGHT_STREAMING", timeout=120)
-        with cs.open_run(mode="train", owner="job-42") as run:   # csadmin/runs.py
+        with cs.open_run(mode="train", owner="job-42") as run:   # csadmin/clientlib/runs.py
             run.program(program)
             run.stream(256)
             perf = run.close(performance_dir=".")
 
-One method per csd operation, each calling the op's declaration (csadmin/ops.py:
+One method per csd operation, each calling the op's declaration (csadmin/shared/ops.py:
 `system_standby` sends `ops.SYSTEM_STANDBY`; its module in daemon/commands/ documents it), plus
-waiting and following events (csadmin/follow.py). An op without a method here is still one
-call away: `cs.call(ops.META_WHOAMI)`. How requests travel, time out and are retried is csadmin/transport.py's;
+waiting and following events (csadmin/clientlib/follow.py). An op without a method here is still one
+call away: `cs.call(ops.META_WHOAMI)`. How requests travel, time out and are retried is csadmin/clientlib/transport.py's;
 errors raise the class of their code from `csadmin.errors`. Importing this module loads only
 pyzmq and the stdlib.
 """
@@ -23,9 +23,10 @@ import functools
 
 import zmq
 
-from . import connection, errors, ops
-from .follow import EventStream, until
-from .transport import Transport
+from . import errors
+from .clientlib.follow import EventStream, until
+from .clientlib.transport import Transport
+from .shared import connection, ops
 
 
 # The events that say a transition toward a state failed (csd keeps the fault that caused it
@@ -137,29 +138,32 @@ class Client(Transport):
         (admins, STANDBY only: InvalidState otherwise)."""
         return self.call(ops.CONFIG_EXECMODE_SETUP, mode=mode, **_given(dry_run=dry_run or None))
 
-    def open_run(
-        self, mode: str = "train", owner: str | None = None, lease_seconds: float | None = None, heartbeat: bool = True,
-        workers: int | None = None, model_dir: str | None = None,
-    ):
-        """Open a run holding the fabric; returns a `csadmin.runs.Run` (a context manager) that
-        renews its lease in the background while open (unless `heartbeat=False`). With
-        `workers=N`, N input workers may join it: hand them `run.id` and `run.join_token` (a
-        secret) for `join_run`. `model_dir` (the runtime's artifact directory) shows in runs.show. Raises Busy (naming the holder), InvalidState (not ACTIVE),
-        InvalidArgument."""
-        from .runs import Run  # threading and json only load for runtimes
+    def open_run(self, mode: str = "train", owner: str | None = None, lease_seconds: float | None = None,
+                 heartbeat: bool = True, **args):
+        """Open a run holding the fabric; returns a `csadmin.clientlib.runs.Run` (a context
+        manager) that renews its lease in the background while open (unless `heartbeat=False`).
+        `args` are run.open's other arguments, as its declaration names them
+        (csadmin/shared/ops.py RUN_OPEN; None leaves one out): `workers=N` lets N input workers
+        join it (hand them `run.id` and `run.join_token`, a secret, for `join_run`); `model_dir`
+        (the runtime's artifact directory) shows in runs.show. Raises Busy (naming the holder),
+        InvalidState (not ACTIVE), InvalidArgument; TypeError for an argument run.open does not take."""
+        from .clientlib.runs import Run  # threading and json only load for runtimes
 
-        record = self.call(ops.RUN_OPEN, mode=mode, **_given(owner=owner, lease_seconds=lease_seconds, workers=workers,
-                                                               model_dir=model_dir))
+        unknown = sorted(set(args) - set(ops.RUN_OPEN.args))
+        if unknown:
+            raise TypeError(f"open_run() got argument(s) run.open does not take: {', '.join(unknown)} "
+                            f"(it takes: {', '.join(ops.RUN_OPEN.args)}, heartbeat)")
+        record = self.call(ops.RUN_OPEN, mode=mode, **_given(owner=owner, lease_seconds=lease_seconds, **args))
         return self._keep(Run(self, record, heartbeat=heartbeat))
 
     def join_run(self, run_id: str, token: str, name: str | None = None, heartbeat: bool = True):
         """Join an open run as one of its input workers, with the join token its opener got;
-        returns a `csadmin.runs.WorkerRun` (a context manager: `stream()` into the run, and
+        returns a `csadmin.clientlib.runs.WorkerRun` (a context manager: `stream()` into the run, and
         `leave()` when done, which leaving the `with` block does). A background thread says the
         worker is alive while it feeds (unless `heartbeat=False`). Program, close and abort
         stay with the opener. Raises PermissionDenied (wrong token), Busy (every slot taken),
         RunAborted, InvalidState (closed), NotFound."""
-        from .runs import WorkerRun
+        from .clientlib.runs import WorkerRun
 
         record = self.call(ops.RUN_JOIN, run_id=run_id, token=token, **_given(name=name))
         return self._keep(WorkerRun(self, record, heartbeat=heartbeat))

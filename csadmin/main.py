@@ -16,14 +16,14 @@ import contextlib
 import sys
 
 from . import __version__, errors
-from .cli.commands import GLOBAL_OPTIONS, ExitShell, help_text
 from .cli import render
+from .cli.action_context import ActionContext
+from .cli.commands import COMMANDS, GLOBAL_OPTIONS, ExitShell, options_of
 from .cli.console import PlainConsole
 from .cli.parse import json_asked
 from .cli.runner import run_script, run_tokens
-from .cli.action_context import ActionContext
 from .client import Client
-from .pipes import reader_gone
+from .shared.pipes import reader_gone
 
 USAGE = """usage: cs [--system NAME] [--connect FILE] [--key FILE] [--endpoint URL --server-key KEY] [--timeout S]
           [--output-format text|json] [--embedded] [-c "CMD; CMD" | COMMAND [OPTIONS]]
@@ -98,7 +98,9 @@ def _print_usage() -> int:
     codes = "\n".join(f"  {code:<3}  {meaning}" for code, meaning in errors.EXIT_CODES)
     options = "\n".join(f"  {(o.name + ' ' + o.metavar if o.takes_value else o.name):<22}  {o.help}"
                         for o in GLOBAL_OPTIONS)
-    print(USAGE.format(global_options=options) + help_text([]) + "\n\nexit codes:\n" + codes)
+    from .cli.help import help_text  # only for `cs --help`
+
+    print(USAGE.format(global_options=options) + help_text(COMMANDS, options_of, []) + "\n\nexit codes:\n" + codes)
     return 0
 
 

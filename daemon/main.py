@@ -39,7 +39,7 @@ FLAG_ALIASES = {"faults_scenario": ("--faults",)}
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from .config import DEFAULT_CONFIG_PATH, Config
+    from .process.config import DEFAULT_CONFIG_PATH, Config
 
     d = Config()
     p = argparse.ArgumentParser(
@@ -68,11 +68,11 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if argv[:1] == ["keys"]:  # `csd keys ...`: key management, not the daemon
-        from .keys_command import main as keys_main
+        from .process.keys_command import main as keys_main
 
         return keys_main(argv[1:])
     args = build_parser().parse_args(argv)
-    from .config import ConfigError, load
+    from .process.config import ConfigError, load
 
     flags = {k: v for k, v in vars(args).items() if k in SETTING_FLAGS}
     try:
@@ -93,11 +93,11 @@ def main(argv: list[str] | None = None) -> int:
 
 def run(config, reload_config) -> int:
     """Serve until SIGTERM/SIGINT; `reload_config()` gives the settings a SIGHUP applies."""
-    from .logs import configure
-    from .notify import Notifier
-    from .server import Server
-    from .sockets import BindError
-    from .store import StoreError
+    from .process.logs import configure
+    from .process.notify import Notifier
+    from .process.server import Server
+    from .serve.sockets import BindError
+    from .store.store import StoreError
 
     log = configure(config.log_level, config.log_format)
     notifier = Notifier()

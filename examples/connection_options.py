@@ -15,7 +15,7 @@ import argparse
 import os
 
 from csadmin.client import Client
-from csadmin.credentials import default_key_file
+from csadmin.clientlib.credentials import default_key_file
 
 
 def add(p: argparse.ArgumentParser) -> None:

@@ -1,6 +1,6 @@
 """What a fresh system is and how long its simulated steps take, unless csd is told otherwise.
 
-One home for these defaults: the model starts from them and csd's settings (daemon/config.py)
+One home for these defaults: the model starts from them and csd's settings (daemon/process/config.py)
 take theirs from here, so `csd --check-config` prints what the model really uses. Kept apart from
 lifecycle.py so that reading them costs no `transitions` import (`csd keys …`, `--check-config`).
 """

@@ -5,12 +5,23 @@ are plain data (the wire's dicts, never a live object of the model), and every c
 a transaction with `change()` (statemachine/change.py), undone as a whole when it is refused or
 cannot be saved.
 
-Behind the door, each job is a collaborator with an explicit interface, which the device builds
-and calls: the lifecycle and execution mode (statemachine/lifecycle.py, completing a pending
-transition top to bottom), the run requests (statemachine/device_runs.py over statemachine/runs.py
-and the book of runs, statemachine/run_book.py), the faults (statemachine/faults/injector.py, which
-knows the device only as a `FaultHost`) and the Slurm job's rules (statemachine/slurm_jobs.py). The
-rules themselves are data (lifecycle_rules.py, run_rules.py, faults/rules.py).
+Behind the door, each job is a collaborator with an explicit interface, which the device builds;
+csd asks the requests of the parts that answer them, each taking the op's arguments as one record
+(csadmin/shared/opargs.py `Args`, built once from the op's declaration) and the caller's facts:
+
+    device.system   the lifecycle and execution mode (statemachine/lifecycle.py): standby,
+                    activate, setup_execmode, execmode(), and its state (configured_mode, ...)
+    device.runs     the run requests (statemachine/run_requests.py over statemachine/runs.py):
+                    open, program, stream, heartbeat, join, leave, close, abort, show, listing
+    device.faults   the faults (statemachine/faults/injector.py, which knows the device only as a
+                    `FaultHost`): listing() and scenario(); their requests are the device's own
+                    (inject_fault, clear_fault, load_scenario: the answer says the health too)
+    device.run_book the book of runs (statemachine/run_book.py): what is unsaved, and saved()
+
+The device itself keeps what it composes from them — show(), health, revision, the timers
+(next_deadline, advance), the Slurm job (statemachine/slurm_jobs.py has the rules), transactions,
+snapshot and recovery — and no method that only hands a request on. The rules themselves are data
+(lifecycle_rules.py, run_rules.py, faults/rules.py).
 """
 
 from __future__ import annotations
@@ -18,18 +29,19 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable, Iterable
 
-from csadmin.programs import RunMode
-from csadmin.states import PENDING_STATES, ExecMode, Health, Lifecycle
+from csadmin.shared.opargs import Args
+from csadmin.shared.states import PENDING_STATES, Health, Lifecycle
 
 from .change import Change
 from .defaults import EVENTS_IN_MEMORY, KEEP_RUNS, SERIAL, Timings
-from .device_runs import DeviceRuns
 from .events import Event, EventLog
 from .faults.injector import FaultInjector
 from .faults.state import FaultState
 from .lifecycle import SystemLifecycle
 from .lifecycle_rules import HEALTH
+from .run import Fabric
 from .run_book import RunBook
+from .run_requests import RunRequests
 from .runs import Runs
 from .slurm_jobs import SlurmJob, begin_job, end_job
 
@@ -72,76 +84,45 @@ class Device:
         self.events = EventLog(events_in_memory)  # the newest events; it changes only through this class
         self.slurm_job: SlurmJob | None = None  # the Slurm job the wafer is allocated to (slurm_jobs.py)
         # Runs and the fabric; their history is kept apart from snapshot().
-        self._run_book = RunBook(keep_runs)
-        self._runs = Runs(clock, self.events, timings, self._run_book)
+        self.run_book = RunBook(keep_runs)
+        self._runs = Runs(clock, self.events, timings, self.run_book)
         self._fault_state = FaultState()  # the faults present and the scenario (statemachine/faults/state.py)
-        self._faults = FaultInjector(self._fault_state, clock, self._emit, self._runs.abort_holder, host=self)
-        self._system = SystemLifecycle(clock, timings, self._runs, self._faults, self._emit)
-        self._run_requests = DeviceRuns(self._runs, self._faults, clock, host=self)
+        self.faults = FaultInjector(self._fault_state, clock, self._emit, self._runs.abort_holder, host=self)
+        self.system = SystemLifecycle(clock, timings, self._runs, self.faults, self._emit)
+        self.runs = RunRequests(self._runs, self.faults, clock, system=self.system, host=self)
 
     # -- reading -----------------------------------------------------------------------------
 
     @property
     def lifecycle(self) -> Lifecycle:
-        return self._system.lifecycle
-
-    @property
-    def configured_mode(self) -> ExecMode:
-        return self._system.configured_mode
-
-    @property
-    def active_mode(self) -> ExecMode:
-        """The execution mode the system runs in: the configured one as of its last activation."""
-        return self._system.active_mode
-
-    @property
-    def pending_until(self) -> int | None:
-        """When the pending transition completes (ms), or None."""
-        return self._system.pending_until
+        """The lifecycle state (FaultHost: what the faults read of the device)."""
+        return self.system.lifecycle
 
     @property
     def health(self) -> Health:
         """The lifecycle's health, or the worst active fault's if that ranks higher."""
-        return self._faults.health(HEALTH[self.lifecycle])
-
-    def faults(self) -> list[dict]:
-        """Every fault present, as `system.show` carries them (`activeFaults`; FaultInjector.listing)."""
-        return self._faults.listing()
-
-    def scenario(self) -> dict | None:
-        """The loaded fault scenario, in words (FaultInjector.scenario), or None."""
-        return self._faults.scenario()
+        return self.faults.health(HEALTH[self.system.lifecycle])
 
     def now(self) -> int:
         """The model's time (ms), from its injected clock."""
         return self._clock()
 
     def show(self) -> dict:
+        system = self.system
         return {
             "systemType": "cs2",
             "serial": self.serial,
-            "state": self.lifecycle.value,
+            "state": system.lifecycle.value,
             "systemHealth": self.health.value,
-            "activeExecmode": self.active_mode.value,
-            "configuredExecmode": self.configured_mode.value,
-            "pendingUntil": self.pending_until,
-            "runHolder": self._run_requests.holder(),
+            "activeExecmode": system.active_mode.value,
+            "configuredExecmode": system.configured_mode.value,
+            "pendingUntil": system.pending_until,
+            "runHolder": self.runs.holder(),
             "slurmJob": self.slurm_job.to_dict() if self.slurm_job else None,
-            "activeFaults": self.faults(),
+            "activeFaults": self.faults.listing(),
             "seq": self.events.last_seq,
             "time": self._clock(),
         }
-
-    def execmode(self) -> dict:
-        return self._system.execmode()
-
-    def show_run(self, run_id: str) -> dict:
-        """One kept run, open or ended (DeviceRuns.show)."""
-        return self._run_requests.show(run_id)
-
-    def list_runs(self, max_count: int | None = None) -> dict:
-        """The kept runs, newest first, and the one holding the fabric (DeviceRuns.listing)."""
-        return self._run_requests.listing(max_count)
 
     @property
     def revision(self) -> tuple[int, int]:
@@ -152,16 +133,15 @@ class Device:
 
     def fabric(self) -> str:
         """The wafer's fabric: the holder's, or UNPROGRAMMED when no run holds it."""
-        return self._runs.fabric().value
+        holder = self.run_book.holder
+        return (holder.fabric if holder is not None else Fabric.UNPROGRAMMED).value
 
     def next_deadline(self) -> int | None:
         """When something timed is next due (ms): the pending transition's completion, the
         fabric's programming completion or the holder's lease expiry; for the daemon's timer."""
-        deadlines = [d for d in (self.pending_until, self._runs.next_deadline(), self._fault_state.next_deadline())
+        deadlines = [d for d in (self.system.pending_until, self._runs.next_deadline(), self._fault_state.next_deadline())
                      if d is not None]
         return min(deadlines) if deadlines else None
-
-    # -- the lifecycle: statemachine/lifecycle.py (its methods say the contracts) -------------
 
     def _emit(self, type_: str, now: int, origin: dict | None, **details) -> None:
         # `by` names who asked (a request's caller), so a console can tell its own events
@@ -170,18 +150,9 @@ class Device:
             details["by"] = origin
         self.events.emit(type_, now, **details)
 
-    def standby(self, force: bool = False, origin: dict | None = None, dry_run: bool = False) -> dict:
-        return self._system.standby(force, origin, dry_run)
-
-    def activate(self, origin: dict | None = None, dry_run: bool = False) -> dict:
-        return self._system.activate(origin, dry_run)
-
-    def setup_execmode(self, mode: ExecMode, origin: dict | None = None, dry_run: bool = False) -> dict:
-        return self._system.setup_execmode(mode, origin, dry_run)
-
     def drop_to_standby(self, now: int, origin: dict | None, **details) -> None:
-        """STANDBY at once, without the ramp (FaultHost; SystemLifecycle.drop_to_standby)."""
-        self._system.drop_to_standby(now, origin, **details)
+        """STANDBY at once, without the ramp (FaultHost: a fault's effect; SystemLifecycle.drop_to_standby)."""
+        self.system.drop_to_standby(now, origin, **details)
 
     # -- time --------------------------------------------------------------------------------
 
@@ -189,74 +160,43 @@ class Device:
         """Complete whatever is due: faults injected, cleared or lapsing on their schedule, the
         pending transition (or its failure), the fabric's programming, a lapsed lease. Returns
         whether anything changed."""
-        changed = self._faults.fire_due()
+        changed = self.faults.fire_due()
         changed = self._runs.advance() or changed
-        if not self._system.is_due():
+        if not self.system.is_due():
             return changed
-        self._system.complete(recovered=False)
+        self.system.complete(recovered=False)
         return True
-
-    # -- runs: statemachine/device_runs.py answers them (its methods say the contracts) --------
-
-    def open_run(self, owner: str, client: str, mode: RunMode, lease_ms: int | None = None, worker_slots: int = 0,
-                 token_digest: str | None = None, model_dir: str | None = None) -> dict:
-        return self._run_requests.open(owner, client, mode, lease_ms, worker_slots, token_digest, model_dir)
-
-    def join_run(self, run_id: str, client: str, token: str, name: str | None = None) -> dict:
-        return self._run_requests.join(run_id, client, token, name)
-
-    def leave_run(self, run_id: str, client: str) -> dict:
-        return self._run_requests.leave(run_id, client)
-
-    def program_run(self, run_id: str, client: str, program: dict, worker_slots: int = 0,
-                    token_digest: str | None = None) -> dict:
-        return self._run_requests.program(run_id, client, program, worker_slots, token_digest)
-
-    def stream(self, run_id: str, client: str, samples: int) -> dict:
-        return self._run_requests.stream(run_id, client, samples)
-
-    def heartbeat(self, run_id: str, client: str) -> dict:
-        return self._run_requests.heartbeat(run_id, client)
-
-    def close_run(self, run_id: str, client: str, reason: str | None = None) -> dict:
-        return self._run_requests.close(run_id, client, reason)
-
-    def abort_run(self, run_id: str, reason: str, dry_run: bool = False) -> dict:
-        return self._run_requests.abort(run_id, reason, dry_run)
 
     # -- the Slurm job holding the wafer: statemachine/slurm_jobs.py has the rules -------------
 
-    def begin_slurm_job(self, job_id: str, user: str) -> dict:
-        """Slurm gave the wafer to `job_id` (slurm_jobs.begin_job)."""
-        self.slurm_job, reply = begin_job(self.slurm_job, self._runs, job_id, user, self._clock())
+    def begin_slurm_job(self, request: Args) -> dict:
+        """slurm.job.begin: Slurm gave the wafer to `job_id` of `user` (slurm_jobs.begin_job)."""
+        self.slurm_job, reply = begin_job(self.slurm_job, self._runs, request.job_id, request.user, self._clock())
         return reply
 
-    def end_slurm_job(self, job_id: str) -> dict:
-        """Slurm job `job_id` ended (slurm_jobs.end_job)."""
-        self.slurm_job, reply = end_job(self.slurm_job, self._runs, job_id)
+    def end_slurm_job(self, request: Args) -> dict:
+        """slurm.job.end: Slurm job `job_id` ended (slurm_jobs.end_job)."""
+        self.slurm_job, reply = end_job(self.slurm_job, self._runs, request.job_id)
         return reply
 
-    # -- faults (statemachine/faults/injector.py does the work) -------------------------------
+    # -- fault requests (statemachine/faults/injector.py does the work) ------------------------
 
-    def inject_fault(self, name: str, origin: dict | None = None, for_ms: int | None = None,
-                     after_ms: int | None = None, dry_run: bool = False) -> dict:
-        """Inject the fault `name`: now, or `after_ms` from now; it clears `for_ms` after it is
-        injected (FaultInjector.inject)."""
-        return self._fault_result(*self._faults.inject(name, origin, for_ms, after_ms, dry_run), dry_run)
+    def inject_fault(self, request: Args, origin: dict | None = None) -> dict:
+        """system.fault.inject (FaultInjector.inject), answered with the health it leaves."""
+        return self._fault_result(*self.faults.inject(request, origin), request.dry_run)
 
-    def clear_fault(self, name: str | None, origin: dict | None = None, dry_run: bool = False) -> dict:
-        """Clear the fault `name`, or every fault (None) (FaultInjector.clear)."""
-        return self._fault_result(*self._faults.clear(name, origin, dry_run), dry_run)
+    def clear_fault(self, request: Args, origin: dict | None = None) -> dict:
+        """system.fault.clear (FaultInjector.clear), answered with the health it leaves."""
+        return self._fault_result(*self.faults.clear(request, origin), request.dry_run)
 
-    def load_scenario(self, text: str, source: str, origin: dict | None = None, dry_run: bool = False) -> dict:
-        """Load a fault scenario from its TOML `text` (FaultInjector.load_scenario); the result
-        lists its steps."""
-        message, changed, steps = self._faults.load_scenario(text, source, origin, dry_run)
-        return {**self._fault_result(message, changed, dry_run), "steps": steps}
+    def load_scenario(self, request: Args, origin: dict | None = None) -> dict:
+        """system.fault.scenario (FaultInjector.load_scenario); the answer lists its steps."""
+        message, changed, steps = self.faults.load_scenario(request, origin)
+        return {**self._fault_result(message, changed, request.dry_run), "steps": steps}
 
     def _fault_result(self, message: str, changed: bool, dry_run: bool = False) -> dict:
-        return {**self._system.result(message, changed, dry_run), "systemHealth": self.health.value,
-                "activeFaults": self.faults()}
+        return {**self.system.result(message, changed, dry_run), "systemHealth": self.health.value,
+                "activeFaults": self.faults.listing()}
 
     # -- transactions and persistence --------------------------------------------------------
 
@@ -264,29 +204,17 @@ class Device:
         """A transaction on the model: `with device.change() as change:` collects the events
         emitted (`change.events`) and the runs to write (`change.dirty_runs()`), and undoes all
         of it if the block raises. Changes nest (statemachine/change.py)."""
-        return Change(self.events, self._run_book, self._system, _SlurmJobField(self), self._fault_state)
+        return Change(self.events, self.run_book, self.system, _SlurmJobField(self), self._fault_state)
 
     def snapshot(self) -> dict:
         """The device's own state as JSON-ready data, for the store (events and runs are kept
         apart: they have their own tables)."""
         return {
             "serial": self.serial,
-            **self._system.snapshot(),
+            **self.system.snapshot(),
             "slurmJob": self.slurm_job.to_dict() if self.slurm_job else None,
             "faults": self._fault_state.snapshot(),
         }
-
-    def has_unsaved_runs(self) -> bool:
-        """Whether runs changed since they were last written (hot ops leave them so)."""
-        return self._run_book.has_unsaved
-
-    def unsaved_runs(self) -> list[dict]:
-        """The records of the runs changed since they were last written."""
-        return self._run_book.unsaved()
-
-    def runs_saved(self, records: list[dict]) -> None:
-        """These run records (from unsaved_runs() or a change's dirty_runs()) are in the store."""
-        self._run_book.saved(records)
 
     def recover(self, snapshot: dict | None, events: Iterable[Event], runs: list[dict]) -> Recovery:
         """At start, before csd answers anyone: load what the store kept (`snapshot` is None
@@ -296,25 +224,25 @@ class Device:
         self.events.restore(events)
         if snapshot is not None:
             self._restore(snapshot)
-        self._run_book.load(runs)
+        self.run_book.load(runs)
         with self.change() as change:
             rolled_forward = None
-            if self.lifecycle in PENDING_STATES:
-                self._system.complete(recovered=True)
-                rolled_forward = self.lifecycle
+            if self.system.lifecycle in PENDING_STATES:
+                self.system.complete(recovered=True)
+                rolled_forward = self.system.lifecycle
             aborted = self._runs.abort_holder(RESTART_REASON, "daemon_restarted")
             # What fell due while csd was down, in time order: a `--for` that expired clears, an
             # `--after` (or a scenario step) that came due is injected.
-            self._faults.fire_due()
+            self.faults.fire_due()
         return Recovery(
             fresh=snapshot is None, rolled_forward=rolled_forward,
-            aborted_run=self._run_requests.record(aborted) if aborted is not None else None,
+            aborted_run=self.runs.record(aborted) if aborted is not None else None,
             events=change.events, runs=change.dirty_runs(),
         )
 
     def _restore(self, snap: dict) -> None:
         self.serial = snap.get("serial", self.serial)
-        self._system.restore(snap)
+        self.system.restore(snap)
         job = snap.get("slurmJob")  # absent in stores written before the Slurm integration
         self.slurm_job = SlurmJob.from_dict(job) if job else None
         self._fault_state.restore(snap.get("faults"))  # absent in stores written before faults

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from itertools import islice
 from typing import Iterable
 
-from csadmin.states import Severity
+from csadmin.shared.states import Severity
 
 from .defaults import EVENTS_IN_MEMORY
 from .faults import EVENT_SEVERITIES
@@ -78,7 +78,7 @@ class Event:
 class EventLog:
     """The newest `capacity` events in memory, in `seq` order, with the real CLI's query filters.
 
-    csd keeps the log itself in its store (daemon/store.py answers `events.show` from there);
+    csd keeps the log itself in its store (daemon/store/store.py answers `events.show` from there);
     the model holds only this bounded tail, so memory and a restart cost the same whatever the
     number of events kept. While a change is open (statemachine/change.py) nothing leaves the
     tail, so the change can take back exactly what it emitted by popping it; the tail is cut

@@ -17,16 +17,26 @@ from typing import Callable
 from transitions import Machine
 
 from csadmin.errors import TransitionFailed
-from csadmin.states import ExecMode, Lifecycle
+from csadmin.shared.opargs import Args
+from csadmin.shared.states import ExecMode, Lifecycle
 
 from .defaults import Timings
 from .faults import Transition
 from .faults.injector import Emit, FaultInjector
+from .faults.rules import Blocked
 from .lifecycle_rules import LIFECYCLE_TRANSITIONS, PENDING_TRANSITION, REQUEST_RULES, SET_EXECMODE_EVENTS, SETTLED_EVENTS
 from .rules import Already, Refuse
 from .runs import Runs
 
 A, S = Lifecycle.ACTIVE, Lifecycle.STANDBY
+
+
+class _Fsm:
+    """The `transitions` machine's model: the lifecycle state and the machine's triggers, kept
+    inside SystemLifecycle so that none is in reach of whoever holds the lifecycle (csd, as
+    `device.system`): the state moves only by a request's rule or a timed completion."""
+
+    state: str
 
 
 class SystemLifecycle:
@@ -42,8 +52,9 @@ class SystemLifecycle:
         self.configured_mode = ExecMode.PIPELINED
         self.active_mode = ExecMode.PIPELINED
         self.pending_until: int | None = None
-        self.machine = Machine(
-            model=self,
+        self._fsm = _Fsm()
+        self._machine = Machine(
+            model=self._fsm,
             states=[s.value for s in Lifecycle],
             transitions=LIFECYCLE_TRANSITIONS,
             initial=A.value,
@@ -52,7 +63,7 @@ class SystemLifecycle:
 
     @property
     def lifecycle(self) -> Lifecycle:
-        return Lifecycle(self.state)
+        return Lifecycle(self._fsm.state)
 
     def execmode(self) -> dict:
         return {
@@ -81,9 +92,11 @@ class SystemLifecycle:
             raise rule.refusal()
         return rule
 
-    def standby(self, force: bool = False, origin: dict | None = None, dry_run: bool = False) -> dict:
-        """Ramp down. While a run holds the fabric this is refused as BUSY, unless `force`,
-        which aborts the run first (its owner sees why on its next call and in the events)."""
+    def standby(self, request: Args, origin: dict | None = None) -> dict:
+        """system.standby: ramp down. While a run holds the fabric this is refused as BUSY, unless
+        `force`, which aborts the run first (its owner sees why on its next call and in the
+        events). `origin`: who asked (the events' `by`)."""
+        force, dry_run = request.force, request.dry_run
         rule = self._rule("standby")
         if isinstance(rule, Already):
             return self.result(rule.message, changed=False, dry_run=dry_run)
@@ -100,21 +113,23 @@ class SystemLifecycle:
             self._runs.abort_holder("system standby --force (an admin put the system in standby)", "standby_forced")
         now = self._clock()
         self._emit("EventStandbyIssued", now, origin)
-        self.begin_standby()
+        self._fsm.begin_standby()
         self.pending_until = now + self._faults.transition_ms(Transition.STANDBY, self._timings.standby_ms)
         self._emit("EventPendingStandby", now, origin, expectedCompletion=now + self._timings.standby_ms)
         return self.result("System is going to STANDBY.", changed=True)
 
-    def activate(self, origin: dict | None = None, dry_run: bool = False) -> dict:
+    def activate(self, request: Args, origin: dict | None = None) -> dict:
+        """system.activate: ramp up into the configured execution mode."""
+        dry_run = request.dry_run
         rule = self._rule("activate")
         if isinstance(rule, Already):
             return self.result(rule.message, changed=False, dry_run=dry_run)
-        self._faults.refuse_if_blocked("activate", "the system cannot activate")
+        self._faults.refuse_if_blocked(Blocked.ACTIVATE, "the system cannot activate")
         if dry_run:
             return self.result(f"System would activate in {self.configured_mode.value}.", changed=True, dry_run=True)
         now = self._clock()
         self._emit("EventActivateIssued", now, origin, execmode=self.configured_mode.value)
-        self.begin_activate()
+        self._fsm.begin_activate()
         self.pending_until = now + self._faults.transition_ms(Transition.ACTIVATE, self._timings.activate_ms)
         self._emit(
             "EventPendingActive", now, origin, execmode=self.configured_mode.value,
@@ -122,7 +137,9 @@ class SystemLifecycle:
         )
         return self.result(f"System is activating in {self.configured_mode.value}.", changed=True)
 
-    def setup_execmode(self, mode: ExecMode, origin: dict | None = None, dry_run: bool = False) -> dict:
+    def setup_execmode(self, request: Args, origin: dict | None = None) -> dict:
+        """config.execmode.setup: the execution mode the next activation boots into (STANDBY only)."""
+        mode, dry_run = request.mode, request.dry_run
         self._rule("execmode_setup")
         if mode is self.configured_mode:
             return self.result(f"Execution mode is already configured as {mode.value}.", changed=False, dry_run=dry_run)
@@ -162,10 +179,10 @@ class SystemLifecycle:
         self.pending_until = None
         breaking = self._faults.firing(transition)
         if breaking is not None:
-            self.fail_transition()
+            self._fsm.fail_transition()
             self._faults.transition_failed(breaking, now, None, recovered=recovered)
             return
-        self.settle()
+        self._fsm.settle()
         details = {"recovered": recovered}
         if self.lifecycle is A:
             self.active_mode = self.configured_mode  # the system "reboots" into the configured mode
@@ -178,7 +195,7 @@ class SystemLifecycle:
         """STANDBY at once, without the ramp (a fault's effect): the pending transition, if any,
         is dropped, and the settled events say why (`details`)."""
         self.pending_until = None
-        self.emergency_standby()
+        self._fsm.emergency_standby()
         for event_type in SETTLED_EVENTS[S]:
             self._emit(event_type, now, origin, **details)
 
@@ -196,14 +213,14 @@ class SystemLifecycle:
         self.configured_mode = ExecMode(snap["configuredExecmode"])
         self.active_mode = ExecMode(snap["activeExecmode"])
         self.pending_until = snap.get("pendingUntil")
-        self.machine.set_state(Lifecycle(snap["state"]).value)
+        self._machine.set_state(Lifecycle(snap["state"]).value)
 
     def savepoint(self) -> tuple:
         return self.lifecycle, self.configured_mode, self.active_mode, self.pending_until
 
     def rollback(self, savepoint: tuple) -> None:
         state, self.configured_mode, self.active_mode, self.pending_until = savepoint
-        self.machine.set_state(state.value)
+        self._machine.set_state(state.value)
 
     def release(self, savepoint: tuple) -> None:
         pass

@@ -9,7 +9,7 @@ transition, is an idempotent success, or is refused, with the message and next s
 The machine's own `conditions`/`unless` guards are not used for these rules: a refused trigger
 there returns False, while a request refused here must raise its coded error with a next step.
 
-A new lifecycle state: its value in csadmin/states.py (and, if pending, where it settles), its
+A new lifecycle state: its value in csadmin/shared/states.py (and, if pending, where it settles), its
 health and every request's rule in it here.
 """
 
@@ -18,7 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from csadmin.errors import InvalidState
-from csadmin.states import SETTLES_TO, ExecMode, Health, Lifecycle
+from csadmin.shared.states import SETTLES_TO, ExecMode, Health, Lifecycle
 
 from .faults import SETTLES_AFTER_FAILURE, Transition
 from .rules import GO, Already, Go, Refuse
@@ -73,7 +73,7 @@ REQUESTS: dict[str, Request] = {
     }),
 }
 
-# The transitions no request starts: a pending state settles where csadmin/states.py says once its
+# The transitions no request starts: a pending state settles where csadmin/shared/states.py says once its
 # time has come; a transition fault sends it back where it started (statemachine/faults); an
 # emergency shutdown drops the system to STANDBY from anywhere, without the ramp.
 TIMED_TRANSITIONS = [

@@ -13,6 +13,8 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from enum import Enum
 
+from csadmin.shared.opargs import Args
+
 from .workers import Worker
 
 
@@ -83,6 +85,41 @@ class Run:
     @property
     def is_open(self) -> bool:
         return self.status is RunStatus.OPEN
+
+    @property
+    def deadline(self) -> int | None:
+        """When something of this run is due: its programming's completion or its lease's lapse."""
+        if self.fabric is Fabric.PROGRAMMING:
+            return min(self.programming_until, self.lease_until)
+        return self.lease_until
+
+    def renew(self, worker: Worker | None, now: int) -> None:
+        """A call from the opener renews the run's lease; one from an input worker, only that
+        worker's liveness (the lease is the opener's: a run its opener left is aborted)."""
+        if worker is None:
+            self.lease_until = now + self.lease_ms
+        else:
+            self.workers[worker.client] = worker.seen(now)
+
+    def end(self, status: RunStatus, reason: str | None, fault: str | None, now: int, performance: dict) -> None:
+        """The run is over (CLOSED, or ABORTED for `reason`, by `fault` if one caused it): its
+        lease is gone and `performance` (statemachine/performance.py) is its final record."""
+        self.ended_at, self.status, self.abort_reason, self.abort_fault = now, status, reason, fault
+        self.lease_until = None
+        self.performance = performance
+
+    @classmethod
+    def opened(cls, number: int, request: Args, client: str, now: int, default_lease_ms: int, slurm_job: str | None,
+               token_digest: str | None) -> "Run":
+        """A new run, open and holding the fabric, from a run.open request (the record of its
+        arguments, csadmin/shared/ops.py RUN_OPEN): what it keeps of them is read here, by the
+        names the op declares. `client` opened it, `slurm_job` held the wafer, `token_digest` is
+        the digest of the join token csd drew for its `workers`."""
+        lease = default_lease_ms if request.lease_seconds is None else int(request.lease_seconds * 1000)
+        slots = request.workers
+        return cls(run_id_of(number), number, request.owner, client, request.mode.value, lease, now, now + lease,
+                   slurm_job=slurm_job, worker_slots=slots, token_digest=token_digest if slots else None,
+                   model_dir=request.model_dir)
 
     def to_dict(self) -> dict:
         """The wire and store form (camelCase keys, stable: docs/protocol.md)."""

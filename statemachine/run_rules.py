@@ -7,10 +7,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from csadmin.errors import IncompatibleProgram, InvalidState, ReprogramForbidden, RunAborted
-from csadmin.states import Lifecycle
+from csadmin.errors import (Busy, IncompatibleProgram, InvalidArgument, InvalidState, NotFound, PermissionDenied,
+                            ReprogramForbidden, RunAborted)
+from csadmin.shared.states import ExecMode, Lifecycle
 
-from csadmin.programs import TRAIN_AND_EVAL, TRAIN_AND_EVAL_NEXT, TRAIN_AND_EVAL_WHY
+from csadmin.shared.programs import TRAIN_AND_EVAL, TRAIN_AND_EVAL_NEXT, TRAIN_AND_EVAL_WHY
 from .rules import GO, Already, Go, Refuse
 
 # A run is in one phase (Run.phase): open with its fabric in one of three states, or ended.
@@ -165,3 +166,43 @@ PROGRAM_RULES: tuple[MustMatch | MustNotBe, ...] = (
         "Program {a_want} artifact, or open {a_got} run for this one.",
     )),
 )
+
+
+def check_program(run, program: dict, serial: str, execmode: ExecMode) -> None:
+    """Refuse `program` for `run` by the first of PROGRAM_RULES it breaks, in their order."""
+    facts = {"serial": serial, "execmode": execmode.value, "mode": run.mode}
+    for rule in PROGRAM_RULES:
+        fields = rule.broken_by(program, facts)
+        if fields is not None:
+            raise rule.refuse.refusal(run_id=run.run_id, **fields)
+
+
+# Who may use a run, and its input workers (statemachine/runs.py: get, feeder, program, join,
+# leave). Messages may name {run_id}, {owner}, {worker}, {name}, {slots} and {taken}.
+NO_SUCH_RUN = Refuse(NotFound, "No run {run_id!r}.", "`runs list` shows the kept runs; run ids look like run-000042.")
+WORKERS_ONLY_FEED = Refuse(
+    PermissionDenied, "{worker} is an input worker of run {run_id}: workers may only stream and heartbeat.",
+    "The run's opener ({owner}) programs, closes or aborts it.",
+)
+ANOTHER_CLIENTS = Refuse(
+    PermissionDenied, "Run {run_id} belongs to another client ({owner}).",
+    "Use the run your client opened, or join it as an input worker with its join token (run.join); "
+    "an admin can abort another client's run (`runs abort`).",
+)
+WORKER_LEFT = Refuse(InvalidState, "{worker} left run {run_id}; it no longer feeds it.",
+                     "Join it again (run.join with the token) to feed it once more.")
+ALREADY_ADMITS = Refuse(InvalidArgument, "Run {run_id} already admits {slots} input workers (asked for at run.open).",
+                        "Program it without `workers`; its workers join with the token run.open gave.")
+# The same answer for an unknown run and a wrong token: a stranger learns nothing.
+NOT_THE_TOKEN = Refuse(
+    PermissionDenied, "Access denied: that is not the join token of run {run_id}, or the run admits no input workers.",
+    "Use the joinToken its opener got from run.open (opened with workers=N); ask the opener for it.",
+)
+OPENER_JOINS = Refuse(InvalidArgument, "This client opened run {run_id}; it feeds it as its opener, not as an input worker.",
+                      "Join from the worker process (its own key or socket), or just stream from the opener.")
+SLOTS_TAKEN = Refuse(Busy, "All {slots} worker slots of run {run_id} are taken ({taken}).",
+                     "Open the run with more workers (run.open workers=N), or let this process feed through another.")
+NAME_TAKEN = Refuse(InvalidArgument, "Run {run_id} already has a feeder named {name!r}.",
+                    "Give each worker its own name, or none.")
+NOT_A_WORKER = Refuse(PermissionDenied, "This client is not an input worker of run {run_id}.",
+                      "Only a worker that joined (run.join) leaves; the opener closes the run (run.close).")

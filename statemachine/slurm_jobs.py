@@ -5,7 +5,7 @@ prolog tells csd which job that is (`slurm.job.begin`); runs opened from then on
 id, and its epilog (`slurm.job.end`) aborts whatever run the job left holding the fabric. csd
 records what Slurm says and does not ask Slurm itself. This module holds the record and the
 rules of a job's beginning and end (`begin_job`, `end_job`: pure, the device keeps the job they
-return); a job id is checked as an op's argument (csadmin/opargs.py, job_id).
+return); a job id is checked as an op's argument (csadmin/shared/opargs.py, job_id).
 """
 
 from __future__ import annotations

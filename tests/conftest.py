@@ -26,7 +26,7 @@ TESTS = Path(__file__).parent
 if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
     signal.signal(signal.SIGINT, signal.default_int_handler)
 
-# The suite's caches (the inventory's parsed TOML, csadmin/inventory_cache.py) go to a directory of
+# The suite's caches (the inventory's parsed TOML, csadmin/clientlib/inventory_cache.py) go to a directory of
 # its own, never the developer's ~/.cache; child processes inherit it.
 os.environ["XDG_CACHE_HOME"] = tempfile.mkdtemp(prefix="cs-test-cache-")
 
@@ -36,7 +36,7 @@ UNIT = (
     "cstorch/test_amp.py", "cstorch/test_checkpoint.py", "cstorch/test_data.py",
     "cstorch/test_lr_scheduler.py", "cstorch/test_metrics.py", "cstorch/test_optim.py",
     "csadmin/test_command_table.py", "csadmin/test_completer.py", "csadmin/test_inventory_cache.py",
-    "csadmin/test_errors.py", "csadmin/test_states.py",
+    "csadmin/test_errors.py", "csadmin/test_states.py", "csadmin/test_atomic_write.py",
     "daemon/test_args.py", "daemon/test_audit.py", "daemon/test_commands.py", "daemon/test_dispatch.py",
     "daemon/test_event_filter.py",
     "daemon/test_read_path.py", "daemon/test_replies.py", "daemon/test_roles_doc.py", "daemon/test_store.py",

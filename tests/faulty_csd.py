@@ -10,7 +10,9 @@ A switch is a file in $CSD_FAULT_DIR; the test creates it when it wants the faul
 import os
 import sys
 
-from csadmin.daemon import dispatch, key_registry, main, server
+from csadmin.daemon import main
+from csadmin.daemon.auth import key_registry
+from csadmin.daemon.serve import dispatch
 
 FAULT_DIR = os.environ["CSD_FAULT_DIR"]
 
@@ -20,7 +22,6 @@ def _switched_on(name: str) -> bool:
 
 
 _name_of = key_registry.Registry.name_of
-_caller = server.Server._caller
 _submit = dispatch.Dispatcher.submit
 _tick = dispatch.Dispatcher.tick
 
@@ -31,13 +32,9 @@ def name_of(self, public):
     return _name_of(self, public)
 
 
-def caller(self, identity, frame):
+def submit(self, client, frame, caller, parts=1):
     if _switched_on("stop-authenticator") and self.auth.healthy:
         self.auth.stop("stopped by tests/faulty_csd.py")
-    return _caller(self, identity, frame)
-
-
-def submit(self, client, frame, caller, parts=1):
     if _switched_on("crash-request") and b'"system.date"' in frame:
         raise KeyError("fault injected by tests/faulty_csd.py")
     return _submit(self, client, frame, caller, parts)
@@ -50,7 +47,6 @@ def tick(self):
 
 
 key_registry.Registry.name_of = name_of
-server.Server._caller = caller
 dispatch.Dispatcher.submit = submit
 dispatch.Dispatcher.tick = tick
 

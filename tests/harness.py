@@ -16,7 +16,7 @@ import time
 
 from csadmin import errors
 from csadmin.client import Client
-from csadmin.daemon.key_registry import KeyStore
+from csadmin.daemon.auth.key_registry import KeyStore
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -149,7 +149,7 @@ class Daemon:
         """Give a raw zmq socket this daemon's server key and a client keypair (admin's by default)."""
         import zmq
 
-        from csadmin.keyfile import read_key_file
+        from csadmin.shared.keyfile import read_key_file
 
         public, secret = read_key_file(key or self.admin_key)
         sock.setsockopt(zmq.CURVE_SERVERKEY, self.connection()["server_key"].encode())

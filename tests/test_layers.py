@@ -1,13 +1,15 @@
-"""The layers point one way (docs/design.md, "Layers"), read from every import in the code.
+"""The layers point one way (docs/design.md, "Layers"), read from every import in the code, and
+stated here by package: a module belongs to the layer of the package it is in.
 
-    statemachine  <-  daemon  ->  shared leaves (errors, states, protocol, connection, keyfile,
-                                  scenario_limits, scenario_file, ops, opargs, programs)
-                                  ^
-                     client (transport, follow, credentials, runs, inventory, inventory_cache) <-  fleet  <-  cli  <-  shell  <-  main
+    csadmin.main (cs)  ->  csadmin.shell  ->  csadmin.cli  ->  csadmin.fleet  ->  the client  ->  the shared leaves
+    csadmin.daemon (csd): main -> process -> serve -> commands -> auth; serve, process -> metrics, store
+                    -> the model (csadmin.statemachine) -> the shared leaves it may use
+    csadmin.launch, csadmin.cstorch -> the client -> the shared leaves
 
-The pure model imports only the stdlib-only, pure leaves it shares with everyone (errors, states,
-scenario_limits, programs);
-nothing on the client side imports csd or the model; the client path never imports the console.
+The shared leaves (csadmin.shared, csadmin.errors) import only each other; the pure model only
+the few leaves it needs (errors, states, scenario_limits, programs, opargs); nothing on the client side
+imports csd or the model; the client never imports the console; and every module is in one of
+these packages, so a new module takes its place in a layer by the folder it is put in.
 """
 
 from __future__ import annotations
@@ -17,16 +19,39 @@ import os
 
 from tests.harness import ROOT
 
-# Where each layer's files are in the repository, and its import name.
+# Where each top package's files are in the repository, and its import name.
 FOLDERS = {"csadmin": "csadmin", "csadmin.daemon": "daemon", "csadmin.statemachine": "statemachine"}
-LEAVES = {"csadmin", "csadmin.errors", "csadmin.states", "csadmin.protocol", "csadmin.connection", "csadmin.keyfile",
-          "csadmin.scenario_limits", "csadmin.scenario_file", "csadmin.rendezvous", "csadmin.pipes", "csadmin.ops",
-          "csadmin.opargs", "csadmin.programs"}
-# The pure leaves the model may import too (programs: a run's mode and program, which csd checks
-# as an op's arguments before the model sees them).
-MODEL_LEAVES = {"csadmin", "csadmin.errors", "csadmin.states", "csadmin.scenario_limits", "csadmin.programs"}
-CLIENT = {"csadmin.client", "csadmin.transport", "csadmin.follow", "csadmin.credentials", "csadmin.runs",
-          "csadmin.inventory", "csadmin.inventory_cache"}
+
+# The layers, each a set of packages (a package is itself and every module below it).
+LEAVES = ("csadmin.shared", "csadmin.errors")
+# The pure leaves the model may import (programs: a run's mode and program, which csd checks
+# as an op's arguments before the model sees them; opargs: the record of a request's arguments,
+# which csd builds once from the op's declaration and hands down).
+MODEL_LEAVES = ("csadmin.errors", "csadmin.shared.states", "csadmin.shared.scenario_limits",
+                "csadmin.shared.programs", "csadmin.shared.opargs")
+MODEL = ("csadmin.statemachine",)
+CLIENT = ("csadmin.client", "csadmin.clientlib")
+CONSOLE = ("csadmin.main", "csadmin.cli", "csadmin.shell", "csadmin.slurm", "csadmin.__main__")
+FLEET = ("csadmin.fleet",)
+LAUNCH = ("csadmin.launch",)
+CSTORCH = ("csadmin.cstorch",)
+CSD = ("csadmin.daemon",)
+# csd's packages, and which of csd's other packages each may import (never one above it).
+CSD_PACKAGES = {
+    "csadmin.daemon.main": ("process", "serve", "store"),  # `csd`: the command line, then the loop
+    "csadmin.daemon.__main__": ("main",),
+    "csadmin.daemon.process": ("serve", "commands", "metrics", "store", "auth"),
+    "csadmin.daemon.serve": ("commands", "metrics", "store", "auth"),
+    "csadmin.daemon.commands": ("auth",),
+    "csadmin.daemon.metrics": (),
+    "csadmin.daemon.store": (),
+    "csadmin.daemon.auth": (),
+}
+LAYERS = (("csadmin",), LEAVES, MODEL, CLIENT, CONSOLE, FLEET, LAUNCH, CSTORCH, CSD)
+
+
+def _in(module: str, packages) -> bool:
+    return any(module == p or module.startswith(p + ".") for p in packages)
 
 
 def _modules() -> dict[str, str]:
@@ -66,46 +91,65 @@ def _imports(module: str) -> set[str]:
     return {name for name in names if name in MODULES}
 
 
-def _of(prefix: str) -> list[str]:
-    return [m for m in MODULES if m == prefix or m.startswith(prefix + ".")]
+def _of(packages) -> list[str]:
+    return [m for m in MODULES if _in(m, packages)]
+
+
+def test_every_module_is_in_a_layer():
+    """A module belongs to a layer by the package it is in: no flat module beside them."""
+    for module in MODULES:
+        assert sum(_in(module, layer) for layer in LAYERS if layer != ("csadmin",)) == 1 or module == "csadmin", module
+    for module in _of(CSD):
+        assert module == "csadmin.daemon" or _in(module, CSD_PACKAGES), module
 
 
 def test_the_model_imports_only_the_shared_leaves():
-    for module in _of("csadmin.statemachine"):
-        outside = {m for m in _imports(module) if not m.startswith("csadmin.statemachine")}
-        assert outside <= MODEL_LEAVES, (module, outside)
+    for module in _of(MODEL):
+        outside = {m for m in _imports(module) if not _in(m, MODEL)}
+        assert all(m in ("csadmin", "csadmin.shared") or _in(m, MODEL_LEAVES) for m in outside), (module, outside)
 
 
 def test_the_leaves_import_only_leaves():
-    for module in LEAVES - {"csadmin"}:
-        assert _imports(module) <= LEAVES, (module, _imports(module))
+    for module in _of(LEAVES):
+        assert all(m == "csadmin" or _in(m, LEAVES) for m in _imports(module)), (module, _imports(module))
 
 
 def test_csd_imports_the_model_and_the_leaves_never_the_client_side():
-    for module in _of("csadmin.daemon"):
-        outside = {m for m in _imports(module) if not m.startswith(("csadmin.daemon", "csadmin.statemachine"))}
-        assert outside <= LEAVES, (module, outside)
+    for module in _of(CSD):
+        outside = {m for m in _imports(module) if not _in(m, CSD + MODEL)}
+        assert all(m == "csadmin" or _in(m, LEAVES) for m in outside), (module, outside)
+
+
+def test_csds_packages_point_one_way():
+    """process -> serve -> commands -> auth; metrics and the store below serving (docs/design.md)."""
+    for module in _of(CSD):
+        if module == "csadmin.daemon":
+            continue
+        package = next(p for p in CSD_PACKAGES if _in(module, (p,)))
+        allowed = (package,) + tuple(f"csadmin.daemon.{name}" for name in CSD_PACKAGES[package])
+        inside = {m for m in _imports(module) if _in(m, CSD) and m != "csadmin.daemon"}
+        assert all(_in(m, allowed) for m in inside), (module, inside - set(_of(allowed)))
 
 
 def test_the_client_side_never_imports_csd_or_the_model():
     for module in MODULES:
-        if module.startswith(("csadmin.daemon", "csadmin.statemachine")):
+        if _in(module, CSD + MODEL):
             continue
-        inside = {m for m in _imports(module) if m.startswith(("csadmin.daemon", "csadmin.statemachine"))}
+        inside = {m for m in _imports(module) if _in(m, CSD + MODEL)}
         assert not inside, (module, inside)
 
 
 def test_the_client_never_imports_the_console():
-    for module in CLIENT:
-        assert _imports(module) <= CLIENT | LEAVES, (module, _imports(module))
-    for module in _of("csadmin.cli"):
-        assert not {m for m in _imports(module) if m.startswith(("csadmin.shell", "csadmin.main"))}, module
+    for module in _of(CLIENT):
+        assert all(m == "csadmin" or _in(m, CLIENT + LEAVES) for m in _imports(module)), (module, _imports(module))
+    for module in _of(("csadmin.cli",)):
+        assert not {m for m in _imports(module) if _in(m, ("csadmin.shell", "csadmin.main"))}, module
 
 
 def test_the_fleet_stands_on_the_client_and_never_imports_the_console():
-    for module in _of("csadmin.fleet"):
-        outside = {m for m in _imports(module) if not m.startswith("csadmin.fleet")}
-        assert outside <= CLIENT | LEAVES, (module, outside)
+    for module in _of(FLEET):
+        outside = {m for m in _imports(module) if not _in(m, FLEET)}
+        assert all(m == "csadmin" or _in(m, CLIENT + LEAVES) for m in outside), (module, outside)
 
 
 def test_no_module_imports_itself_back():
@@ -130,12 +174,12 @@ def test_only_cstorch_imports_cstorch_and_it_reaches_csd_through_the_client():
     """csadmin.cstorch (torch, h5py) is an optional extra: nothing else imports it, and it talks
     to csd as any runtime does (the client side and the leaves, never csd or the model)."""
     for module in MODULES:
-        inside = {m for m in _imports(module) if m.startswith("csadmin.cstorch")}
-        if not module.startswith("csadmin.cstorch"):
+        inside = {m for m in _imports(module) if _in(m, CSTORCH)}
+        if not _in(module, CSTORCH):
             assert not inside, (module, inside)
             continue
-        outside = {m for m in _imports(module) if not m.startswith("csadmin.cstorch")}
-        assert outside <= CLIENT | LEAVES, (module, outside)
+        outside = {m for m in _imports(module) if not _in(m, CSTORCH)}
+        assert all(m == "csadmin" or _in(m, CLIENT + LEAVES) for m in outside), (module, outside)
 
 
 def test_the_console_and_the_client_never_import_torch():
@@ -154,9 +198,9 @@ def test_the_launchers_stand_on_the_client_side_and_never_import_cstorch_or_torc
     import subprocess
     import sys
 
-    for module in _of("csadmin.launch"):
-        outside = {m for m in _imports(module) if not m.startswith("csadmin.launch")}
-        assert outside <= CLIENT | LEAVES, (module, outside)
+    for module in _of(LAUNCH):
+        outside = {m for m in _imports(module) if not _in(m, LAUNCH)}
+        assert all(m == "csadmin" or _in(m, CLIENT + LEAVES) for m in outside), (module, outside)
     code = ("import sys, csadmin.launch.cpu, csadmin.launch.wse, csadmin.launch.analyzer; "
             "print(sorted(m for m in ('torch', 'h5py', 'numpy', 'csadmin.cstorch') if m in sys.modules))")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=60)

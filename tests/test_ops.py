@@ -1,4 +1,4 @@
-"""The op specs (csadmin/ops.py) against what implements and documents them: every op has exactly
+"""The op specs (csadmin/shared/ops.py) against what implements and documents them: every op has exactly
 one module in daemon/commands/ and every module exactly one op; docs/protocol.md names exactly the
 ops, docs/cli.md exactly the commands that print a result. So an op or command cannot be added,
 renamed or removed in one place and forgotten in another."""
@@ -8,7 +8,7 @@ from __future__ import annotations
 import os
 import re
 
-from csadmin import ops
+from csadmin.shared import ops
 from csadmin.cli.commands import COMMANDS as CLI_COMMANDS
 from csadmin.daemon.commands import COMMANDS
 from tests.harness import ROOT

@@ -45,7 +45,7 @@ def test_the_wheel_installs_and_serves(tmp_path):
         names = z.namelist()
         entry_points = next(z.read(n).decode() for n in names if n.endswith("entry_points.txt"))
     assert {n.split("/")[0] for n in names if not n.startswith("csadmin-")} == {"csadmin"}
-    assert {"csadmin/daemon/server.py", "csadmin/daemon/commands/system_standby.py",
+    assert {"csadmin/daemon/process/server.py", "csadmin/daemon/commands/system_standby.py",
             "csadmin/statemachine/device.py"} <= set(names)
     data = f"csadmin-{csadmin.__version__}.data/data/share/csadmin/systemd/"
     assert {data + f for f in ("csd.service", "csd.sysusers", "csd.toml")} <= set(names)
@@ -77,7 +77,7 @@ def test_the_wheel_installs_and_serves(tmp_path):
     assert completion.read_text() == open(os.path.join(ROOT, "completions", "bash", "cs")).read()
     for script in scripts:  # Slurm runs them as they are installed: they must stay executable
         assert os.access(venv / "share" / "csadmin" / "slurm" / script, os.X_OK), script
-    where = run(py, "-c", "import csadmin.daemon.server, csadmin.statemachine.device as d; print(d.__file__)", cwd=out)
+    where = run(py, "-c", "import csadmin.daemon.process.server, csadmin.statemachine.device as d; print(d.__file__)", cwd=out)
     assert where.stdout.startswith(site), where
     for cmd, expected in (([bindir / "cs", "--version"], "cs"), ([bindir / "csd", "--version"], "csd"),
                           ([py, "-m", "csadmin", "--version"], "cs"), ([py, "-m", "csadmin.daemon", "--version"], "csd")):
@@ -107,7 +107,7 @@ def test_the_wheel_installs_and_serves(tmp_path):
 def test_the_repository_folders_are_csadmins_packages():
     """daemon/ and statemachine/ are csadmin.daemon and csadmin.statemachine in a source checkout
     too, and only by that name: a top-level `import daemon` would load a second copy of csd."""
-    code = "import csadmin.daemon.server, csadmin.statemachine.device as d; print(d.__file__)"
+    code = "import csadmin.daemon.process.server, csadmin.statemachine.device as d; print(d.__file__)"
     done = run(sys.executable, "-c", code, cwd=ROOT)
     assert done.stdout.strip() == os.path.join(ROOT, "csadmin", "statemachine", "device.py"), done
     for name, says in (("daemon", "csadmin.daemon"), ("statemachine", "csadmin.statemachine")):

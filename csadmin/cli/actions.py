@@ -11,39 +11,11 @@ from types import ModuleType
 from typing import Callable
 
 from .. import errors
-from ..states import ExecMode, title
+from ..shared.states import ExecMode, title
 from . import render
-from .grammar import Parsed
 from .action_context import ActionContext
-
-
-# -- checks of a command line before anything is sent (the table's `check`, parse.check) ----------
-
-
-def check_fault_clear(p: Parsed, interactive: bool) -> None:
-    if bool(p.options.get("all")) == bool(p.args):
-        raise errors.UsageError("Name the fault to clear, or give --all (not both).",
-                                "Usage: system fault clear NAME | system fault clear --all")
-
-
-def check_execmode_setup(p: Parsed, interactive: bool) -> None:
-    if p.options["mode"] is None and not interactive:
-        raise errors.UsageError(
-            "`config execmode setup` needs --mode when not run interactively.",
-            "Use `config execmode setup --mode WEIGHT_STREAMING --no-confirm` (or PIPELINED).",
-        )
-
-
-def check_fault_scenario(p: Parsed, interactive: bool) -> None:
-    _scenario_text(p.args[0])  # a file that cannot be read stops a script before its first line
-
-
-def _scenario_text(path: str) -> str:
-    """The scenario file's text, held to the limits csd holds it to (csadmin/scenario_file.py),
-    before anything is sent."""
-    from .. import scenario_file  # only for `system fault scenario`: not on every one-shot's path
-
-    return scenario_file.read(path, shown=repr(render.shown_path(path)))
+from .checks import scenario_text
+from .grammar import Parsed
 
 
 def _preflight(s: ActionContext, p: Parsed, dry_run: Callable[[], dict]) -> dict | None:
@@ -193,7 +165,7 @@ def fault_list(s: ActionContext, p: Parsed) -> int:
 
 def fault_scenario(s: ActionContext, p: Parsed) -> int:
     path = p.args[0]
-    text = _scenario_text(path)
+    text = scenario_text(path)
     source = path.rsplit("/", 1)[-1]
     check = _preflight(s, p, lambda: s.client.fault_scenario(text, source=source, dry_run=True))
     if check is not None:
@@ -291,7 +263,7 @@ def slurm_hook(pick: Callable[[ModuleType], Callable[..., int]]) -> Callable[[Ac
 
 def events_follow(s: ActionContext, p: Parsed) -> int:
     """Print live events until Ctrl-C (which ends it with success). None after the start is
-    skipped: what the subscription missed is fetched from the kept log (csadmin/follow.py)."""
+    skipped: what the subscription missed is fetched from the kept log (csadmin/clientlib/follow.py)."""
     import fnmatch
 
     pattern = p.options["event_type"]

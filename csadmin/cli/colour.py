@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import os
 
-from ..states import Health, Severity
+from ..shared.states import Health, Severity
 
 _RESET = "\x1b[0m"
 _SGR = {"green": "32", "yellow": "33", "red": "31", "bold red": "1;31", "cyan": "36"}

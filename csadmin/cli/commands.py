@@ -2,26 +2,26 @@
 
 Parsing (parse.py), help, shell completion, one-shot and interactive use all read this table;
 `action` is the function that carries the command out (actions.py; `help` and `exit`, which
-are about the table and the shell rather than csd, are here). So `cs system standby` reads, with
+are about the table and the shell rather than csd, are here; help's text is help.py's). So `cs system standby` reads, with
 no string looked up: COMMANDS → actions.system_standby → Client.system_standby → the op
 `system.standby` (daemon/commands/system_standby.py).
 """
 
 from __future__ import annotations
 
-from .. import errors, ops
-from ..states import EXECMODE_SPELLINGS, ExecMode
-from . import actions, fleet_actions, fleet_rolling, sources
-from .grammar import Argument, Command, Option, Parsed
-from .render import shown
+from .. import errors
+from ..shared import ops
+from ..shared.states import EXECMODE_SPELLINGS, ExecMode
+from . import actions, checks, fleet_actions, fleet_rolling, sources
 from .action_context import ActionContext
+from .grammar import Argument, Command, Option, Parsed
 
 NO_CONFIRM = Option("--no-confirm", "do not ask for confirmation (required in scripts)")
 OUTPUT_FORMAT = Option("--output-format", "text (default) or json", True, "FORMAT", ("text", "json"), choices=True)
 
 # `cs`'s own options, before any command (csadmin/main.py parses them; `cs --help` explains them).
 GLOBAL_OPTIONS = (
-    Option("--system", "a system of the inventory (default: $CS_SYSTEM); `cs systems` lists them", True, "NAME"),
+    Option("--system", "a system of the inventory (default: $CS_SYSTEM); `cs inventory` lists them", True, "NAME"),
     Option("--connect", "csd's connection file (default: $CS_CONNECT, else csd.json in csd's runtime dir)", True, "FILE"),
     Option("--key", "your secret key file from `csd keys add` (default: $CS_KEY, else ~/.config/cs/client.key_secret)",
            True, "FILE"),
@@ -41,7 +41,7 @@ EVENT_TYPE = Option(
     "--event-type", "glob on the event type, e.g. 'EventActivate*'", True, "GLOB", complete_from=sources.EVENT_TYPES
 )
 
-# The fleet commands' choice of systems (the inventory: csadmin/inventory.py, README "Several systems").
+# The fleet commands' choice of systems (the inventory: csadmin/clientlib/inventory.py, README "Several systems").
 FLEET_TAG = Option("--tag", "only systems with this tag (a,b: with each of them)", True, "TAG")
 FLEET_SYSTEMS = Option("--systems", "these systems, in this order (comma-separated names)", True, "A,B,…",
                        complete_from=sources.SYSTEM_NAMES)
@@ -65,54 +65,17 @@ class ExitShell(Exception):
 
 
 def show_help(s: ActionContext, p: Parsed) -> int:
+    from .help import help_data, help_text  # only for `help`: not on every one-shot's path
+
     if s.json(p):
-        s.console.out(s.as_json({"commands": help_data(p.args, in_shell=s.console.in_shell)}))
+        s.console.out(s.as_json({"commands": help_data(COMMANDS, options_of, p.args, in_shell=s.console.in_shell)}))
     else:
-        s.console.out(help_text(p.args, in_shell=s.console.in_shell))
+        s.console.out(help_text(COMMANDS, options_of, p.args, in_shell=s.console.in_shell))
     return errors.EXIT_OK
 
 
 def leave(s: ActionContext, p: Parsed) -> int:
     raise ExitShell()
-
-
-def _helped(words: list[str], in_shell: bool) -> list[Command]:
-    """The commands `words` name (a command, a group such as `system fault`, or all of them).
-    Outside the shell, the shell's own commands (exit) are left out."""
-    offered = [c for c in COMMANDS if in_shell or not c.shell_only]
-    wanted = " ".join(words)
-    matches = [c for c in offered if not words or c.name == wanted or c.name.startswith(wanted + " ")]
-    if not matches:
-        raise errors.UsageError(f"No command `{shown(wanted)}`.", "Type `help` for the list of commands.")
-    return matches
-
-
-def help_data(words: list[str], in_shell: bool = False) -> list[dict]:
-    """`help` as JSON: each command's name, usage, summary, details, options and aliases."""
-    return [{"command": c.name, "usage": c.usage, "help": c.help, "details": c.details,
-             "options": [{"name": o.name, "value": o.metavar if o.takes_value else None, "help": o.help}
-                         for o in options_of(c)],
-             "aliases": [" ".join(a) for a in c.aliases]}
-            for c in _helped(words, in_shell)]
-
-
-def help_text(words: list[str], in_shell: bool = False) -> str:
-    """The list of commands, or the usage, options and aliases of those `words` name (a command
-    or a group: `system fault`)."""
-    offered = _helped(words, in_shell)
-    if words:
-        blocks = []
-        for c in offered:
-            lines = [f"{c.usage} — {c.help}"]
-            if c.details:
-                lines.append(f"  {c.details}")
-            lines += [f"  {o.name}{' ' + o.metavar if o.takes_value else ''}: {o.help}" for o in options_of(c)]
-            lines += [f"  alias: {' '.join(a)}" for a in c.aliases]
-            blocks.append("\n".join(lines))
-        return "\n\n".join(blocks)
-    width = max(len(c.usage) for c in offered)
-    return ("\n".join(f"  {c.usage.ljust(width)}  {c.help}" for c in offered)
-            + "\n\nhelp COMMAND (or COMMAND --help) shows a command's options.")
 
 
 COMMANDS: tuple[Command, ...] = (
@@ -154,7 +117,7 @@ COMMANDS: tuple[Command, ...] = (
         options=(Option("--all", "every fault, and the loaded scenario's steps still to come"), NO_CONFIRM),
         changes_state=True, arguments=(Argument("[NAME]", "name", sources.FAULT_NAMES),),
         op=ops.SYSTEM_FAULT_CLEAR,
-        check=actions.check_fault_clear,
+        check=checks.fault_clear,
         details="Clearing the last active fault emits EventHealthOk. After emergency-shutdown, activate the system.",
     ),
     Command(("system", "fault", "list"), "Show the faults present, the scenario, and the faults that can be injected.",
@@ -162,7 +125,7 @@ COMMANDS: tuple[Command, ...] = (
     Command(
         ("system", "fault", "scenario"), "Load a fault scenario file (TOML) into csd (admins only).",
         actions.fault_scenario, options=(NO_CONFIRM,), changes_state=True, arguments=(Argument("FILE", "text"),),
-        op=ops.SYSTEM_FAULT_SCENARIO, check=actions.check_fault_scenario,
+        op=ops.SYSTEM_FAULT_SCENARIO, check=checks.fault_scenario,
         details="It replaces the scenario loaded before. docs/operations.md, \"Fault scenarios\", describes the file.",
     ),
     Command(("config", "execmode", "show"), "Show the configured execution mode.", actions.execmode_show, reads=True,
@@ -175,7 +138,7 @@ COMMANDS: tuple[Command, ...] = (
                    parse=ExecMode.parse),
             NO_CONFIRM,
         ),
-        changes_state=True, op=ops.CONFIG_EXECMODE_SETUP, check=actions.check_execmode_setup,
+        changes_state=True, op=ops.CONFIG_EXECMODE_SETUP, check=checks.execmode_setup,
         details="Without --mode, offers the two modes as a selection. Takes effect on `system activate`.",
     ),
     Command(
@@ -212,7 +175,7 @@ COMMANDS: tuple[Command, ...] = (
         reads=True, op=ops.AUDIT_SHOW, details="Admins only.",
     ),
     # Several systems (README, "Several systems"): the inventory, and commands across it.
-    Command(("systems",), "List the systems of the inventory (* marks the one in use).", fleet_actions.systems,
+    Command(("inventory",), "List the systems of the inventory (* marks the one in use).", fleet_actions.inventory,
             reads=True, details="The inventory is $CS_INVENTORY, else ~/.config/cs/systems.toml, else "
                                 "/etc/cs/systems.toml. `cs --system NAME COMMAND` (or $CS_SYSTEM) addresses one."),
     Command(("use",), "Switch the shell to another system of the inventory.", fleet_actions.use,

@@ -1,4 +1,4 @@
-"""The commands about the inventory and the fleet: `systems`, `use NAME` (the shell),
+"""The commands about the inventory and the fleet: `inventory`, `use NAME` (the shell),
 `fleet show` and `fleet events follow` (`fleet execmode setup` is fleet_rolling.py).
 
 Each system is reached with its own client (csadmin/fleet/connect.py), never through the
@@ -11,11 +11,11 @@ from typing import TYPE_CHECKING
 
 from .. import errors
 from . import render
-from .grammar import Parsed
 from .action_context import ActionContext
+from .grammar import Parsed
 
 if TYPE_CHECKING:
-    from ..inventory import System
+    from ..clientlib.inventory import System
 
 # The inventory and csadmin/fleet/ (threads, queues, TOML) are imported by the commands that use
 # them: this module is loaded with the command table by every one-shot `cs`.
@@ -26,7 +26,7 @@ DEFAULT_DEADLINE = 3.0  # seconds a system may take to answer `fleet show`
 def selected(p: Parsed) -> list[System]:
     """The systems a fleet command addresses: --systems a,b (in that order), else every system
     in the inventory; with --tag t[,u], only those tagged with each. NotFound if none is left."""
-    from ..inventory import load
+    from ..clientlib.inventory import load
 
     inv = load()
     names = _list(p.options.get("systems"))
@@ -34,7 +34,7 @@ def selected(p: Parsed) -> list[System]:
     chosen = inv.select(names, tags)
     if not chosen:
         where = f" tagged {', '.join(tags)}" if tags else ""
-        raise errors.NotFound(f"No system{where} in the inventory {inv.path}.", "`cs systems` lists them and their tags.")
+        raise errors.NotFound(f"No system{where} in the inventory {inv.path}.", "`cs inventory` lists them and their tags.")
     return chosen
 
 
@@ -47,8 +47,8 @@ def _list(value: str | None) -> list[str]:
     return items
 
 
-def systems(s: ActionContext, p: Parsed) -> int:
-    from ..inventory import load
+def inventory(s: ActionContext, p: Parsed) -> int:
+    from ..clientlib.inventory import load
 
     from . import fleet_render
 
@@ -66,7 +66,7 @@ def use(s: ActionContext, p: Parsed) -> int:
         raise errors.UsageError("`use` switches the shell to another system.",
                                 "For one command, use `cs --system NAME COMMAND` (or set CS_SYSTEM).")
     from ..fleet.connect import client_for
-    from ..inventory import load
+    from ..clientlib.inventory import load
 
     system = load().find(p.args[0])
     client = client_for(system, timeout=s.timeout, retries=2, default_key=s.key)

@@ -9,7 +9,7 @@ from .render import event_line
 if TYPE_CHECKING:
     from ..fleet.query import Answer
     from ..fleet.switch import Outcome
-    from ..inventory import Inventory
+    from ..clientlib.inventory import Inventory
 
 
 def _table(header: tuple[str, ...], rows: list[tuple[str, ...]]) -> str:

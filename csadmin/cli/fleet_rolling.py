@@ -13,11 +13,11 @@ import contextlib
 from typing import TYPE_CHECKING
 
 from .. import errors
-from ..states import ExecMode, title
+from ..shared.states import ExecMode, title
 from . import render
+from .action_context import ActionContext
 from .fleet_actions import selected
 from .grammar import Parsed
-from .action_context import ActionContext
 
 if TYPE_CHECKING:
     from ..fleet.switch import Outcome
@@ -62,7 +62,7 @@ def _confirm(s: ActionContext, p: Parsed, names: list[str], mode: str, k: int) -
 def execmode_setup(s: ActionContext, p: Parsed) -> int:
     if not p.options.get("systems") and not p.options.get("tag"):
         raise errors.UsageError("Name the systems: --systems a,b,c (or --tag TAG).",
-                                "`cs systems` lists them; a rolling change never picks the whole fleet by itself.")
+                                "`cs inventory` lists them; a rolling change never picks the whole fleet by itself.")
     from ..fleet.connect import client_for
     from ..fleet.rolling import Progress, Rolling
     from ..fleet.switch import switch

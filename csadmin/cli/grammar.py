@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Callable, Iterable, NamedTuple
 
-from ..ops import Op
+from ..shared.ops import Op
 from .action_context import ActionContext
 
 
@@ -80,7 +80,7 @@ class Command(NamedTuple):
     arguments: tuple[Argument, ...] = ()  # positional arguments, in order
     takes_command: bool = False  # its arguments name a command (help)
     shell_only: bool = False  # offered only in the interactive shell (exit)
-    # The csd op it asks for (csadmin/ops.py), so csd's refusals can be said in the console's own
+    # The csd op it asks for (csadmin/shared/ops.py), so csd's refusals can be said in the console's own
     # names (terms.py): system.standby → `system standby`.
     op: Op | None = None
     # Checks of the parsed line beyond its grammar (actions.py), run before anything is sent and

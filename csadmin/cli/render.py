@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import time
 
-from ..states import settles_to
+from ..shared.states import settles_to
 from .colour import PLAIN, Paint
 
 

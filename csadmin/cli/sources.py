@@ -7,8 +7,8 @@ import it. They hold for the system in use (`kept`); the runs change, so they ar
 
 from __future__ import annotations
 
-from .grammar import Source
 from .action_context import ActionContext
+from .grammar import Source
 
 
 def _event_types(s: ActionContext) -> list[str]:
@@ -24,7 +24,7 @@ def _fault_names(s: ActionContext) -> list[str]:
 
 
 def _system_names(s: ActionContext) -> list[str]:
-    from ..inventory import load  # the inventory's TOML parser loads only when a system is completed
+    from ..clientlib.inventory import load  # the inventory's TOML parser loads only when a system is completed
 
     return [system.name for system in load().systems]
 

@@ -1,5 +1,5 @@
 """Which csd `cs` talks to when a system is named: `--system NAME`, else `$CS_SYSTEM` (unless
-`--connect` / `--endpoint` say otherwise), looked up in the inventory (csadmin/inventory.py).
+`--connect` / `--endpoint` say otherwise), looked up in the inventory (csadmin/clientlib/inventory.py).
 Read only when a system is named: the one-shot path without one never imports the inventory."""
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ def named_system(flag: str | None, connect: str | None, endpoint: str | None, se
     if flag is not None:
         if connect or endpoint or server_key:
             raise errors.UsageError("--system names the system to use: give it without --connect, --endpoint "
-                                    "or --server-key.", "Drop one or the other (`cs systems` lists the names).")
+                                    "or --server-key.", "Drop one or the other (`cs inventory` lists the names).")
         return flag
     if connect or endpoint:
         return None  # an explicit connection on the command line beats the environment's system
@@ -36,7 +36,7 @@ def resolve(name: str) -> Target:
     file is read now when it can be (so $CS_ENDPOINT / $CS_SERVER_KEY cannot redirect it); if
     it cannot, the first request says why."""
     from ..fleet.connect import endpoint_and_key
-    from ..inventory import load
+    from ..clientlib.inventory import load
 
     system = load().find(name)
     try:

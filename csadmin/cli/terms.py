@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import re
 
-from .. import errors, protocol
+from .. import errors
+from ..shared import protocol
 from .commands import COMMANDS, options_of
 from .grammar import Command
 
@@ -36,7 +37,7 @@ def _translate(text: str, command: Command) -> str:
     names = {**_COMMAND_OF_OP, command.op.name: command.name}
     text = _OPS.sub(lambda m: names[m.group(1)], text)
     for arg, name in _console_names(command).items():
-        # csadmin/opargs.py quotes an argument's name: "Argument 'mode': …", "Missing required argument 'mode'".
+        # csadmin/shared/opargs.py quotes an argument's name: "Argument 'mode': …", "Missing required argument 'mode'".
         text = text.replace(f"Argument '{arg}'", name).replace(f"argument '{arg}'", name)
     return text
 

@@ -84,10 +84,11 @@ def record(config, program, serial: str | None, cached: bool) -> None:
     path = os.environ.get(RECORD_ENV)
     if not path:
         return
-    from .program import write_file
+    from csadmin.shared.atomic_write import write_atomically
+
 
     mode = "validate_only" if config.validate_only else "compile_only" if config.compile_only else "run"
-    write_file(path, json.dumps({
+    write_atomically(path, json.dumps({
         "mode": mode, "step": program.name, "run_mode": program.mode, "execmode": program.execmode,
         "checksum": program.checksum, "directory": program.directory, "target_system": serial,
         "batch_size": program.batch_size, "ops": program.op_count, "size_bytes": program.size_bytes,

@@ -1,8 +1,10 @@
 """Capture one step as a static program: every aten op the first (eager) call runs, as an FX graph.
 
-    with Capture(inputs) as cap:         # records forward, backward and optimizer ops
+    cap = Capture(inputs, step_name)
+    with cap:                             # records forward, backward and optimizer ops
         result = step_fn(*args)
-    program = cap.finish(result, grads)   # the graph; the state is back to its values before
+    cap.output(tensors)                   # the graph returns the result's and the grads' nodes
+    cap.restore()                         # the state is back to its values before; cap.graph is the program
 
 How each tensor an op touches enters the graph, in this order:
   * made by an earlier op of the step → that op's node (also when autograd hands back a shallow
@@ -13,7 +15,7 @@ How each tensor an op touches enters the graph, in this order:
     scheduler tensors, metric counters), referenced by identity as `state[k]` and updated in
     place on replay — which is why cstorch's optimizers keep every value in tensors updated with
     in-place torch ops.
-The first sight of a persistent tensor clones it, and `finish()` copies the clones back (last
+The first sight of a persistent tensor clones it, and `restore()` copies the clones back (last
 seen first, so that aliases end with their oldest value) and restores the RNG: capturing leaves
 no trace, and step 1 is the program's first replay like every later step.
 

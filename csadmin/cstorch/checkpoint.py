@@ -29,7 +29,6 @@ from __future__ import annotations
 import collections
 import json
 import os
-import secrets
 import zlib
 
 import h5py
@@ -37,6 +36,7 @@ import numpy as np
 import torch
 
 from csadmin.errors import BadCheckpoint, InvalidArgument, NotFound
+from csadmin.shared.atomic_write import Replacing
 
 FORMAT = "csadmin.cstorch checkpoint"
 VERSION = 1
@@ -60,19 +60,10 @@ def save(state_dict, path) -> None:
     if not os.path.isdir(directory):
         raise NotFound(f"Cannot save the checkpoint {path}: no directory {directory}.",
                        hint="Create the directory first (os.makedirs).")
-    temporary = os.path.join(directory, f".{os.path.basename(path)}.{secrets.token_hex(4)}.tmp")
-    try:
-        with h5py.File(temporary, "w-") as f:
-            f.attrs["format"] = FORMAT
-            f.attrs["version"] = VERSION
-            _write(f, _ROOT, state_dict, _ROOT)
-        _fsync(temporary)
-        os.replace(temporary, path)
-        _fsync(directory)
-    except BaseException:
-        if os.path.exists(temporary):
-            os.unlink(temporary)
-        raise
+    with Replacing(path) as temporary, h5py.File(temporary, "w-") as f:
+        f.attrs["format"] = FORMAT
+        f.attrs["version"] = VERSION
+        _write(f, _ROOT, state_dict, _ROOT)
 
 
 def load(path, map_location=None):
@@ -175,14 +166,6 @@ def _write_scalar(parent, name: str, value, where: str) -> None:
             hint="Convert it to one of those (e.g. a numpy value with .item(), an array with torch.from_numpy).")
     dataset = parent.create_dataset(name, data=data)
     dataset.attrs["kind"] = tag
-
-
-def _fsync(path: str) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 # -- reading ---------------------------------------------------------------------------------------

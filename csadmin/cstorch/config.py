@@ -22,7 +22,7 @@ from dataclasses import dataclass, field, fields
 
 import torch
 
-from csadmin import rendezvous
+from csadmin.shared import rendezvous
 from csadmin.errors import InvalidArgument, InvalidState
 
 import csadmin.cstorch.state as state
@@ -191,7 +191,7 @@ def _launcher_mode(compile_only: bool, validate_only: bool) -> tuple[bool, bool]
 
 def _launcher_workers(workers: int) -> tuple[int, str | None]:
     """csrun_wse with worker nodes: the job's input worker tasks are num_workers_per_csx (the
-    script's own value is replaced), and where they meet the trainer (csadmin/rendezvous.py)."""
+    script's own value is replaced), and where they meet the trainer (csadmin/shared/rendezvous.py)."""
     directory = os.environ.get(rendezvous.DIR_ENV)
     if not directory:
         return workers, None

@@ -8,7 +8,7 @@
                                          program, the models, optimizers, schedules and DataLoaders
     <model_dir>/events.out.tfevents.*    TensorBoard scalars (summaries.py)
 
-`write_params` writes the yaml atomically (program.write_file) with yaml.safe_dump, so
+`write_params` writes the yaml atomically (csadmin/shared/atomic_write.py) with yaml.safe_dump, so
 yaml.safe_load gives back exactly the dict `run_params` built.
 """
 
@@ -18,10 +18,12 @@ import os
 
 import yaml
 
+from csadmin.shared.atomic_write import write_atomically
+
 from .config import PARAMETERS
 from .optim.lr_scheduler.base import LRScheduler
 from .optim.optimizer import Optimizer
-from .program import Program, write_file
+from .program import Program
 from .utils.data import DataLoader
 
 
@@ -78,5 +80,5 @@ def write_params(backend, program: Program, run: dict) -> str:
     """The run's yaml, in the run's directory (a DataExecutor's own, else the model directory)."""
     path = params_path(backend.run_dir(), program.mode)
     os.makedirs(os.path.dirname(path), exist_ok=True)
-    write_file(path, yaml.safe_dump(run_params(backend, program, run), sort_keys=False))
+    write_atomically(path, yaml.safe_dump(run_params(backend, program, run), sort_keys=False))
     return path

@@ -28,6 +28,8 @@ from dataclasses import dataclass, field
 import torch
 from torch import fx
 
+from csadmin.shared.atomic_write import write_atomically
+
 from .signature import Signature
 
 ESTIMATE_RUNS = 3
@@ -136,7 +138,7 @@ class Program:
             "compile.log": "".join(line + "\n" for line in log),
         }
         for name, text in files.items():
-            write_file(os.path.join(directory, name), text)
+            write_atomically(os.path.join(directory, name), text)
         self.directory = directory
         return directory
 
@@ -172,13 +174,3 @@ def _direct(module: fx.GraphModule, checksum: str):
     source = _OP_CALL.sub(bind, module.code)
     exec(compile(source, f"<cstorch program {checksum[:16]}>", "exec"), namespace)
     return namespace["forward"]
-
-
-def write_file(path: str, text: str) -> None:
-    """Write `text` to `path` atomically and durably (tmp, fsync, rename)."""
-    tmp = f"{path}.tmp-{os.getpid()}"
-    with open(tmp, "w", encoding="utf-8") as f:
-        f.write(text)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import zmq
 
-from .. import connection
 from ..client import Client
-from ..inventory import System
+from ..clientlib.inventory import System
+from ..shared import connection
 
 
 def endpoint_and_key(system: System) -> tuple[str, str]:

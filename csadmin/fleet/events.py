@@ -1,6 +1,6 @@
 """Every system's live events in one stream, tagged with the system, none skipped.
 
-A thread per system follows it with csadmin/follow.py's EventStream (which fills every gap from
+A thread per system follows it with csadmin/clientlib/follow.py's EventStream (which fills every gap from
 that csd's kept log) and hands what it gets to one queue; the caller reads the queue on its own
 thread (so Ctrl-C reaches it). A system that stops answering is reported once as lost; the
 thread keeps trying, and when the system answers again it resumes after the last event it
@@ -16,7 +16,7 @@ from typing import NamedTuple
 import zmq
 
 from .. import errors
-from ..inventory import System
+from ..clientlib.inventory import System
 from .connect import client_for
 
 RETRY_SECONDS = 1.0  # between attempts to reach a lost system

@@ -15,8 +15,9 @@ from typing import NamedTuple
 
 import zmq
 
-from .. import errors, ops
-from ..inventory import System
+from .. import errors
+from ..clientlib.inventory import System
+from ..shared import ops
 from .connect import client_for
 
 

@@ -17,7 +17,7 @@ import zmq
 
 from .. import errors
 from ..client import Client
-from ..inventory import System
+from ..clientlib.inventory import System
 from .switch import DONE, FAILED, SKIPPED, Outcome, Skip
 
 

@@ -8,7 +8,7 @@ import functools
 import sys
 
 from csadmin import errors
-from csadmin.pipes import quiet_when_reader_gone
+from csadmin.shared.pipes import quiet_when_reader_gone
 
 MODES = ("validate_only", "compile_only", "train", "eval")
 
@@ -62,7 +62,7 @@ def help_asked(argv: list[str], usage: str, doc: str) -> int | None:
 def launcher(usage: str, doc: str):
     """Make `run(argv) -> int` a launcher's console-script `main(argv=None)`: argv defaults to the
     command line, `-h`/`--help` or no arguments at all answer through help_asked, and a reader
-    that goes away ends it quietly (csadmin/pipes.py)."""
+    that goes away ends it quietly (csadmin/shared/pipes.py)."""
 
     def decorate(run):
         @quiet_when_reader_gone

@@ -12,7 +12,7 @@ import os
 import time
 
 from csadmin import errors
-from csadmin.keyfile import write_atomically
+from csadmin.shared.atomic_write import write_atomically
 
 REPORT = "compile_report.txt"
 FIELDS = ("script", "mode", "checksum", "target_system", "directory", "cached", "est_samples_per_sec",

@@ -2,7 +2,7 @@
 
 SYSTEM is, in this order: an existing file (csd's connection file), an endpoint (`tcp://…`,
 `ipc://…`; csd's public key from `$CS_SERVER_KEY`), `HOST:PORT` (the seeds' "CS IP", taken as
-`tcp://HOST:PORT`), or a name in the inventory (csadmin/inventory.py). Nothing is contacted here:
+`tcp://HOST:PORT`), or a name in the inventory (csadmin/clientlib/inventory.py). Nothing is contacted here:
 the script's cstorch.compile asks the system and refuses what it cannot use.
 """
 
@@ -22,14 +22,14 @@ def system_env(system: str | None) -> dict[str, str]:
         return {}
     if not system.strip() or any(not c.isprintable() for c in system):
         raise errors.UsageError(f"--cs_ip {system!r} is not a system.",
-                                "Give an inventory name (`cs systems`), csd's connection file or an endpoint.")
+                                "Give an inventory name (`cs inventory`), csd's connection file or an endpoint.")
     if os.path.isfile(system):
         return {"CS_CONNECT": os.path.abspath(system)}
     if "://" in system:
         return {"CS_CONNECT": system}
     if _HOST_PORT.fullmatch(system):
         return {"CS_CONNECT": f"tcp://{system}"}
-    from csadmin.inventory import load
+    from csadmin.clientlib.inventory import load
 
     try:
         found = load().find(system)  # NotFound naming the closest name

@@ -1,5 +1,5 @@
 """`python -m csadmin.launch.task trainer|worker DIR -- CMD…`: one Slurm task of a csrun_wse job
-with input workers on other nodes (csadmin/rendezvous.py describes DIR).
+with input workers on other nodes (csadmin/shared/rendezvous.py describes DIR).
 
 It runs CMD (the cstorch script) as its child, with the environment of its role:
 
@@ -27,7 +27,7 @@ import socket
 import subprocess
 import sys
 
-from csadmin import rendezvous
+from csadmin.shared import rendezvous
 
 ROLES = ("trainer", "worker")
 USAGE = "usage: python -m csadmin.launch.task trainer|worker DIR -- CMD [ARGS...]"

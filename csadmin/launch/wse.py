@@ -15,7 +15,7 @@ With worker nodes (N > S) the srun is one heterogeneous step of two components, 
 together: the training process as above, and `--nodes=N-S --ntasks-per-node=T --cpus-per-task=C`
 (`--distribution=cyclic` for --cyclic; never the trainer's node) running the same script as
 input workers. Their count is the run's num_workers_per_csx; each learns its index from its Slurm
-task id, finds the trainer through a rendezvous directory made here (csadmin/rendezvous.py; every
+task id, finds the trainer through a rendezvous directory made here (csadmin/shared/rendezvous.py; every
 task runs under csadmin/launch/task.py) and joins the run named by its Slurm task and node. The
 exit status is then the training process's, read from its task's exit file (srun's otherwise).
 """
@@ -28,7 +28,8 @@ import shutil
 import sys
 import tempfile
 
-from csadmin import errors, rendezvous
+from csadmin import errors
+from csadmin.shared import rendezvous
 
 from . import cluster, placement
 from .args import launcher, mode_of, split_script, take_option

@@ -7,7 +7,7 @@ is done, so they never break into its output.
 It has its own Client, a sibling of the shell's with the same key (ZeroMQ sockets are not
 thread-safe). It takes a snapshot on connect, after every event and every half second (so the
 toolbar counts down and a lost daemon shows within about a second); it follows events with
-csadmin/follow.py, so none is skipped (a reconnect's gap is filled from csd's kept log).
+csadmin/clientlib/follow.py, so none is skipped (a reconnect's gap is filled from csd's kept log).
 """
 
 from __future__ import annotations

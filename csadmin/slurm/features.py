@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 
 from .. import errors
-from ..states import ExecMode
+from ..shared.states import ExecMode
 
 # cs2_pipelined, cs2_weight_streaming: one feature per execution mode.
 FEATURE_MODES = {f"cs2_{mode.value.lower()}": mode.value for mode in ExecMode}

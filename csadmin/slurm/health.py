@@ -11,11 +11,11 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
+from ..shared.states import ACTIVATED_HEALTH
 from .features import feature_of
 from .scontrol import Node
 
 REASON_MARK = " (cs health check)"
-TAKES_JOBS = ("OK", "DEGRADED")
 
 
 class Verdict(NamedTuple):
@@ -44,7 +44,7 @@ def judge(snap: dict | None, node: Node, unreachable: str = "csd unreachable") -
     serial, state, health = snap["serial"], snap["state"], snap["systemHealth"]
     if state != "ACTIVE":
         return Verdict(False, f"{serial} {state}")
-    if health not in TAKES_JOBS:
+    if health not in ACTIVATED_HEALTH:
         return Verdict(False, f"systemHealth {health}")
     feature = feature_of(snap["activeExecmode"])
     if feature not in node.active_features:

@@ -22,7 +22,7 @@ import time
 from typing import Callable
 
 from .. import errors
-from ..states import settles_to
+from ..shared.states import settles_to
 from . import environment, features, health, scontrol, slurmd
 from .report import Reporter
 

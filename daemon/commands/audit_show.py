@@ -6,10 +6,10 @@ result: {entries: [{time (ms), name (key), role, op, args (JSON text), outcome (
 Admins only. Read from the state store (audit reads are rare; the log can be long).
 """
 
-from csadmin import ops
+from csadmin.shared import ops
 
 SPEC = ops.AUDIT_SHOW
 
 
 def execute(ctx, args, caller):
-    return {"entries": ctx.audit_entries(args.get("max_count", 100))}
+    return {"entries": ctx.audit_entries(args.max_count)}

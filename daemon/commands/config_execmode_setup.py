@@ -6,15 +6,15 @@ Only in STANDBY (INVALID_STATE otherwise, with the next step). Same mode again: 
 result: {message, changed, state, pendingUntil, execmode, activeExecmode, takesEffectOnActivate}
 """
 
-from csadmin import ops
+from csadmin.shared import ops
 
 SPEC = ops.CONFIG_EXECMODE_SETUP
 
 
 def execute(ctx, args, caller):
-    result = ctx.device.setup_execmode(args["mode"], origin=caller.origin(), dry_run=bool(args.get("dry_run")))
-    result.update(ctx.device.execmode())
+    result = ctx.device.system.setup_execmode(args, origin=caller.origin())
+    result.update(ctx.device.system.execmode())
     if result.get("dryRun"):  # what it would be
-        result["execmode"] = args["mode"].value
+        result["execmode"] = args.mode.value
         result["takesEffectOnActivate"] = result["execmode"] != result["activeExecmode"]
     return result

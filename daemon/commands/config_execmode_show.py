@@ -4,10 +4,10 @@ args: none.
 result: {execmode (configured), activeExecmode, takesEffectOnActivate}
 """
 
-from csadmin import ops
+from csadmin.shared import ops
 
 SPEC = ops.CONFIG_EXECMODE_SHOW
 
 
 def execute(ctx, args, caller):
-    return ctx.device.execmode()
+    return ctx.device.system.execmode()

@@ -5,7 +5,7 @@ args: event_type (str glob, e.g. "EventActivate*"), from_time (int ms, inclusive
 result: {events: [{seq, type, severity, triggerTime, details}], seq (the newest event's)}
 """
 
-from csadmin import ops
+from csadmin.shared import ops
 
 SPEC = ops.EVENTS_SHOW
 
@@ -14,5 +14,5 @@ def execute(ctx, args, caller):
     # From the store, csd's event log of record (an indexed query: the cost follows max_count,
     # not the number kept); every event it has emitted is committed before any read is answered.
     log = ctx.device.events
-    events = ctx.events(**args) if ctx.events else [e.to_dict() for e in log.query(**args)]
+    events = ctx.events(**args.given) if ctx.events else [e.to_dict() for e in log.query(**args.given)]
     return {"events": events, "seq": log.last_seq}

@@ -6,8 +6,8 @@ result: {protocol, version, serial, systemType, eventsEndpoint, tcpEventsEndpoin
 (tcpEventsEndpoint is "" unless csd also publishes on TCP for remote runtimes.)
 """
 
-from csadmin import ops
-from csadmin import protocol
+from csadmin.shared import ops
+from csadmin.shared import protocol
 from csadmin.statemachine.events import CATALOG
 
 SPEC = ops.META_HELLO

@@ -5,7 +5,7 @@ result: {name, role, session}: the caller's key name (from its CURVE key), role
 (admin, operator, viewer) and session (this connection's identity, as in events' `details.by`).
 """
 
-from csadmin import ops
+from csadmin.shared import ops
 
 SPEC = ops.META_WHOAMI
 

@@ -8,13 +8,13 @@ performance.json: compile_time, est_samples_per_sec, programming_time, samples_p
 suspected_input_bottleneck, total_samples, total_time (seconds).
 """
 
-from csadmin import ops
+from csadmin.shared import ops
 
 SPEC = ops.RUN_CLOSE
 
 
 def execute(ctx, args, caller):
-    run = ctx.device.close_run(args["run_id"], caller.client, args.get("reason"))
+    run = ctx.device.runs.close(args, caller.client)
     if not run["changed"]:
         message = f"Run {run['runId']} is already closed."
     elif run["abortReason"] is not None:

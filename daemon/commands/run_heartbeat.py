@@ -6,10 +6,10 @@ A hot op: the new deadline lives in memory (not fsynced per call).
 result: {runId, status, fabric, leaseUntil}
 """
 
-from csadmin import ops
+from csadmin.shared import ops
 
 SPEC = ops.RUN_HEARTBEAT
 
 
 def execute(ctx, args, caller):
-    return ctx.device.heartbeat(args["run_id"], caller.client)
+    return ctx.device.runs.heartbeat(args, caller.client)

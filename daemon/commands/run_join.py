@@ -16,13 +16,13 @@ kept in the audit trail.
 result: the run (runs.show's keys), `worker` (the name it feeds under), `changed`, `message`.
 """
 
-from csadmin import ops
+from csadmin.shared import ops
 
 SPEC = ops.RUN_JOIN
 
 
 def execute(ctx, args, caller):
-    run = ctx.device.join_run(args["run_id"], caller.client, args["token"], args.get("name"))
+    run = ctx.device.runs.join(args, caller.client)
     verb = "joined" if run["changed"] else "had already joined"
     return {**run, "message": f"{run['worker']} {verb} run {run['runId']} as an input worker; it may stream and "
                               "heartbeat."}

@@ -6,12 +6,12 @@ Leaving again: success with changed=false. INVALID_STATE (closed run), RUN_ABORT
 result: the run (runs.show's keys), `worker`, `changed`, `message`.
 """
 
-from csadmin import ops
+from csadmin.shared import ops
 
 SPEC = ops.RUN_LEAVE
 
 
 def execute(ctx, args, caller):
-    run = ctx.device.leave_run(args["run_id"], caller.client)
+    run = ctx.device.runs.leave(args, caller.client)
     verb = "left" if run["changed"] else "had already left"
     return {**run, "message": f"{run['worker']} {verb} run {run['runId']}."}

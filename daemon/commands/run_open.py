@@ -16,20 +16,15 @@ never shows it in runs.show, events or the audit trail). A retried run.open gets
 result: the run (runs.show's keys), `message` and, with workers, `joinToken`.
 """
 
-from csadmin import ops
+from csadmin.shared import ops
 
-from .. import join_tokens
+from ..auth import join_tokens
 
 SPEC = ops.RUN_OPEN
 
 
 def execute(ctx, args, caller):
-    lease = args.get("lease_seconds")
-    slots = args.get("workers", 0)
-    token, digest = join_tokens.draw(slots)
-    run = ctx.device.open_run(
-        args.get("owner") or caller.name, caller.client, args["mode"], None if lease is None else int(lease * 1000),
-        worker_slots=slots, token_digest=digest, model_dir=args.get("model_dir"),
-    )
+    token, digest = join_tokens.draw(args.workers)
+    run = ctx.device.runs.open(args.but(owner=args.owner or caller.name), caller.client, digest)
     message = f"Run {run['runId']} is open and holds the fabric; program it with run.program."
-    return join_tokens.handed_out({**run, "message": message}, token, slots)
+    return join_tokens.handed_out({**run, "message": message}, token, args.workers)

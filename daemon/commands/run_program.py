@@ -15,16 +15,15 @@ Idempotent on the request id: a retried request gets the first reply and program
 result: the run (runs.show's keys), `message` and, with workers, `joinToken`.
 """
 
-from csadmin import ops
+from csadmin.shared import ops
 
-from .. import join_tokens
+from ..auth import join_tokens
 
 SPEC = ops.RUN_PROGRAM
 
 
 def execute(ctx, args, caller):
-    slots = args.get("workers", 0)
-    token, digest = join_tokens.draw(slots)
-    run = ctx.device.program_run(args["run_id"], caller.client, args["program"], slots, digest)
+    token, digest = join_tokens.draw(args.workers)
+    run = ctx.device.runs.program(args, caller.client, digest)
     message = f"Programming the fabric for run {run['runId']} (until {run['programmingUntil']} ms)."
-    return join_tokens.handed_out({**run, "message": message}, token, slots)
+    return join_tokens.handed_out({**run, "message": message}, token, args.workers)

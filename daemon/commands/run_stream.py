@@ -8,12 +8,12 @@ retry with the same request id gets the first reply (samples are not counted twi
 result: {runId, status, fabric, totalSamples, leaseUntil}
 """
 
-from csadmin import ops
+from csadmin.shared import ops
 
 SPEC = ops.RUN_STREAM
 
 
 def execute(ctx, args, caller):
-    result = ctx.device.stream(args["run_id"], caller.client, args["samples"])
-    ctx.metrics.observe_samples(args["samples"])  # accepted (a retry is answered before this)
+    result = ctx.device.runs.stream(args, caller.client)
+    ctx.metrics.observe_samples(args.samples)  # accepted (a retry is answered before this)
     return result

@@ -7,15 +7,14 @@ Already aborted: success with changed=false. A closed run: INVALID_STATE. NOT_FO
 result: the run (runs.show's keys), `changed`, `message`.
 """
 
-from csadmin import ops
-from csadmin.opargs import reason
+from csadmin.shared import ops
+from csadmin.shared.opargs import reason
 
 SPEC = ops.RUNS_ABORT
 
 
 def execute(ctx, args, caller):
-    reason = args.get("reason") or f"aborted by an admin ({caller.name})"
-    run = ctx.device.abort_run(args["run_id"], reason, dry_run=bool(args.get("dry_run")))
+    run = ctx.device.runs.abort(args.but(reason=args.reason or f"aborted by an admin ({caller.name})"))
     if not run["changed"]:
         message = f"Run {run['runId']} was already aborted."
     elif run.get("dryRun"):

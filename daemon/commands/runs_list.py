@@ -5,10 +5,10 @@ csd keeps the last 1,000 runs in memory (older ones stay in its store).
 result: {runs: [run (runs.show's keys)], runHolder: null or {runId, owner, since, mode, fabric}}
 """
 
-from csadmin import ops
+from csadmin.shared import ops
 
 SPEC = ops.RUNS_LIST
 
 
 def execute(ctx, args, caller):
-    return ctx.device.list_runs(args.get("max_count"))
+    return ctx.device.runs.listing(args.max_count)

@@ -7,10 +7,10 @@ program (descriptor or null), programmingStartedAt, programmingUntil, totalSampl
 abortReason, performance (performance.json's fields; so far, while open)}
 """
 
-from csadmin import ops
+from csadmin.shared import ops
 
 SPEC = ops.RUNS_SHOW
 
 
 def execute(ctx, args, caller):
-    return ctx.device.show_run(args["run_id"])
+    return ctx.device.runs.show(args.run_id)

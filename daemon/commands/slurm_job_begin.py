@@ -9,10 +9,10 @@ Admins only (Slurm's scripts run as root with an admin key).
 result: {message, changed, slurmJob: {jobId, user, since}, abortedRun (run id or null)}
 """
 
-from csadmin import ops
+from csadmin.shared import ops
 
 SPEC = ops.SLURM_JOB_BEGIN
 
 
 def execute(ctx, args, caller):
-    return ctx.device.begin_slurm_job(args["job_id"], args["user"])
+    return ctx.device.begin_slurm_job(args)

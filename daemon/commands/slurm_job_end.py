@@ -8,10 +8,10 @@ Admins only.
 result: {message, changed, abortedRun (run id or null)}
 """
 
-from csadmin import ops
+from csadmin.shared import ops
 
 SPEC = ops.SLURM_JOB_END
 
 
 def execute(ctx, args, caller):
-    return ctx.device.end_slurm_job(args["job_id"])
+    return ctx.device.end_slurm_job(args)

@@ -6,10 +6,10 @@ On completion the active execution mode equals the configured one.
 result: {message, changed, state, pendingUntil} (and dryRun: true)
 """
 
-from csadmin import ops
+from csadmin.shared import ops
 
 SPEC = ops.SYSTEM_ACTIVATE
 
 
 def execute(ctx, args, caller):
-    return ctx.device.activate(origin=caller.origin(), dry_run=bool(args.get("dry_run")))
+    return ctx.device.system.activate(args, origin=caller.origin())

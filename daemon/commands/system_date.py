@@ -4,7 +4,7 @@ args: none.
 result: {time (ms since the epoch), iso (UTC, ISO 8601)}
 """
 
-from csadmin import ops
+from csadmin.shared import ops
 import time
 
 SPEC = ops.SYSTEM_DATE

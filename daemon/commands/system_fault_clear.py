@@ -10,16 +10,14 @@ args: name (str); all (bool); dry_run (bool): check only.
 result: {message, changed, state, pendingUntil, systemHealth, activeFaults} (and dryRun: true)
 """
 
-from csadmin import ops
+from csadmin.shared import ops
 from csadmin.errors import InvalidArgument
 
 SPEC = ops.SYSTEM_FAULT_CLEAR
 
 
 def execute(ctx, args, caller):
-    everything = args.get("all") is True
-    if everything == ("name" in args):
+    if args.all == (args.name is not None):
         raise InvalidArgument("Give exactly one of `name` and `all: true`.",
                               "Name the fault to clear, or clear every fault with all=true (`--all`).")
-    return ctx.device.clear_fault(None if everything else args["name"], origin=caller.origin(),
-                                  dry_run=bool(args.get("dry_run")))
+    return ctx.device.clear_fault(args, origin=caller.origin())

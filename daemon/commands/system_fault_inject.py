@@ -15,17 +15,10 @@ when nothing moved). An unknown name: INVALID_ARGUMENT naming the catalogue.
 result: {message, changed, state, pendingUntil, systemHealth, activeFaults} (and dryRun: true)
 """
 
-from csadmin import ops
+from csadmin.shared import ops
 
 SPEC = ops.SYSTEM_FAULT_INJECT
 
 
-def _ms(seconds: float | None) -> int | None:
-    return None if seconds is None else int(round(seconds * 1000))
-
-
 def execute(ctx, args, caller):
-    return ctx.device.inject_fault(
-        args["name"], origin=caller.origin(), for_ms=_ms(args.get("for_seconds")),
-        after_ms=_ms(args.get("after_seconds")), dry_run=bool(args.get("dry_run")),
-    )
+    return ctx.device.inject_fault(args, origin=caller.origin())

@@ -9,14 +9,14 @@ result: {faults: [{name, status (scheduled|armed|firing|active), since, until, d
          waiting} | null}
 """
 
-from csadmin import ops
+from csadmin.shared import ops
 from csadmin.statemachine.faults import FAULTS
 
 SPEC = ops.SYSTEM_FAULT_LIST
 
 
 CATALOGUE = [
-    {"name": f.name, "event": f.event, "severity": f.severity.value, "health": f.health, "effect": f.effect.value,
+    {"name": f.name, "event": f.event, "severity": f.severity.value, "health": f.health.value, "effect": f.effect.value,
      "summary": f.summary, "transition": f.transition.value if f.transition else None,
      "outcome": f.outcome.value if f.outcome else None}
     for f in FAULTS
@@ -25,5 +25,5 @@ CATALOGUE = [
 
 def execute(ctx, args, caller):
     device = ctx.device
-    return {"faults": device.faults(), "catalogue": CATALOGUE, "systemHealth": device.health.value,
-            "scenario": device.scenario()}
+    return {"faults": device.faults.listing(), "catalogue": CATALOGUE, "systemHealth": device.health.value,
+            "scenario": device.faults.scenario()}

@@ -10,11 +10,10 @@ args: text (str, required, at most 60000 characters); source (str): a name for m
 result: {message, changed, steps: [in words], systemHealth, activeFaults} (and dryRun: true)
 """
 
-from csadmin import ops
+from csadmin.shared import ops
 
 SPEC = ops.SYSTEM_FAULT_SCENARIO
 
 
 def execute(ctx, args, caller):
-    return ctx.device.load_scenario(args["text"], args.get("source") or "scenario", origin=caller.origin(),
-                                    dry_run=bool(args.get("dry_run")))
+    return ctx.device.load_scenario(args, origin=caller.origin())

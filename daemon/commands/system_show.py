@@ -5,14 +5,14 @@ result: {systemType, serial, state, systemHealth, activeExecmode, configuredExec
          pendingUntil (ms or null), seq (last event's, for resync), time (ms)}
 """
 
-from csadmin import ops
+from csadmin.shared import ops
 
 SPEC = ops.SYSTEM_SHOW
 
 
 def execute(ctx, args, caller):
     result = ctx.device.show()
-    if args.get("detailed"):
+    if args.detailed:
         timings = ctx.device.timings
         result["daemon"] = {
             "version": ctx.version,

@@ -8,10 +8,10 @@ dry_run (bool): check only (the refusal, or `changed` saying whether it would ac
 result: {message, changed, state, pendingUntil} (and dryRun: true)
 """
 
-from csadmin import ops
+from csadmin.shared import ops
 
 SPEC = ops.SYSTEM_STANDBY
 
 
 def execute(ctx, args, caller):
-    return ctx.device.standby(force=bool(args.get("force")), origin=caller.origin(), dry_run=bool(args.get("dry_run")))
+    return ctx.device.system.standby(args, origin=caller.origin())

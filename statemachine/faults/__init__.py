@@ -21,83 +21,11 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Iterable
 
-from csadmin.states import Severity
+from csadmin.shared.states import Health, Severity
 
-# -- systemHealth ---------------------------------------------------------------------------------
-
-# The real enum's values (status_cs2) with their numeric codes, as the reference lists them.
-HEALTH_CODES: dict[str, int] = {
-    "SYSTEM_NOT_REACHABLE": -2,
-    "ADMIN_SVC_UNKNOWN": -1,
-    "UNKNOWN": 0,
-    "OK": 1,
-    "DEGRADED": 2,
-    "CRITICAL": 3,
-    "CRITICAL_EMERGENCY_SHUTDOWN": 4,
-    "STANDBY": 5,
-    "PENDING_STANDBY": 6,
-    "PENDING_ACTIVE": 7,
-    "MISSING": 8,
-    "NO_POWER": 9,
-    "HARDWARE_ERROR": 10,
-    "DISABLED": 11,
-    "UNAVAILABLE": 12,
-    "UPDATING_SW": 13,
-}
-
-# Least to most severe, as the real system's tooling ranks them. SYSTEM_NOT_REACHABLE and
-# ADMIN_SVC_UNKNOWN are what a client says when it cannot ask; a system never reports them.
-HEALTH_RANK: tuple[str, ...] = (
-    "UNKNOWN",
-    "OK",
-    "PENDING_STANDBY",
-    "PENDING_ACTIVE",
-    "STANDBY",
-    "UPDATING_SW",
-    "DEGRADED",
-    "MISSING",
-    "NO_POWER",
-    "CRITICAL",
-    "CRITICAL_EMERGENCY_SHUTDOWN",
-    "DISABLED",
-    "UNAVAILABLE",
-    "HARDWARE_ERROR",
-)
-_RANK = {health: i for i, health in enumerate(HEALTH_RANK)}
-
-# Health values in which the system counts as activated (runs may use it), as the tooling says.
-ACTIVATED_HEALTH = frozenset({"OK", "DEGRADED"})
-
-
-def health_rank(health: str) -> int:
-    """Position of `health` in HEALTH_RANK (higher is worse); KeyError for a value outside it."""
-    return _RANK[health]
-
-
-def worst_health(*healths: str) -> str:
-    """The most severe of `healths` by HEALTH_RANK (at least one)."""
-    return max(healths, key=_RANK.__getitem__)
-
+from .rules import EFFECTS, Effect
 
 # -- the faults ------------------------------------------------------------------------------------
-
-
-class Effect(str, Enum):
-    """What an active fault does to the system."""
-
-    # systemHealth DEGRADED; the run holding the fabric carries on and new runs may open.
-    WARNING = "warning"
-    # The run holding the fabric is aborted with the fault as its reason; new runs are refused
-    # until the fault clears. The lifecycle does not move.
-    CRITICAL = "critical"
-    # Emergency shutdown: the run is aborted and the system drops to STANDBY at once (no
-    # PENDING_STANDBY ramp); `system activate` is refused until the fault clears.
-    SHUTDOWN = "shutdown"
-    # Armed, not yet active: the next request for its transition fails or times out (with the
-    # real …Failed / …Timedout event), leaving the system where the transition started. Once it
-    # has fired it is active, with the health its event implies, until the next successful
-    # transition of the same kind or until cleared.
-    TRANSITION = "transition"
 
 
 class Transition(str, Enum):
@@ -140,7 +68,7 @@ class Fault:
     name: str
     event: str
     severity: Severity
-    health: str
+    health: Health
     effect: Effect
     summary: str  # what happened, for people: `system fault list`, refusals, RunAborted
     transition: Transition | None = None
@@ -149,44 +77,44 @@ class Fault:
 
     @property
     def stops_runs(self) -> bool:
-        """While active, the run holding the fabric is aborted and new runs are refused."""
-        return self.effect in (Effect.CRITICAL, Effect.SHUTDOWN)
+        """While active, the run holding the fabric is aborted (faults/rules.py EFFECTS)."""
+        return EFFECTS[self.effect].aborts_run
 
 
 W, E, C = Severity.WARN, Severity.ERROR, Severity.CRITICAL
 
 FAULTS: tuple[Fault, ...] = (
     # Warnings: health DEGRADED, runs carry on.
-    Fault("health-degraded", "EventHealthDegraded", W, "DEGRADED", Effect.WARNING,
+    Fault("health-degraded", "EventHealthDegraded", W, Health.DEGRADED, Effect.WARNING,
           "system health degraded"),
-    Fault("temperature-high-warn", "EventSensorTemperatureHighWarn", W, "DEGRADED", Effect.WARNING,
+    Fault("temperature-high-warn", "EventSensorTemperatureHighWarn", W, Health.DEGRADED, Effect.WARNING,
           "temperature above its warning threshold"),
-    Fault("flow-rate-low-warn", "EventSensorFlowRateLowWarn", W, "DEGRADED", Effect.WARNING,
+    Fault("flow-rate-low-warn", "EventSensorFlowRateLowWarn", W, Health.DEGRADED, Effect.WARNING,
           "coolant flow rate below its warning threshold"),
     # Critical sensor and hardware faults: the run is aborted, new runs refused.
-    Fault("health-critical", "EventHealthCritical", C, "CRITICAL", Effect.CRITICAL,
+    Fault("health-critical", "EventHealthCritical", C, Health.CRITICAL, Effect.CRITICAL,
           "system health critical"),
-    Fault("temperature-high-critical", "EventSensorTemperatureHighCritical", C, "CRITICAL", Effect.CRITICAL,
+    Fault("temperature-high-critical", "EventSensorTemperatureHighCritical", C, Health.CRITICAL, Effect.CRITICAL,
           "temperature above its critical threshold"),
-    Fault("flow-rate-low-critical", "EventSensorFlowRateLowCritical", C, "CRITICAL", Effect.CRITICAL,
+    Fault("flow-rate-low-critical", "EventSensorFlowRateLowCritical", C, Health.CRITICAL, Effect.CRITICAL,
           "coolant flow rate below its critical threshold"),
-    Fault("psu-hardware-error", "EventPsuHardwareError", C, "HARDWARE_ERROR", Effect.CRITICAL,
+    Fault("psu-hardware-error", "EventPsuHardwareError", C, Health.HARDWARE_ERROR, Effect.CRITICAL,
           "a power supply unit reports a hardware error"),
-    Fault("pump-missing", "EventPumpMissing", C, "MISSING", Effect.CRITICAL,
+    Fault("pump-missing", "EventPumpMissing", C, Health.MISSING, Effect.CRITICAL,
           "a coolant pump is missing"),
     # Emergency shutdown: the system drops to STANDBY.
-    Fault("emergency-shutdown", "EventEmergencyShutdownSensorCritical", C, "CRITICAL_EMERGENCY_SHUTDOWN",
+    Fault("emergency-shutdown", "EventEmergencyShutdownSensorCritical", C, Health.CRITICAL_EMERGENCY_SHUTDOWN,
           Effect.SHUTDOWN, "emergency shutdown: a sensor reading is critical"),
     # Transition faults: the next such request fails or times out.
-    Fault("activate-fails", "EventActivateFailed", E, "CRITICAL", Effect.TRANSITION,
+    Fault("activate-fails", "EventActivateFailed", E, Health.CRITICAL, Effect.TRANSITION,
           "activation failed", Transition.ACTIVATE, Outcome.FAILS),
-    Fault("activate-times-out", "EventActivateTimedout", E, "CRITICAL", Effect.TRANSITION,
+    Fault("activate-times-out", "EventActivateTimedout", E, Health.CRITICAL, Effect.TRANSITION,
           "activation timed out", Transition.ACTIVATE, Outcome.TIMES_OUT),
-    Fault("standby-fails", "EventStandbyFailed", E, "CRITICAL", Effect.TRANSITION,
+    Fault("standby-fails", "EventStandbyFailed", E, Health.CRITICAL, Effect.TRANSITION,
           "going to standby failed", Transition.STANDBY, Outcome.FAILS),
-    Fault("standby-times-out", "EventStandbyTimedout", E, "CRITICAL", Effect.TRANSITION,
+    Fault("standby-times-out", "EventStandbyTimedout", E, Health.CRITICAL, Effect.TRANSITION,
           "going to standby timed out", Transition.STANDBY, Outcome.TIMES_OUT),
-    Fault("execmode-fails", "EventSetExecModeFailed", E, "CRITICAL", Effect.TRANSITION,
+    Fault("execmode-fails", "EventSetExecModeFailed", E, Health.CRITICAL, Effect.TRANSITION,
           "setting the execution mode failed", Transition.EXECMODE, Outcome.FAILS,
           also=("EventConfigOpFailed",)),
 )
@@ -197,12 +125,12 @@ BY_EVENT: dict[str, Fault] = {f.event: f for f in FAULTS}
 # -- events ----------------------------------------------------------------------------------------
 
 # The health events, and which health each announces. A clear emits the one for what is left.
-HEALTH_EVENTS: dict[str, str] = {
-    "OK": "EventHealthOk",
-    "DEGRADED": "EventHealthDegraded",
-    "CRITICAL": "EventHealthCritical",
+HEALTH_EVENTS: dict[Health, str] = {
+    Health.OK: "EventHealthOk",
+    Health.DEGRADED: "EventHealthDegraded",
+    Health.CRITICAL: "EventHealthCritical",
 }
-CLEARED_EVENT = HEALTH_EVENTS["OK"]  # a fault cleared and none is left
+CLEARED_EVENT = HEALTH_EVENTS[Health.OK]  # a fault cleared and none is left
 
 # Every event the faults cause, with its severity (the reference's), for the event catalogue.
 EVENT_SEVERITIES: dict[str, Severity] = {
@@ -214,21 +142,21 @@ EVENT_SEVERITIES: dict[str, Severity] = {
 }
 
 
-def health_event(remaining: str | None) -> str:
+def health_event(remaining: Health | None) -> str:
     """The event that announces a clear, given the worst health of the faults still active
     (None: none is). DEGRADED → EventHealthDegraded; anything worse → EventHealthCritical."""
     if remaining is None:
         return CLEARED_EVENT
-    if health_rank(remaining) <= health_rank("DEGRADED"):
-        return HEALTH_EVENTS["DEGRADED"]
-    return HEALTH_EVENTS["CRITICAL"]
+    if Health(remaining).rank <= Health.DEGRADED.rank:
+        return HEALTH_EVENTS[Health.DEGRADED]
+    return HEALTH_EVENTS[Health.CRITICAL]
 
 
-def system_health(lifecycle_health: str, active: Iterable[Fault] = ()) -> str:
+def system_health(lifecycle_health: Health, active: Iterable[Fault] = ()) -> Health:
     """The systemHealth csd reports: its lifecycle's value (OK, STANDBY, PENDING_…) or the worst
-    active fault's, whichever ranks higher. Pass only faults that are active (a transition fault
-    counts once it has fired, not while armed)."""
-    return worst_health(lifecycle_health, *(f.health for f in active))
+    active fault's, whichever ranks higher (states.Health). Pass only faults that are active (a
+    transition fault counts once it has fired, not while armed)."""
+    return Health.worst(lifecycle_health, *(f.health for f in active))
 
 
 # -- names ------------------------------------------------------------------------------------------

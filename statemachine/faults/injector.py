@@ -13,11 +13,12 @@ from __future__ import annotations
 from typing import Callable, Protocol
 
 from csadmin.errors import FaultActive, InvalidArgument, NotFound
-from csadmin.states import Health, Lifecycle
+from csadmin.shared.opargs import Args
+from csadmin.shared.states import Health, Lifecycle
 
-from . import TIMES_OUT_AFTER, Fault, Outcome, Transition, health_event, parse_fault, system_health, worst_health
+from . import TIMES_OUT_AFTER, Fault, Outcome, Transition, health_event, parse_fault, system_health
 from . import scenario as fault_scenario
-from .rules import BLOCKING, EFFECTS
+from .rules import EFFECTS, Blocked
 from .state import ACTIVE, ARMED, FIRING, SCHEDULED, Entry, FaultState, LoadedScenario, parsed_scenario
 
 S = Lifecycle.STANDBY
@@ -59,13 +60,13 @@ class FaultInjector:
 
     def health(self, lifecycle_health: Health) -> Health:
         """The lifecycle's health, or the worst active fault's if that ranks higher."""
-        return Health(system_health(lifecycle_health.value, [e.fault for e in self._state.with_status(ACTIVE)]))
+        return system_health(lifecycle_health, [e.fault for e in self._state.with_status(ACTIVE)])
 
     def listing(self) -> list[dict]:
         """Every fault present (scheduled, armed, firing or active; the active last), with the
         catalogue's words: what `system.show` carries as `activeFaults`."""
         return [{**e.to_dict(), "event": e.fault.event, "severity": e.fault.severity.value,
-                 "health": e.fault.health, "effect": e.fault.effect.value, "summary": e.fault.summary}
+                 "health": e.fault.health.value, "effect": e.fault.effect.value, "summary": e.fault.summary}
                 for e in self._state.ordered()]
 
     def scenario(self) -> dict | None:
@@ -82,12 +83,13 @@ class FaultInjector:
 
     # -- requests ----------------------------------------------------------------------------
 
-    def inject(self, name: str, origin: dict | None = None, for_ms: int | None = None,
-               after_ms: int | None = None, dry_run: bool = False) -> tuple[str, bool]:
-        """Inject the fault `name` (statemachine/faults/__init__.py): now, or `after_ms` from now;
-        it clears `for_ms` after it is injected (a transition fault: stays armed that long).
-        Injecting a fault already present renews when it clears (`changed` false when nothing moved)."""
-        fault = _fault(name)
+    def inject(self, request: Args, origin: dict | None = None) -> tuple[str, bool]:
+        """system.fault.inject: the fault `name` (statemachine/faults/__init__.py), now or
+        `after_seconds` from now; it clears `for_seconds` after it is injected (a transition
+        fault: stays armed that long). Injecting a fault already present renews when it clears
+        (`changed` false when nothing moved)."""
+        fault = _fault(request.name)
+        for_ms, after_ms, dry_run = _ms(request.for_seconds), _ms(request.after_seconds), request.dry_run
         now = self._clock()
         if after_ms:
             if not dry_run:
@@ -105,9 +107,10 @@ class FaultInjector:
         verb = "armed" if EFFECTS[fault.effect].arms else "injected"
         return f"Fault {fault.name} {'would be ' if dry_run else 'is '}{verb}: {fault.summary}.", True
 
-    def clear(self, name: str | None, origin: dict | None = None, dry_run: bool = False) -> tuple[str, bool]:
-        """Clear the fault `name` (None: every fault, and the scenario's steps still to come);
-        NOT_FOUND naming the faults present if it is not."""
+    def clear(self, request: Args, origin: dict | None = None) -> tuple[str, bool]:
+        """system.fault.clear: the fault `name`, or with `all` every fault and the scenario's
+        steps still to come; NOT_FOUND naming the faults present if it is not."""
+        name, dry_run = None if request.all else request.name, request.dry_run
         if name is None:
             targets = list(self._state.entries)
             waiting = self._state.scenario is not None and bool(self._state.scenario.waiting)
@@ -129,11 +132,12 @@ class FaultInjector:
                 self._end(entry, now, origin)
         return (message if not dry_run else message.replace("cleared", "would be cleared")), changed
 
-    def load_scenario(self, text: str, source: str, origin: dict | None = None,
-                      dry_run: bool = False) -> tuple[str, bool, list]:
-        """Load a fault scenario (statemachine/faults/scenario.py) from its TOML `text`: it
-        replaces the one loaded before (whose steps still to come are cancelled; active faults
-        stay). Steps anchored at the load are scheduled from now; those anchored at a run wait for it."""
+    def load_scenario(self, request: Args, origin: dict | None = None) -> tuple[str, bool, list]:
+        """system.fault.scenario: a fault scenario (statemachine/faults/scenario.py) from its TOML
+        `text`, named `source` in messages: it replaces the one loaded before (whose steps still
+        to come are cancelled; active faults stay). Steps anchored at the load are scheduled from
+        now; those anchored at a run wait for it."""
+        text, source, dry_run = request.text, request.source, request.dry_run
         try:
             parsed = parsed_scenario(text, source)
         except fault_scenario.ScenarioError as exc:
@@ -153,13 +157,13 @@ class FaultInjector:
                 self._schedule_step(step, now, source, origin)
         return f"Scenario {source} loaded: {len(steps)} step(s).", True, steps
 
-    def refuse_if_blocked(self, request: str, doing: str) -> None:
-        """FAULT_ACTIVE while a fault that blocks `request` is active (faults/rules.py BLOCKING)."""
+    def refuse_if_blocked(self, request: Blocked, doing: str) -> None:
+        """FAULT_ACTIVE while a fault that blocks `request` is active (faults/rules.py EFFECTS)."""
         for entry in self._state.with_status(ACTIVE):
-            if request in BLOCKING[entry.fault.effect]:
+            if request in EFFECTS[entry.fault.effect].blocks:
                 fault = entry.fault
                 raise FaultActive(
-                    f"Fault {fault.name} is active ({fault.summary}, injected; systemHealth {fault.health}): {doing}.",
+                    f"Fault {fault.name} is active ({fault.summary}, injected; systemHealth {fault.health.value}): {doing}.",
                     # How to wait is each surface's own words (errors.FaultActive's steps).
                     f"See `cs system fault list`; wait for it to clear, or have an admin clear it "
                     f"(`cs system fault clear {fault.name}`).",
@@ -275,8 +279,12 @@ class FaultInjector:
         if entry.status != ACTIVE:
             return
         left = [e.fault.health for e in self._state.with_status(ACTIVE)]
-        worst = worst_health(*left) if left else None
+        worst = Health.worst(*left) if left else None
         self._emit(health_event(worst), now, origin, **self._details(entry), cleared=True, cause=cause)
+
+
+def _ms(seconds: float | None) -> int | None:
+    return None if seconds is None else int(round(seconds * 1000))
 
 
 def _fault(name: str) -> Fault:

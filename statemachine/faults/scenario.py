@@ -28,7 +28,7 @@ import re
 import tomllib
 from dataclasses import dataclass
 
-from csadmin import scenario_limits
+from csadmin.shared import scenario_limits
 
 from . import Fault, parse_fault
 
@@ -84,7 +84,7 @@ class ScenarioError(ValueError):
 def parse(text: str, source: str = "scenario") -> Scenario:
     """The scenario in `text` (a TOML document; `source` names it in errors). Raises
     ScenarioError listing every problem found. Its size and nesting are checked before it is
-    parsed (csadmin/scenario_limits.py), so no text makes the parser recurse or grow without bound."""
+    parsed (csadmin/shared/scenario_limits.py), so no text makes the parser recurse or grow without bound."""
     over = scenario_limits.problem(text, source)
     if over is not None:
         raise ScenarioError(source, [over])

@@ -9,7 +9,8 @@ import json
 
 import pytest
 
-from csadmin import errors, ops
+from csadmin import errors
+from csadmin.shared import ops
 from csadmin.cli import actions
 from csadmin.cli.commands import NO_CONFIRM, RUN_ID
 from csadmin.cli.grammar import Command, Option, Parsed

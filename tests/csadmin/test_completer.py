@@ -15,10 +15,10 @@ def live(values: dict):
 @pytest.mark.parametrize(
     "line, expected",
     [
-        ("", ["audit", "config", "events", "exit", "fleet", "help", "quit", "runs", "slurm", "system", "systems",
+        ("", ["audit", "config", "events", "exit", "fleet", "help", "inventory", "quit", "runs", "slurm", "system",
               "use", "whoami"]),
         ("runs ", ["abort", "list", "show"]),
-        ("sys", ["system", "systems"]),
+        ("sys", ["system"]),
         ("fleet ", ["events", "execmode", "show"]),
         ("fleet execmode setup --mode ", ["PIPELINED", "WEIGHT_STREAMING", "pipelined", "weight-streaming"]),
         ("system ", ["activate", "date", "fault", "show", "standby", "status"]),
@@ -27,7 +27,7 @@ def live(values: dict):
         ("config ", ["execmode"]),
         ("config execmode ", ["setup", "show"]),
         ("events ", ["follow", "show"]),
-        ("help sys", ["system", "systems"]),
+        ("help sys", ["system"]),
         ("help system ", ["activate", "date", "fault", "show", "standby", "status"]),
         ("slurm ", ["epilog", "features", "health-check", "prolog", "reboot", "set-feature"]),
         ("nonsense ", []),

@@ -1,11 +1,12 @@
 """csd's refusals in the console's own words (csadmin/cli/terms.py): no op or argument names of
-the protocol reach a `cs` user. The table's ops are csadmin/ops.py's and their argument names are
+the protocol reach a `cs` user. The table's ops are csadmin/shared/ops.py's and their argument names are
 checked against the op's declaration, so a renamed op or argument cannot silently stop being
 translated."""
 
 import json
 
-from csadmin import errors, ops
+from csadmin import errors
+from csadmin.shared import ops
 from csadmin.cli.commands import COMMANDS, NO_CONFIRM, OUTPUT_FORMAT, options_of
 
 

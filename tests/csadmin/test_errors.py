@@ -5,7 +5,8 @@ import json
 
 import pytest
 
-from csadmin import errors, protocol
+from csadmin import errors
+from csadmin.shared import protocol
 from csadmin.statemachine.run_rules import OPEN_RULES, RUN_RULES, Refuse
 
 

@@ -1,4 +1,4 @@
-"""`cs systems`, `cs --system NAME`, `$CS_SYSTEM` and `cs fleet show` against four real csd: one
+"""`cs inventory`, `cs --system NAME`, `$CS_SYSTEM` and `cs fleet show` against four real csd: one
 fine, one stopped, one whose fabric a run holds, one with a critical fault (tests/csadmin/fleet.py)."""
 
 from __future__ import annotations
@@ -106,12 +106,12 @@ def test_a_killed_system_is_reported_at_once_not_after_its_deadline(site):
 
 
 def test_systems_lists_the_inventory_and_marks_the_one_in_use(site):
-    done = site.cs("--system", "busy", "systems")
+    done = site.cs("--system", "busy", "inventory")
     assert done.returncode == 0, done.stderr
     lines = done.stdout.splitlines()
     assert lines[0] == f"Inventory {site.inventory}:"
     assert any(line.startswith("* busy ") for line in lines) and any(line.startswith("  up ") for line in lines)
-    out = json.loads(site.cs("systems", "--output-format", "json").stdout)
+    out = json.loads(site.cs("inventory", "--output-format", "json").stdout)
     assert [s["name"] for s in out["systems"]] == ["up", "down", "busy", "sick"] and out["current"] is None
     assert out["systems"][0]["tags"] == ["lab", "ws"]
 
@@ -159,7 +159,7 @@ def test_no_inventory_says_where_it_was_looked_for(tmp_path):
         assert done.returncode == 6 and f"none of {missing} exists" in done.stderr
         with open(fleet.inventory, "w") as f:
             f.write('[systems.a]\nendpoint = "tcp://127.0.0.1:1"\n')
-        bad = fleet.cs("systems")
+        bad = fleet.cs("inventory")
         assert bad.returncode == 2 and "endpoint needs server_key" in bad.stderr
     finally:
         fleet.cleanup()
@@ -174,7 +174,7 @@ def test_the_one_shot_path_without_a_system_loads_neither_the_inventory_nor_the_
     from tests.harness import ROOT
 
     code = ("import sys, csadmin.main; print(sorted(m for m in sys.modules if m.startswith(('csadmin.fleet', "
-            "'csadmin.inventory', 'tomllib'))))")
+            "'csadmin.clientlib.inventory', 'tomllib'))))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, check=True).stdout
     assert out.strip() == "[]"
 

@@ -1,4 +1,4 @@
-"""Following csd's events, none skipped (csadmin/follow.py): the one loop behind wait_for, a
+"""Following csd's events, none skipped (csadmin/clientlib/follow.py): the one loop behind wait_for, a
 run's programming wait, `events follow` and the shell's watcher, against a real csd."""
 
 import time

@@ -1,11 +1,12 @@
-"""The inventory file (csadmin/inventory.py): where it is looked for, and every mistake in it
+"""The inventory file (csadmin/clientlib/inventory.py): where it is looked for, and every mistake in it
 refused with the file and the fix (a single unit: files only, no csd)."""
 
 from __future__ import annotations
 
 import pytest
 
-from csadmin import errors, inventory
+from csadmin import errors
+from csadmin.clientlib import inventory
 
 KEY = "rq:rM>}U?@Lns47E1%kR.o@n%FcmmsL/@{H8]yf7"
 

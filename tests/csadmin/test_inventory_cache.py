@@ -1,4 +1,4 @@
-"""The inventory's parse cache (csadmin/inventory_cache.py): an entry is used only for the exact
+"""The inventory's parse cache (csadmin/clientlib/inventory_cache.py): an entry is used only for the exact
 text it was parsed from, and a cache that cannot be read or written costs a parse, never an error."""
 
 from __future__ import annotations
@@ -11,7 +11,8 @@ import tomllib
 
 import pytest
 
-from csadmin import errors, inventory, inventory_cache
+from csadmin import errors
+from csadmin.clientlib import inventory, inventory_cache
 from tests.harness import ROOT
 
 
@@ -105,7 +106,7 @@ def test_a_second_cs_process_reads_the_inventory_without_loading_tomllib(tmp_pat
     path = tmp_path / "systems.toml"
     path.write_text('[systems.a]\nconnect = "a.json"\n')
     env = {**os.environ, "CS_INVENTORY": str(path), "XDG_CACHE_HOME": str(tmp_path / "cache"), "PYTHONPATH": ROOT}
-    probe = "import sys; from csadmin import inventory; inventory.load(); print('tomllib' in sys.modules)"
+    probe = "import sys; from csadmin.clientlib import inventory; inventory.load(); print('tomllib' in sys.modules)"
     runs = [subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True, text=True, cwd=ROOT)
             for _ in range(2)]
     assert [r.stdout.strip() for r in runs] == ["True", "False"], [r.stderr for r in runs]

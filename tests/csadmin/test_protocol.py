@@ -1,4 +1,4 @@
-"""The wire protocol's envelope (csadmin/protocol.py): requests, replies and the decoder that cannot
+"""The wire protocol's envelope (csadmin/shared/protocol.py): requests, replies and the decoder that cannot
 be crashed. The error hierarchy it carries: tests/csadmin/test_errors.py."""
 
 import json
@@ -7,7 +7,8 @@ import sys
 
 import pytest
 
-from csadmin import errors, protocol
+from csadmin import errors
+from csadmin.shared import protocol
 from tests.harness import ROOT
 
 
@@ -36,7 +37,7 @@ def test_error_reply_never_carries_a_code_outside_the_closed_set():
 
 def test_the_closed_set_holds_under_python_dash_O_too():
     """A check, not an assert: `python -O` must not let a client-side code onto the wire."""
-    code = "from csadmin import errors, protocol; protocol.error('x', errors.UsageError('no'))"
+    code = "from csadmin import errors; from csadmin.shared import protocol; protocol.error('x', errors.UsageError('no'))"
     done = subprocess.run([sys.executable, "-O", "-c", code], capture_output=True, text=True, cwd=ROOT)
     assert done.returncode == 1 and "ValueError" in done.stderr, done
 

@@ -5,7 +5,7 @@ import os
 
 import pytest
 
-from csadmin import connection
+from csadmin.shared import connection
 
 
 @pytest.fixture(autouse=True)

@@ -70,7 +70,7 @@ def test_every_example_takes_the_same_connection_options():
         help_text = " ".join(r.stdout.split())
         for option in ("--connect FILE", "--key FILE", "--endpoint URL", "--server-key KEY"):
             assert option in help_text, (example, option)
-        # csadmin/credentials.py's default, not ~/.config/csadmin/ as input_workers.py said.
+        # csadmin/clientlib/credentials.py's default, not ~/.config/csadmin/ as input_workers.py said.
         assert "~/.config/cs/client.key_secret" in help_text and ".config/csadmin" not in help_text, example
 
 

@@ -3,11 +3,11 @@ the prompt without breaking the line being typed, the live toolbar, Ctrl-C and C
 
 
 def test_tab_completes_command_words(term):
-    # (`sys` alone stops at `system`: `systems`, the inventory's list, shares the prefix; a unique
-    # word gets its trailing space too: test_completer.py.)
-    term.send("syste\t")
-    term.wait_for(lambda t: t.prompt_line() == "cs> system", what="`syste` completed to `system`")
-    term.send(" sh\t")
+    # (`sys` is unique now that the inventory's list is `inventory`, not `systems`: a unique word
+    # gets its trailing space too: test_completer.py.)
+    term.send("sys\t")
+    term.wait_for(lambda t: t.prompt_line() == "cs> system", what="`sys` completed to `system `")
+    term.send("sh\t")
     term.wait_for(lambda t: t.prompt_line() == "cs> system show", what="`system sh` completed")
     term.send("\r")
     term.wait_text("systemHealth   : OK")

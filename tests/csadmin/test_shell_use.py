@@ -28,7 +28,7 @@ def test_use_switches_the_system_and_the_prompt_and_toolbar_follow(make_csd):
         t.wait_for(lambda t: "lab-b │ CS2-000B │ STANDBY" in t.toolbar(), what="lab-b in STANDBY on the toolbar")
         with a.client() as c, b.client() as d:
             assert (c.system_show()["state"], d.system_show()["state"]) == ("ACTIVE", "STANDBY")
-        t.send("systems\r")
+        t.send("inventory\r")
         t.wait_text("* lab-b")
     finally:
         t.close()

@@ -1,9 +1,9 @@
-"""The system's vocabulary (csadmin/states.py), defined once for the model, csd and the console."""
+"""The system's vocabulary (csadmin/shared/states.py), defined once for the model, csd and the console."""
 
 import pytest
 
 from csadmin.slurm.features import FEATURE_MODES
-from csadmin.states import EXECMODE_SPELLINGS, SETTLES_TO, ExecMode, Lifecycle, settles_to, title
+from csadmin.shared.states import EXECMODE_SPELLINGS, SETTLES_TO, ExecMode, Lifecycle, settles_to, title
 
 
 @pytest.mark.parametrize("spelling", EXECMODE_SPELLINGS)

@@ -156,7 +156,7 @@ def test_compile_refuses_weights_that_are_not_float32(ws_csd, tmp_path):
 def test_csrun_wse_worker_tasks_set_num_workers_per_csx(tmp_path, monkeypatch):
     """Under csrun_wse with worker nodes the job's layout says how many input workers feed the
     run, whatever the script asked; a damaged layout is refused, saying what to do."""
-    from csadmin import rendezvous
+    from csadmin.shared import rendezvous
 
     rendezvous.write_layout(str(tmp_path), rendezvous.Layout(0, 1, 6))
     monkeypatch.setenv(rendezvous.DIR_ENV, str(tmp_path))
@@ -166,7 +166,7 @@ def test_csrun_wse_worker_tasks_set_num_workers_per_csx(tmp_path, monkeypatch):
 
 
 def test_a_damaged_rendezvous_is_refused(tmp_path, monkeypatch):
-    from csadmin import rendezvous
+    from csadmin.shared import rendezvous
 
     (tmp_path / rendezvous.LAYOUT).write_text("{not json")
     monkeypatch.setenv(rendezvous.DIR_ENV, str(tmp_path))

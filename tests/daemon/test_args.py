@@ -3,7 +3,7 @@ bad value is quoted short; nothing a client sends reaches a command as an out-of
 
 import pytest
 
-from csadmin.opargs import ArgError, describe, validate
+from csadmin.shared.opargs import ArgError, describe, validate
 from csadmin.daemon.commands import COMMANDS
 
 PROGRAM = {"fingerprint": "f", "target_system": "CS2-0001", "execmode": "PIPELINED", "mode": "train",

@@ -1,8 +1,8 @@
 """The audit trail of requests that changed nothing: rate-limited per source with counted
 summaries, written in batches; its log lines coalesced the same way (unit tests, injected clock)."""
 
-from csadmin.daemon.audit import FLUSH_SECONDS, HANDSHAKES, PER_SECOND, AuditTrail, record
-from csadmin.daemon.coalesce import Coalescer
+from csadmin.daemon.serve.audit import FLUSH_SECONDS, HANDSHAKES, PER_SECOND, AuditTrail, record
+from csadmin.daemon.serve.coalesce import Coalescer
 from tests.daemon.recording import Log
 
 

@@ -7,7 +7,8 @@ import uuid
 import pytest
 import zmq
 
-from csadmin import errors, protocol
+from csadmin import errors
+from csadmin.shared import protocol
 
 # Refusals change nothing, so the tests share one csd; the retry test restarts csd: its own.
 pytestmark = pytest.mark.shared_csd

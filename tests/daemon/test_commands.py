@@ -2,7 +2,7 @@
 
 import inspect
 
-from csadmin.opargs import Arg
+from csadmin.shared.opargs import Arg
 from csadmin.daemon.commands import COMMANDS
 
 ROLES = {"admin", "operator", "viewer"}

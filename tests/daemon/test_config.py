@@ -8,8 +8,8 @@ import tomllib
 
 import pytest
 
-from csadmin.daemon import config
-from csadmin.daemon.config import Config, ConfigError, load
+from csadmin.daemon.process import config
+from csadmin.daemon.process.config import Config, ConfigError, load
 from tests.harness import ROOT
 
 

@@ -14,12 +14,13 @@ from types import SimpleNamespace
 
 import pytest
 
-from csadmin import protocol
-from csadmin.daemon.context import Caller, Context
-from csadmin.daemon.dispatch import Dispatcher
-from csadmin.daemon.store import Store
+from csadmin.shared import protocol
+from csadmin.daemon.serve.context import Caller, Context
+from csadmin.daemon.serve.dispatch import Dispatcher
+from csadmin.daemon.store.store import Store
 from csadmin.statemachine.defaults import Timings
 from csadmin.statemachine.device import Device
+from csadmin.shared import ops
 from tests.daemon.recording import Log
 from tests.statemachine.fakeclock import FakeClock
 
@@ -87,8 +88,8 @@ def rig(tmp_path):
 def everything(device: Device, store: Store) -> tuple:
     stored = store.db.execute("SELECT (SELECT COUNT(*) FROM events), (SELECT COUNT(*) FROM runs), "
                               "(SELECT COUNT(*) FROM replies), (SELECT snapshot FROM device)").fetchone()
-    return (device.snapshot(), device.list_runs(), device.events.query(), device.events.last_seq,
-            device.unsaved_runs(), device.next_deadline(), stored)
+    return (device.snapshot(), device.runs.listing(), device.events.query(), device.events.last_seq,
+            device.run_book.unsaved(), device.next_deadline(), stored)
 
 
 @pytest.mark.parametrize("op, args, caller", [
@@ -104,7 +105,7 @@ def test_a_change_that_cannot_be_saved_is_undone_whole_and_a_retry_succeeds(rig,
     run = ask(RUNTIME, "run.open", mode="train")["result"]["runId"]
     assert ask(RUNTIME, "run.program", run_id=run, program=PROGRAM)["ok"]
     assert ask(RUNTIME, "run.stream", run_id=run, samples=5)["ok"]  # a hot op: the run is left unsaved
-    assert device.unsaved_runs()
+    assert device.run_book.unsaved()
     published.clear()
     before = everything(device, store)
 
@@ -123,7 +124,7 @@ def test_a_change_that_cannot_be_saved_is_undone_whole_and_a_retry_succeeds(rig,
     retried = ask(caller, op, request_id="retried", **args)
     assert retried["ok"] is True, retried
     assert [e["seq"] for e in published] == list(range(before[3] + 1, device.events.last_seq + 1))
-    assert device.unsaved_runs() == []  # the stream's counters went with the retry's commit
+    assert device.run_book.unsaved() == []  # the stream's counters went with the retry's commit
     assert ask(caller, op, request_id="retried", **args) == retried  # and now it is remembered
 
 
@@ -203,7 +204,7 @@ def test_a_request_refused_inside_a_group_undoes_only_itself(rig):
     began, refused, opened = rig.replies()
     assert began["ok"] and not refused["ok"] and refused["error"]["code"] == "NOT_FOUND" and opened["ok"]
     run = opened["result"]["runId"]
-    assert rig.device.show_run(run)["slurmJob"] == "42"
+    assert rig.device.runs.show(run)["slurmJob"] == "42"
     assert ("run.close", "NOT_FOUND") in [(row[3], row[5]) for row in rig.dispatcher.audit.take()]
 
 
@@ -240,10 +241,10 @@ def test_a_group_whose_commit_fails_is_undone_whole_and_its_retries_succeed(rig)
     retried = rig.replies()
     assert [r["ok"] for r in retried] == [True, False, True, True]
     assert retried[1]["error"]["code"] == "NOT_FOUND"
-    assert device.lifecycle.value == "PENDING_STANDBY" and device.show_run(run)["status"] == "CLOSED"
-    assert device.show_run(run)["totalSamples"] == 5 and device.snapshot()["slurmJob"] is None
+    assert device.lifecycle.value == "PENDING_STANDBY" and device.runs.show(run)["status"] == "CLOSED"
+    assert device.runs.show(run)["totalSamples"] == 5 and device.snapshot()["slurmJob"] is None
     assert [e["seq"] for e in published] == list(range(before[3] + 1, device.events.last_seq + 1))
-    assert device.unsaved_runs() == []  # the stream's counters went with the group's commit
+    assert device.run_book.unsaved() == []  # the stream's counters went with the group's commit
 
 
 def test_a_read_a_hot_op_or_a_retry_commits_the_group_first(rig):
@@ -272,7 +273,7 @@ def test_a_group_of_refusals_only_commits_nothing_and_leaves_unsaved_runs_unsave
     rig.dispatcher.commit_group()
     (refused,) = rig.replies()
     assert refused["error"]["code"] == "NOT_FOUND" and disk.commits == 0
-    assert [r["runId"] for r in rig.device.unsaved_runs()] == [run]  # still to be written by the flush
+    assert [r["runId"] for r in rig.device.run_book.unsaved()] == [run]  # still to be written by the flush
 
 
 def test_a_hot_op_that_emits_an_event_goes_the_same_way_as_a_request_when_it_cannot_be_saved(rig):
@@ -297,5 +298,5 @@ def test_a_hot_op_that_emits_an_event_goes_the_same_way_as_a_request_when_it_can
     retried = rig.ask(RUNTIME, "run.stream", request_id="s", run_id=run, samples=5)
     assert retried["ok"] is True and retried["result"]["fabric"] == "PROGRAMMED"
     assert [e["type"] for e in rig.published] == ["EventProgrammingFinished"]
-    assert rig.device.unsaved_runs() == []  # written with its event
+    assert rig.device.run_book.unsaved() == []  # written with its event
     assert rig.ask(RUNTIME, "run.stream", request_id="s", run_id=run, samples=5) == retried  # remembered

@@ -1,9 +1,9 @@
-"""daemon/event_filter.py: an events query's filter in SQL (its results against SQLite are checked
+"""daemon/store/event_filter.py: an events query's filter in SQL (its results against SQLite are checked
 beside the model's EventLog.query in tests/daemon/test_store.py)."""
 
 from __future__ import annotations
 
-from csadmin.daemon.event_filter import where
+from csadmin.daemon.store.event_filter import where
 
 
 def test_no_filter_is_no_clause():

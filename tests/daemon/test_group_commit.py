@@ -1,4 +1,4 @@
-"""Group commit against a real csd (daemon/group.py): many clients changing the system at once,
+"""Group commit against a real csd (daemon/serve/group.py): many clients changing the system at once,
 csd killed with SIGKILL while they do. Every change a client was told about is on disk after the
 restart: retried with the same id, each gets exactly the reply it had (replayed, not made again),
 and each has its own audit record.
@@ -17,7 +17,7 @@ import time
 
 import zmq
 
-from csadmin import protocol
+from csadmin.shared import protocol
 from tests.harness import wait_until
 
 CLIENTS = 8

@@ -9,7 +9,8 @@ import sys
 import pytest
 import zmq
 
-from csadmin import errors, protocol
+from csadmin import errors
+from csadmin.shared import protocol
 from tests.harness import ROOT
 
 # Each frame is refused and csd's state unchanged, so the tests share one csd; the two that read

@@ -15,7 +15,8 @@ import sys
 import pytest
 import zmq
 
-from csadmin import errors, protocol
+from csadmin import errors
+from csadmin.shared import protocol
 from csadmin.client import Client
 from tests.harness import ROOT, wait_until
 

@@ -9,9 +9,9 @@ import pytest
 import zmq
 
 from csadmin import errors
-from csadmin.credentials import resolve
-from csadmin.keyfile import KeyFileError, read_key_file, write_key_file
-from csadmin.daemon.key_registry import KeyManagementError, KeyStore, Registry, role_allows
+from csadmin.clientlib.credentials import resolve
+from csadmin.shared.keyfile import KeyFileError, read_key_file, write_key_file
+from csadmin.daemon.auth.key_registry import KeyManagementError, KeyStore, Registry, role_allows
 
 
 class RecordingLog:
@@ -113,7 +113,7 @@ def test_registry_follows_the_file_and_fails_closed(tmp_path):
 def test_a_passing_read_failure_is_retried_not_remembered(tmp_path, monkeypatch):
     """Out of descriptors, reading the registry fails with OSError; that must not shut every
     key out until the file happens to change."""
-    from csadmin.daemon import key_registry as keys_module
+    from csadmin.daemon.auth import key_registry as keys_module
 
     store = KeyStore(str(tmp_path / "state"))
     store.add("alice", "admin")

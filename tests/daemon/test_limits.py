@@ -9,7 +9,7 @@ import socket
 import pytest
 import zmq
 
-from csadmin import protocol
+from csadmin.shared import protocol
 from tests.harness import wait_until
 
 
@@ -25,7 +25,7 @@ def test_a_connection_flood_beyond_the_fd_limit_is_refused_and_csd_carries_on(ma
     the gate closes what is over its capacity as fast as csd's thread sees the accepts, and
     half the free descriptors are headroom for the accepts libzmq makes before that. At 256
     descriptors the headroom (~118) is smaller than what one burst lands before csd's thread
-    runs on a busy machine, and libzmq 4.3 still aborts (3 runs in 15): daemon/capacity.py
+    runs on a busy machine, and libzmq 4.3 still aborts (3 runs in 15): daemon/serve/capacity.py
     says why no setting of csd prevents that, and why the unit's LimitNOFILE=16384 does."""
     limit, flood = 2048, 2300
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)

@@ -11,7 +11,7 @@ import sys
 import pytest
 import structlog
 
-from csadmin.daemon import logs
+from csadmin.daemon.process import logs
 from tests.harness import ROOT
 
 REQUEST_FIELDS = {"event", "level", "timestamp", "logger", "id", "op", "client", "role", "outcome", "latency_ms"}
@@ -88,7 +88,7 @@ def test_reconfigure_changes_the_level(capsys, restore_logging):
 
 def test_console_rendering_on_a_terminal():
     primary, secondary = os.openpty()
-    code = "from csadmin.daemon.logs import configure; configure('info', 'auto').info('hello_tty', answer=42)"
+    code = "from csadmin.daemon.process.logs import configure; configure('info', 'auto').info('hello_tty', answer=42)"
     proc = subprocess.Popen([sys.executable, "-c", code], stdout=secondary, stderr=subprocess.STDOUT, cwd=ROOT)
     os.close(secondary)
     output = b""

@@ -1,4 +1,4 @@
-"""csd's Prometheus metrics (daemon/metrics.py) served by its listener (daemon/metrics_listener.py),
+"""csd's Prometheus metrics (daemon/metrics/metric_set.py) served by its listener (daemon/metrics/listener.py),
 scraped over real HTTP on 127.0.0.1 and read back with prometheus_client's own parser, the way a
 Prometheus server reads them. The test plays the serving loop (publish, observe_*); csd's own
 wiring is tested end to end in tests/daemon/test_faults_e2e.py."""
@@ -16,11 +16,13 @@ import time
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from csadmin import errors, protocol
+from csadmin import errors
+from csadmin.shared import protocol
+from csadmin.shared.states import Health
 from csadmin.daemon.commands import COMMANDS
-from csadmin.daemon.metrics import ABORT_CAUSES, DENIAL_REASONS, HEALTH_VALUES, Metrics, View
-from csadmin.daemon.metrics_endpoint import MetricsEndpoint, parse
-from csadmin.daemon.metrics_listener import MetricsListener
+from csadmin.daemon.metrics.metric_set import ABORT_CAUSES, DENIAL_REASONS, HEALTH_VALUES, Metrics, View
+from csadmin.daemon.metrics.endpoint import MetricsEndpoint, parse
+from csadmin.daemon.metrics.listener import MetricsListener
 from csadmin.statemachine import faults
 from tests.harness import ROOT
 
@@ -135,7 +137,7 @@ def test_the_device_gauges_follow_what_system_show_says(served):
     assert value(samples, "csd_info", version="9.9.9", serial="CS2-0042", system_type="cs2") == 1
     assert current(samples, "csd_lifecycle_state", "state") == ["ACTIVE"]
     assert current(samples, "csd_system_health", "health") == ["OK"]
-    assert value(samples, "csd_system_health_code") == faults.HEALTH_CODES["OK"]
+    assert value(samples, "csd_system_health_code") == Health.OK.code
     assert current(samples, "csd_active_execmode", "execmode") == ["WEIGHT_STREAMING"]
     assert current(samples, "csd_configured_execmode", "execmode") == ["WEIGHT_STREAMING"]
     assert current(samples, "csd_fabric_state", "fabric") == ["UNPROGRAMMED"]
@@ -449,7 +451,7 @@ def test_view_is_immutable():
 # -- who imports prometheus_client ------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("module", ["csadmin.client", "csadmin.main", "csadmin.daemon.config", "csadmin.daemon.metrics_endpoint"])
+@pytest.mark.parametrize("module", ["csadmin.client", "csadmin.main", "csadmin.daemon.process.config", "csadmin.daemon.metrics.endpoint"])
 def test_the_client_one_shot_and_config_paths_do_not_import_prometheus_client(module):
     code = f"import sys, {module}; print('prometheus_client' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, check=True).stdout

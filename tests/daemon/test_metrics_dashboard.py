@@ -1,4 +1,4 @@
-"""The Grafana dashboard in docs/grafana/ asks only for metrics csd defines (daemon/metrics.py),
+"""The Grafana dashboard in docs/grafana/ asks only for metrics csd defines (daemon/metrics/metric_set.py),
 and shows what the issue asks for: a state timeline, health, samples/s, request latency.
 (tests/daemon/test_metrics_prometheus.py runs its queries on a real Prometheus.)"""
 
@@ -11,9 +11,10 @@ from pathlib import Path
 from prometheus_client.exposition import generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
-from csadmin import errors, protocol
+from csadmin import errors
+from csadmin.shared import protocol
 from csadmin.daemon.commands import COMMANDS
-from csadmin.daemon.metrics import Metrics
+from csadmin.daemon.metrics.metric_set import Metrics
 
 DASHBOARD = Path(__file__).resolve().parents[2] / "docs" / "grafana" / "csd-dashboard.json"
 # Grafana's variables, and what a test puts in their place to run a query.
@@ -87,11 +88,11 @@ def test_the_dashboard_shows_what_the_issue_asks_for():
 
 
 def test_the_health_timeline_names_every_code_csd_reports():
-    from csadmin.daemon.metrics import HEALTH_VALUES
-    from csadmin.statemachine.faults import HEALTH_CODES
+    from csadmin.daemon.metrics.metric_set import HEALTH_VALUES
+    from csadmin.shared.states import Health
 
     panel = next(p for p in dashboard()["panels"] if p["title"] == "systemHealth")
     (mapping,) = panel["fieldConfig"]["defaults"]["mappings"]
     shown = {int(code): option["text"] for code, option in mapping["options"].items()}
     for health in HEALTH_VALUES:
-        assert shown[HEALTH_CODES[health]] == health
+        assert shown[Health(health).code] == health

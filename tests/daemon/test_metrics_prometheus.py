@@ -13,11 +13,12 @@ import time
 
 import pytest
 
-from csadmin import errors, protocol
+from csadmin import errors
+from csadmin.shared import protocol
 from csadmin.daemon.commands import COMMANDS
-from csadmin.daemon.metrics import Metrics
-from csadmin.daemon.metrics_endpoint import parse
-from csadmin.daemon.metrics_listener import MetricsListener
+from csadmin.daemon.metrics.metric_set import Metrics
+from csadmin.daemon.metrics.endpoint import parse
+from csadmin.daemon.metrics.listener import MetricsListener
 from tests import prometheus
 from tests.daemon.test_metrics_dashboard import dashboard, queries, runnable
 

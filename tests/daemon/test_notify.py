@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from csadmin.daemon.notify import Notifier
+from csadmin.daemon.process.notify import Notifier
 from tests.harness import Daemon, wait_until
 
 

@@ -1,10 +1,10 @@
-"""Every op's reply against its spec (csadmin/ops.py `reply`): one real csd asked each op once, in
+"""Every op's reply against its spec (csadmin/shared/ops.py `reply`): one real csd asked each op once, in
 the order a day of use asks them, through `call(spec, …)`; each success carries the keys its spec
 says it does. So the spec's reply shape cannot drift from what csd answers."""
 
 from __future__ import annotations
 
-from csadmin import ops
+from csadmin.shared import ops
 from tests.harness import wait_until
 
 SCENARIO = 'description = "one warning"\n[[fault]]\nname = "temperature-high-warn"\nat = 3600\n'

@@ -7,7 +7,8 @@ from __future__ import annotations
 import json
 import logging
 
-from csadmin import protocol
+from csadmin.shared import protocol
+from csadmin.shared import ops
 from tests.daemon.recording import Log
 from tests.daemon.test_dispatch import ADMIN, PROGRAM, RUNTIME, rig  # noqa: F401 (rig: a fixture)
 
@@ -70,15 +71,15 @@ def test_a_retried_stream_is_counted_once_and_only_the_last_hot_reply_is_kept(ri
     first = rig.ask(RUNTIME, "run.stream", request_id="s-1", run_id=run, samples=5)
     retry = rig.ask(RUNTIME, "run.stream", request_id="s-1", run_id=run, samples=5)
     assert first == retry and first["result"]["totalSamples"] == 5
-    assert rig.device.show_run(run)["totalSamples"] == 5  # counted once
+    assert rig.device.runs.show(run)["totalSamples"] == 5  # counted once
     reused = rig.ask(RUNTIME, "run.stream", request_id="s-1", run_id=run, samples=6)
     assert reused["error"]["code"] == "INVALID_ARGUMENT" and "already used" in reused["error"]["message"]
-    assert rig.device.show_run(run)["totalSamples"] == 5
+    assert rig.device.runs.show(run)["totalSamples"] == 5
     for i in range(2, 2_002):
         assert rig.ask(RUNTIME, "run.stream", request_id=f"s-{i}", run_id=run, samples=1)["ok"]
         heartbeat = rig.ask(RUNTIME, "run.heartbeat", request_id=f"h-{i}", run_id=run)
         assert heartbeat["ok"]
-    assert rig.device.show_run(run)["totalSamples"] == 5 + 2_000
+    assert rig.device.runs.show(run)["totalSamples"] == 5 + 2_000
     # The last one is still answered from memory, and counted once ...
     again = rig.ask(RUNTIME, "run.heartbeat", request_id="h-2001", run_id=run)
     assert again == heartbeat
@@ -87,7 +88,7 @@ def test_a_retried_stream_is_counted_once_and_only_the_last_hot_reply_is_kept(ri
 
 
 def test_hot_replay_memory_is_one_entry_per_client_and_bounded(rig):
-    from csadmin.daemon.replies import LastReplies
+    from csadmin.daemon.serve.replies import LastReplies
 
     last = LastReplies(clients=3)
     for n in range(5):

@@ -6,7 +6,7 @@ import json
 import pytest
 import zmq
 
-from csadmin import protocol
+from csadmin.shared import protocol
 
 
 @pytest.fixture

@@ -3,7 +3,7 @@
 
 import pytest
 
-from csadmin.daemon.replies import ReplyCache, Reused, fingerprint
+from csadmin.daemon.serve.replies import ReplyCache, Reused, fingerprint
 
 
 def test_fingerprint_covers_op_and_canonical_args():

@@ -1,12 +1,12 @@
-"""docs/protocol.md's table of operations gives each op the least role it declares (csadmin/ops.py
+"""docs/protocol.md's table of operations gives each op the least role it declares (csadmin/shared/ops.py
 `role`), and docs/security.md's roles table names the roles csd knows: a new op, or a changed
 role, must change the doc too."""
 
 import os
 import re
 
-from csadmin import ops
-from csadmin.daemon.key_registry import ROLES
+from csadmin.shared import ops
+from csadmin.daemon.auth.key_registry import ROLES
 from tests.harness import ROOT
 
 

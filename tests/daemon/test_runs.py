@@ -14,7 +14,8 @@ import time
 import pytest
 import zmq
 
-from csadmin import errors, protocol
+from csadmin import errors
+from csadmin.shared import protocol
 from tests.harness import ROOT, Daemon, wait_until
 
 FAST = ["--program-bytes-per-second", "1e9"]  # 1 MB programs in 1 ms

@@ -12,9 +12,10 @@ import sys
 import pytest
 import zmq
 
-from csadmin import errors, protocol
+from csadmin import errors
+from csadmin.shared import protocol
 from csadmin.client import Client
-from csadmin.keyfile import write_key_file
+from csadmin.shared.keyfile import write_key_file
 from tests.harness import ROOT, Daemon, wait_until
 
 
@@ -316,12 +317,12 @@ def test_authenticator_stopped_fails_closed(faulty_csd):
 
 
 def test_old_libzmq_is_refused(monkeypatch):
-    from csadmin.daemon import auth
+    from csadmin.daemon.auth import zap
 
     monkeypatch.setattr(zmq, "zmq_version_info", lambda: (4, 3, 2))
     monkeypatch.setattr(zmq, "zmq_version", lambda: "4.3.2")
-    with pytest.raises(auth.SecurityError) as info:
-        auth.check_libzmq()
+    with pytest.raises(zap.SecurityError) as info:
+        zap.check_libzmq()
     assert "4.3.2" in str(info.value) and "4.3.3" in str(info.value)
 
 
@@ -411,7 +412,7 @@ def test_every_op_refuses_a_role_below_its_own_and_a_revoked_key(csd):
     an op's role, and a key revoked while its connection stays open, get PERMISSION_DENIED
     from each op (before its arguments are even looked at), and csd's state does not move."""
     from csadmin.daemon.commands import COMMANDS
-    from csadmin.daemon.key_registry import RANK
+    from csadmin.daemon.auth.key_registry import RANK
 
     keys = {role: csd.add_key(f"k-{role}", role) for role in ("viewer", "operator")}
     doomed = csd.add_key("k-doomed", "admin")

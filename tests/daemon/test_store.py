@@ -8,8 +8,8 @@ import shutil
 
 import pytest
 
-from csadmin.daemon.store_identity import FILE_NAME
-from csadmin.daemon.store import Store, StoreError
+from csadmin.daemon.store.identity import FILE_NAME
+from csadmin.daemon.store.store import Store, StoreError
 from csadmin.statemachine.events import Event
 
 SNAPSHOT = {"serial": "CS2-0001", "state": "STANDBY", "configuredExecmode": "PIPELINED",
@@ -230,7 +230,7 @@ def test_a_restart_reads_only_the_newest_events(tmp_path):
 def test_trimming_runs_in_bounded_steps(tmp_path):
     """A limit lowered far below what is kept is reached over several commits, each deleting at
     most PRUNE_STEP rows, never in one long delete."""
-    from csadmin.daemon.trim import PRUNE_STEP
+    from csadmin.daemon.store.trim import PRUNE_STEP
     store = Store(str(tmp_path), keep_events=100_000)
     store.commit(SNAPSHOT, _mixed(10_000))
     store.close()
@@ -321,7 +321,7 @@ def test_a_store_from_before_row_checksums_opens_and_is_checked_from_then_on(tmp
     store = Store(str(tmp_path), keep_events=100)
     try:
         with pytest.raises(StoreError) as info:
-            store.load_runs(10)  # what csd reads at start (daemon/boot.py)
+            store.load_runs(10)  # what csd reads at start (daemon/process/boot.py)
     finally:
         store.close()
     assert "is damaged: table runs, row number=1 fails its checksum" in str(info.value)

@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from csadmin import connection
+from csadmin.shared import connection
 from csadmin.client import Client
 
 

@@ -1,4 +1,4 @@
-"""A change csd cannot save is not made (daemon/dispatch.py, statemachine/change.py).
+"""A change csd cannot save is not made (daemon/serve/dispatch.py, statemachine/change.py).
 
 On a real csd whose disk is full: its file size limit (RLIMIT_FSIZE) is pinned to the size its
 write-ahead log has, so the next commit's write fails in the kernel (EFBIG, with SIGXFSZ ignored)
@@ -15,7 +15,7 @@ import os
 import pytest
 import zmq
 
-from csadmin import protocol
+from csadmin.shared import protocol
 from tests.harness import wait_until
 
 

@@ -7,7 +7,7 @@ import json
 
 import zmq
 
-from csadmin import protocol
+from csadmin.shared import protocol
 
 from .target import FuzzTarget
 

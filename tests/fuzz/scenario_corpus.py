@@ -1,12 +1,12 @@
 """Hostile fault scenario files (issue 24), each with what its refusal must say: the limit it is
-over (csadmin/scenario_limits.py) or what else is wrong. `write_all(folder)` makes them; the big
+over (csadmin/shared/scenario_limits.py) or what else is wrong. `write_all(folder)` makes them; the big
 ones are written once per session (tests/fuzz/test_fuzz_scenarios.py)."""
 
 from __future__ import annotations
 
 import os
 
-from csadmin.scenario_limits import MAX_BYTES, MAX_NESTING
+from csadmin.shared.scenario_limits import MAX_BYTES, MAX_NESTING
 
 SIZE = f"at most {MAX_BYTES:,} bytes"
 DEPTH = f"at most {MAX_NESTING} deep"

@@ -13,7 +13,7 @@ from typing import NamedTuple
 
 from hypothesis import strategies as st
 
-from csadmin.opargs import Arg
+from csadmin.shared.opargs import Arg
 from csadmin.daemon.commands import COMMANDS
 
 VIEWER, ADMIN = "viewer", "admin"

@@ -22,10 +22,10 @@ import threading
 import pytest
 from hypothesis import HealthCheck, Phase, given, settings, strategies as st
 
-from csadmin.daemon import metrics_http
-from csadmin.daemon.metrics import Metrics
-from csadmin.daemon.metrics_endpoint import parse
-from csadmin.daemon.metrics_listener import MetricsListener
+from csadmin.daemon.metrics import http_codec
+from csadmin.daemon.metrics.metric_set import Metrics
+from csadmin.daemon.metrics.endpoint import parse
+from csadmin.daemon.metrics.listener import MetricsListener
 from tests.harness import ROOT, wait_until
 
 from .http_clients import HalfOpen, Slowloris, scrape_once, scrape_paced
@@ -97,9 +97,9 @@ def test_256_half_open_connections_do_not_starve_the_scraper():
 _SMALL_CAPS_LISTENER = """
 import sys, time
 from csadmin.daemon.commands import COMMANDS
-from csadmin.daemon.metrics import Metrics
-from csadmin.daemon.metrics_endpoint import parse
-from csadmin.daemon.metrics_listener import MetricsListener
+from csadmin.daemon.metrics.metric_set import Metrics
+from csadmin.daemon.metrics.endpoint import parse
+from csadmin.daemon.metrics.listener import MetricsListener
 from csadmin import errors
 listener = MetricsListener(Metrics("9.9.9", COMMANDS, errors.WIRE_CODES).registry, parse("0"), min_interval=0,
                            timeout=5.0, max_per_peer=64, max_connections=128)
@@ -251,9 +251,9 @@ def test_generated_request_heads_are_served_refused_or_dropped_never_a_crash():
 
 def test_the_head_reader_never_asks_for_more_than_its_bounds():
     # Pure: whatever arrives, past MAX_HEAD bytes the reader has decided (served or refused).
-    for data in (b"G" * (metrics_http.MAX_HEAD + 1), b"GET / HTTP/1.1\r\n" + b"a: b\r\n" * 2000):
-        with pytest.raises(metrics_http.Refusal):
-            metrics_http.read_head(data)
+    for data in (b"G" * (http_codec.MAX_HEAD + 1), b"GET / HTTP/1.1\r\n" + b"a: b\r\n" * 2000):
+        with pytest.raises(http_codec.Refusal):
+            http_codec.read_head(data)
 
 
 # -- the real csd ------------------------------------------------------------------------------------

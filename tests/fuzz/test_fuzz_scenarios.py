@@ -20,7 +20,7 @@ import tomllib
 from hypothesis import HealthCheck, Phase, given, settings, strategies as st
 
 from csadmin import errors
-from csadmin.scenario_limits import MAX_BYTES, problem
+from csadmin.shared.scenario_limits import MAX_BYTES, problem
 from csadmin.statemachine.faults.scenario import ScenarioError, parse
 from tests.harness import ROOT, Daemon
 

@@ -48,7 +48,7 @@ def test_workers_on_other_nodes_are_a_second_component_of_the_same_step():
 
 
 def test_a_worker_task_learns_its_index_from_slurm_and_the_trainer_its_address(tmp_path):
-    from csadmin import rendezvous
+    from csadmin.shared import rendezvous
     from csadmin.launch import task
 
     rendezvous.write_layout(str(tmp_path), rendezvous.Layout(0, 1, 4))

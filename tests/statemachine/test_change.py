@@ -13,8 +13,9 @@ import pytest
 from csadmin.errors import Busy, InvalidState
 from csadmin.statemachine.defaults import Timings
 from csadmin.statemachine.device import Device
-from csadmin.programs import RunMode, parse_program
-from csadmin.states import ExecMode, Lifecycle
+from csadmin.shared.programs import RunMode, parse_program
+from csadmin.shared.states import ExecMode, Lifecycle
+from csadmin.shared import ops
 from tests.statemachine.fakeclock import FakeClock
 
 CLIENT = "client-a"
@@ -31,8 +32,8 @@ def make_device(**kwargs) -> tuple[Device, FakeClock]:
 
 
 def everything(device: Device) -> tuple:
-    return (device.snapshot(), device.list_runs(), device.events.query(), device.events.last_seq,
-            device.unsaved_runs(), device.next_deadline(), device.show())
+    return (device.snapshot(), device.runs.listing(), device.events.query(), device.events.last_seq,
+            device.run_book.unsaved(), device.next_deadline(), device.show())
 
 
 def program() -> dict:
@@ -45,54 +46,54 @@ def program() -> dict:
 def test_a_change_yields_its_events_and_the_runs_to_write():
     device, _ = make_device()
     with device.change() as change:
-        run = device.open_run("job", CLIENT, RunMode.TRAIN)["runId"]
+        run = device.runs.open(ops.RUN_OPEN.request(mode=RunMode.TRAIN, owner="job"), CLIENT)["runId"]
         assert [e.type for e in change.events] == ["EventTrainingStarted"]  # readable inside, to commit
         assert [r["runId"] for r in change.dirty_runs()] == [run]
     assert [e.type for e in change.events] == ["EventTrainingStarted"]  # and after, to publish
-    device.runs_saved(change.dirty_runs())
-    assert device.unsaved_runs() == [] and not device.has_unsaved_runs()
+    device.run_book.saved(change.dirty_runs())
+    assert device.run_book.unsaved() == [] and not device.run_book.has_unsaved
 
 
 def test_a_change_that_raises_leaves_everything_as_it_was():
     device, clock = make_device()
-    device.begin_slurm_job("42", "alice")
-    run = device.open_run("job", CLIENT, RunMode.TRAIN)["runId"]
-    device.program_run(run, CLIENT, program())
-    device.runs_saved(device.unsaved_runs())
+    device.begin_slurm_job(ops.SLURM_JOB_BEGIN.request(job_id="42", user="alice"))
+    run = device.runs.open(ops.RUN_OPEN.request(mode=RunMode.TRAIN, owner="job"), CLIENT)["runId"]
+    device.runs.program(ops.RUN_PROGRAM.request(run_id=run, program=program()), CLIENT)
+    device.run_book.saved(device.run_book.unsaved())
     before = everything(device)
     with pytest.raises(CommitFailed), device.change() as change:
-        device.standby(force=True)  # aborts the run, then starts the transition
-        device.end_slurm_job("42")
+        device.system.standby(ops.SYSTEM_STANDBY.request(force=True))  # aborts the run, then starts the transition
+        device.end_slurm_job(ops.SLURM_JOB_END.request(job_id="42"))
         assert change.events
         raise CommitFailed()
     assert change.events == []
     assert everything(device) == before
-    assert device.lifecycle is Lifecycle.ACTIVE and device.show_run(run)["fabric"] == "PROGRAMMING"
+    assert device.lifecycle is Lifecycle.ACTIVE and device.runs.show(run)["fabric"] == "PROGRAMMING"
     clock.tick(2_000)  # the restored run carries on: its programming completes on time
-    assert device.advance() and device.show_run(run)["fabric"] == "PROGRAMMED"
+    assert device.advance() and device.runs.show(run)["fabric"] == "PROGRAMMED"
 
 
 def test_seqs_of_undone_events_are_used_again():
     device, _ = make_device()
     seq = device.events.last_seq
     with pytest.raises(CommitFailed), device.change():
-        device.standby()
+        device.system.standby(ops.SYSTEM_STANDBY.request())
         raise CommitFailed()
     with device.change() as change:
-        device.standby()
+        device.system.standby(ops.SYSTEM_STANDBY.request())
     assert [e.seq for e in change.events] == [seq + 1, seq + 2]
 
 
 def test_a_refused_request_inside_a_batch_undoes_only_itself():
     device, _ = make_device()
     with device.change() as batch:
-        device.open_run("job", CLIENT, RunMode.TRAIN)
+        device.runs.open(ops.RUN_OPEN.request(mode=RunMode.TRAIN, owner="job"), CLIENT)
         after_first = everything(device)
         with pytest.raises(Busy), device.change():
-            device.open_run("job", "client-b", RunMode.TRAIN)
+            device.runs.open(ops.RUN_OPEN.request(mode=RunMode.TRAIN, owner="job"), "client-b")
         assert everything(device) == after_first
         with device.change():
-            device.standby(force=True)
+            device.system.standby(ops.SYSTEM_STANDBY.request(force=True))
     assert [e.type for e in batch.events] == [
         "EventTrainingStarted", "EventTrainingAborted", "EventStandbyIssued", "EventPendingStandby",
     ]
@@ -103,9 +104,9 @@ def test_a_batch_whose_commit_fails_undoes_every_request_in_it():
     before = everything(device)
     with pytest.raises(CommitFailed), device.change():
         for request in (
-            lambda: device.open_run("job", CLIENT, RunMode.TRAIN),
-            lambda: device.standby(force=True),
-            lambda: device.activate(),  # refused: PENDING_STANDBY
+            lambda: device.runs.open(ops.RUN_OPEN.request(mode=RunMode.TRAIN, owner="job"), CLIENT),
+            lambda: device.system.standby(ops.SYSTEM_STANDBY.request(force=True)),
+            lambda: device.system.activate(ops.SYSTEM_ACTIVATE.request()),  # refused: PENDING_STANDBY
         ):
             try:
                 with device.change():
@@ -114,19 +115,19 @@ def test_a_batch_whose_commit_fails_undoes_every_request_in_it():
                 pass
         raise CommitFailed()
     assert everything(device) == before
-    assert device.open_run("job", CLIENT, RunMode.TRAIN)["runId"] == "run-000001"
+    assert device.runs.open(ops.RUN_OPEN.request(mode=RunMode.TRAIN, owner="job"), CLIENT)["runId"] == "run-000001"
 
 
 def test_runs_pushed_out_of_memory_come_back():
     device = Device(FakeClock(), keep_runs=2)  # a small window, to see the oldest ended run go
     for _ in range(2):
-        run = device.open_run("job", CLIENT, RunMode.TRAIN)["runId"]
-        device.close_run(run, CLIENT)
-    device.runs_saved(device.unsaved_runs())
+        run = device.runs.open(ops.RUN_OPEN.request(mode=RunMode.TRAIN, owner="job"), CLIENT)["runId"]
+        device.runs.close(ops.RUN_CLOSE.request(run_id=run), CLIENT)
+    device.run_book.saved(device.run_book.unsaved())
     before = everything(device)
     with pytest.raises(CommitFailed), device.change():
-        device.open_run("job", CLIENT, RunMode.TRAIN)
-        assert [r["runId"] for r in device.list_runs()["runs"]] == ["run-000003", "run-000002"]
+        device.runs.open(ops.RUN_OPEN.request(mode=RunMode.TRAIN, owner="job"), CLIENT)
+        assert [r["runId"] for r in device.runs.listing()["runs"]] == ["run-000003", "run-000002"]
         raise CommitFailed()
     assert everything(device) == before
 
@@ -134,27 +135,27 @@ def test_runs_pushed_out_of_memory_come_back():
 def test_an_unsaved_run_stays_unsaved_and_in_memory():
     """A hot op's counters not yet written must not be lost to an undo, nor pushed out."""
     device = Device(FakeClock(), keep_runs=1)
-    run = device.open_run("job", CLIENT, RunMode.TRAIN)["runId"]
-    device.close_run(run, CLIENT)  # ended, not yet written
-    device.open_run("job", CLIENT, RunMode.TRAIN)
-    assert {r["runId"] for r in device.unsaved_runs()} == {"run-000001", "run-000002"}
-    assert len(device.list_runs()["runs"]) == 2  # the unsaved one is kept until it is written
+    run = device.runs.open(ops.RUN_OPEN.request(mode=RunMode.TRAIN, owner="job"), CLIENT)["runId"]
+    device.runs.close(ops.RUN_CLOSE.request(run_id=run), CLIENT)  # ended, not yet written
+    device.runs.open(ops.RUN_OPEN.request(mode=RunMode.TRAIN, owner="job"), CLIENT)
+    assert {r["runId"] for r in device.run_book.unsaved()} == {"run-000001", "run-000002"}
+    assert len(device.runs.listing()["runs"]) == 2  # the unsaved one is kept until it is written
     with pytest.raises(CommitFailed), device.change():
-        device.heartbeat("run-000002", CLIENT)
+        device.runs.heartbeat(ops.RUN_HEARTBEAT.request(run_id="run-000002"), CLIENT)
         raise CommitFailed()
-    assert {r["runId"] for r in device.unsaved_runs()} == {"run-000001", "run-000002"}
+    assert {r["runId"] for r in device.run_book.unsaved()} == {"run-000001", "run-000002"}
 
 
 def test_the_device_fields_come_back_whole():
     device, clock = make_device()
-    device.standby()
+    device.system.standby(ops.SYSTEM_STANDBY.request())
     clock.tick(3_000)
     device.advance()
     before = everything(device)
     with pytest.raises(CommitFailed), device.change():
-        device.setup_execmode(ExecMode.WEIGHT_STREAMING)
-        device.activate()
-        device.begin_slurm_job("7", "bob")
+        device.system.setup_execmode(ops.CONFIG_EXECMODE_SETUP.request(mode=ExecMode.WEIGHT_STREAMING))
+        device.system.activate(ops.SYSTEM_ACTIVATE.request())
+        device.begin_slurm_job(ops.SLURM_JOB_BEGIN.request(job_id="7", user="bob"))
         raise CommitFailed()
     assert everything(device) == before and device.lifecycle is Lifecycle.STANDBY
 
@@ -164,7 +165,7 @@ def test_undo_keeps_nothing_once_the_outermost_change_is_done():
     device, _ = make_device()
     for _ in range(50):
         with device.change():
-            run = device.open_run("job", CLIENT, RunMode.TRAIN)["runId"]
-            device.heartbeat(run, CLIENT)
-            device.close_run(run, CLIENT)
-    assert device._run_book._undo == [] and len(device.events) <= device.events.capacity
+            run = device.runs.open(ops.RUN_OPEN.request(mode=RunMode.TRAIN, owner="job"), CLIENT)["runId"]
+            device.runs.heartbeat(ops.RUN_HEARTBEAT.request(run_id=run), CLIENT)
+            device.runs.close(ops.RUN_CLOSE.request(run_id=run), CLIENT)
+    assert device.run_book._undo == [] and len(device.events) <= device.events.capacity

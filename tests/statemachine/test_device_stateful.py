@@ -15,7 +15,8 @@ from csadmin.errors import CsError
 from csadmin.statemachine.defaults import Timings
 from csadmin.statemachine.device import Device
 from csadmin.statemachine.events import CATALOG
-from csadmin.states import PENDING_STATES, SETTLES_TO, ExecMode, Health, Lifecycle
+from csadmin.shared.states import PENDING_STATES, SETTLES_TO, ExecMode, Health, Lifecycle
+from csadmin.shared import ops
 from tests.statemachine.fakeclock import FakeClock
 
 ACTIVATE_MS = 4_000
@@ -88,7 +89,7 @@ class DeviceMachine(RuleBasedStateMachine):
             self.state = A
             # The system reboots into the configured mode at completion.
             self.active = self.configured
-            assert self.device.active_mode is self.device.configured_mode
+            assert self.device.system.active_mode is self.device.system.configured_mode
             assert [e.type for e in new] == ["EventEnteredActive", "EventActivateCompleted"]
         else:
             assert self.state is PS
@@ -103,9 +104,9 @@ class DeviceMachine(RuleBasedStateMachine):
         """`request` (standby or activate): refused while pending, an idempotent success when
         already `settled`, else the transition starts, to complete after `duration_ms`."""
         was = self.state
-        configured_before = self.device.configured_mode
+        configured_before = self.device.system.configured_mode
         refused = self._refused_changes_nothing(request)
-        assert self.device.configured_mode is configured_before
+        assert self.device.system.configured_mode is configured_before
         if was in PENDING_STATES:
             assert refused
             return
@@ -122,26 +123,28 @@ class DeviceMachine(RuleBasedStateMachine):
 
     @rule()
     def standby(self):
-        self._begin(self.device.standby, S, "System is already in STANDBY.",
+        self._begin(lambda: self.device.system.standby(ops.SYSTEM_STANDBY.request()), S,
+                    "System is already in STANDBY.",
                     ["EventStandbyIssued", "EventPendingStandby"], PS, STANDBY_MS)
 
     @rule()
     def activate(self):
-        self._begin(self.device.activate, A, "System is already in ACTIVE.",
+        self._begin(lambda: self.device.system.activate(ops.SYSTEM_ACTIVATE.request()), A,
+                    "System is already in ACTIVE.",
                     ["EventActivateIssued", "EventPendingActive"], PA, ACTIVATE_MS)
 
     @rule(mode=st.sampled_from(list(ExecMode)))
     def setup_execmode(self, mode):
         was = self.state
-        configured_before = self.device.configured_mode
-        refused = self._refused_changes_nothing(lambda: self.device.setup_execmode(mode))
+        configured_before = self.device.system.configured_mode
+        refused = self._refused_changes_nothing(lambda: self.device.system.setup_execmode(ops.CONFIG_EXECMODE_SETUP.request(mode=mode)))
         if was is not S:
             assert refused
-            assert self.device.configured_mode is configured_before
+            assert self.device.system.configured_mode is configured_before
             return
         assert not refused
         assert self.device.lifecycle is S
-        assert self.device.configured_mode is mode
+        assert self.device.system.configured_mode is mode
         if mode is configured_before:
             assert self.result["changed"] is False
             self._collect([])
@@ -156,16 +159,16 @@ class DeviceMachine(RuleBasedStateMachine):
     @rule(ms=st.integers(min_value=0, max_value=10_000))
     def advance_time(self, ms):
         self.clock.now += ms
-        configured_before = self.device.configured_mode
-        active_before = self.device.active_mode
+        configured_before = self.device.system.configured_mode
+        active_before = self.device.system.active_mode
         changed = self.device.advance()
-        assert self.device.configured_mode is configured_before
+        assert self.device.system.configured_mode is configured_before
         due = self.pending_until is not None and self.clock.now >= self.pending_until
         assert changed is due
         if changed:
             self._settle(recovered=False)
         else:
-            assert self.device.active_mode is active_before
+            assert self.device.system.active_mode is active_before
             self._collect([])
 
     @rule(offset=st.sampled_from([-1, 0]))
@@ -180,12 +183,12 @@ class DeviceMachine(RuleBasedStateMachine):
     def restart(self):
         """What csd does at start: a fresh device from the stored snapshot and events, with a
         transition the stop interrupted rolled forward at once."""
-        configured_before = self.device.configured_mode
-        active_before = self.device.active_mode
+        configured_before = self.device.system.configured_mode
+        active_before = self.device.system.active_mode
         snap, was = self.device.snapshot(), self.state
         fresh = Device(self.clock, TIMINGS)
         recovery = fresh.recover(snap, self.device.events.query(), [])
-        assert not recovery.fresh and fresh.configured_mode is configured_before
+        assert not recovery.fresh and fresh.system.configured_mode is configured_before
         assert recovery.events == fresh.events.query(after_seq=self.device.events.last_seq)
         self.device = fresh
         if was in PENDING_STATES:
@@ -193,7 +196,7 @@ class DeviceMachine(RuleBasedStateMachine):
             self._settle(recovered=True)
         else:
             assert recovery.rolled_forward is None and fresh.snapshot() == snap
-            assert self.device.active_mode is active_before
+            assert self.device.system.active_mode is active_before
             self._collect([])
 
     # -- invariants --------------------------------------------------------------------------
@@ -202,22 +205,22 @@ class DeviceMachine(RuleBasedStateMachine):
     def matches_reference_model(self):
         d = self.device
         assert d.lifecycle is self.state
-        assert d.configured_mode is self.configured
-        assert d.active_mode is self.active
-        assert d.pending_until == self.pending_until
+        assert d.system.configured_mode is self.configured
+        assert d.system.active_mode is self.active
+        assert d.system.pending_until == self.pending_until
         assert d.next_deadline() == self.pending_until
         assert d.serial == "CS2-0009"
 
     @invariant()
     def active_means_completed_into_configured_mode(self):
         # The model's `active` is only ever set to `configured` at a completion into ACTIVE.
-        if self.state is A and self.device.pending_until is None:
-            assert self.device.active_mode is self.active
+        if self.state is A and self.device.system.pending_until is None:
+            assert self.device.system.active_mode is self.active
 
     @invariant()
     def pending_until_iff_pending(self):
         d = self.device
-        assert (d.pending_until is not None) == (d.lifecycle in PENDING_STATES)
+        assert (d.system.pending_until is not None) == (d.lifecycle in PENDING_STATES)
 
     @invariant()
     def health_follows_lifecycle(self):

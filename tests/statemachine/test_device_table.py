@@ -18,7 +18,8 @@ from csadmin.errors import CsError
 from csadmin.statemachine.defaults import Timings
 from csadmin.statemachine.device import Device
 from csadmin.statemachine.events import CATALOG, EventLog
-from csadmin.states import ExecMode, Health, Lifecycle
+from csadmin.shared.states import ExecMode, Health, Lifecycle
+from csadmin.shared import ops
 from tests.statemachine.fakeclock import FakeClock
 
 ACTIVATE_MS = 5_000
@@ -50,16 +51,16 @@ def put_in_state(state: Lifecycle) -> tuple[Device, FakeClock]:
     if state is A:
         pass
     elif state is PS:
-        device.standby()
+        device.system.standby(ops.SYSTEM_STANDBY.request())
     elif state is S:
-        device.standby()
+        device.system.standby(ops.SYSTEM_STANDBY.request())
         clock.tick(STANDBY_MS)
         assert device.advance() is True
     elif state is PA:
-        device.standby()
+        device.system.standby(ops.SYSTEM_STANDBY.request())
         clock.tick(STANDBY_MS)
         assert device.advance() is True
-        device.activate()
+        device.system.activate(ops.SYSTEM_ACTIVATE.request())
     else:  # pragma: no cover
         raise AssertionError(state)
     assert device.lifecycle is state
@@ -73,10 +74,10 @@ def put_in_state(state: Lifecycle) -> tuple[Device, FakeClock]:
 # -- the table -----------------------------------------------------------------------------------
 
 REQUESTS = {
-    "standby": lambda d: d.standby(),
-    "activate": lambda d: d.activate(),
-    "setup_execmode(WEIGHT_STREAMING)": lambda d: d.setup_execmode(WS),
-    "setup_execmode(PIPELINED)": lambda d: d.setup_execmode(PIP),
+    "standby": lambda d: d.system.standby(ops.SYSTEM_STANDBY.request()),
+    "activate": lambda d: d.system.activate(ops.SYSTEM_ACTIVATE.request()),
+    "setup_execmode(WEIGHT_STREAMING)": lambda d: d.system.setup_execmode(ops.CONFIG_EXECMODE_SETUP.request(mode=WS)),
+    "setup_execmode(PIPELINED)": lambda d: d.system.setup_execmode(ops.CONFIG_EXECMODE_SETUP.request(mode=PIP)),
 }
 
 
@@ -175,7 +176,7 @@ def test_request_table(state, request_name):
     assert [e.seq for e in emitted] == list(range(before_seq + 1, before_seq + 1 + len(event_types)))
     assert all(e.triggerTime == now for e in emitted)
     expected_pending = None if pending_ms is None else now + pending_ms
-    assert device.pending_until == expected_pending
+    assert device.system.pending_until == expected_pending
     assert result["pendingUntil"] == expected_pending
     assert device.next_deadline() == expected_pending
     for e in emitted:
@@ -186,20 +187,20 @@ def test_request_table(state, request_name):
 def test_setup_execmode_in_standby_with_weight_streaming_configured():
     """The 'already' row depends on the configured mode: once WS is configured, WS is the no-op."""
     device, _ = put_in_state(S)
-    device.setup_execmode(WS)
+    device.system.setup_execmode(ops.CONFIG_EXECMODE_SETUP.request(mode=WS))
     before = device.events.last_seq
-    result = device.setup_execmode(WS)
+    result = device.system.setup_execmode(ops.CONFIG_EXECMODE_SETUP.request(mode=WS))
     assert result["changed"] is False
     assert result["message"] == "Execution mode is already configured as WEIGHT_STREAMING."
     assert device.events.last_seq == before
-    result = device.setup_execmode(PIP)
+    result = device.system.setup_execmode(ops.CONFIG_EXECMODE_SETUP.request(mode=PIP))
     assert result["changed"] is True
     assert [e.type for e in device.events.query(after_seq=before)] == [
         "EventConfigOpIssued",
         "EventSetExecModePipelined",
         "EventConfigOpCompleted",
     ]
-    assert device.configured_mode is PIP
+    assert device.system.configured_mode is PIP
 
 
 # -- time ----------------------------------------------------------------------------------------
@@ -208,21 +209,21 @@ def test_setup_execmode_in_standby_with_weight_streaming_configured():
 @pytest.mark.parametrize("pending", [PA, PS], ids=lambda s: s.value)
 def test_timed_completion_exactly_at_pending_until(pending):
     device, clock = put_in_state(pending)
-    deadline = device.pending_until
+    deadline = device.system.pending_until
     assert deadline is not None
     before = device.events.last_seq
 
     clock.now = deadline - 1
     assert device.advance() is False
     assert device.lifecycle is pending
-    assert device.pending_until == deadline
+    assert device.system.pending_until == deadline
     assert device.events.last_seq == before
 
     clock.now = deadline
     assert device.advance() is True
     settled = A if pending is PA else S
     assert device.lifecycle is settled
-    assert device.pending_until is None
+    assert device.system.pending_until is None
     emitted = device.events.query(after_seq=before)
     if pending is PA:
         assert [e.type for e in emitted] == ["EventEnteredActive", "EventActivateCompleted"]
@@ -240,32 +241,32 @@ def test_timed_completion_exactly_at_pending_until(pending):
 def test_pending_durations_come_from_timings():
     clock = FakeClock()
     device = Device(clock, Timings(activate_ms=7, standby_ms=11))
-    device.standby()
-    assert device.pending_until == clock.now + 11
-    clock.now = device.pending_until
+    device.system.standby(ops.SYSTEM_STANDBY.request())
+    assert device.system.pending_until == clock.now + 11
+    clock.now = device.system.pending_until
     assert device.advance()
-    device.activate()
-    assert device.pending_until == clock.now + 7
+    device.system.activate(ops.SYSTEM_ACTIVATE.request())
+    assert device.system.pending_until == clock.now + 7
 
 
 def test_activation_completes_into_configured_mode():
     device, clock = put_in_state(S)
-    device.setup_execmode(WS)
-    assert device.configured_mode is WS
-    assert device.active_mode is PIP
-    assert device.execmode() == {
+    device.system.setup_execmode(ops.CONFIG_EXECMODE_SETUP.request(mode=WS))
+    assert device.system.configured_mode is WS
+    assert device.system.active_mode is PIP
+    assert device.system.execmode() == {
         "execmode": "WEIGHT_STREAMING",
         "activeExecmode": "PIPELINED",
         "takesEffectOnActivate": True,
     }
-    device.activate()
+    device.system.activate(ops.SYSTEM_ACTIVATE.request())
     # Still rebooting: the old mode is active until completion.
-    assert device.active_mode is PIP
-    clock.now = device.pending_until
+    assert device.system.active_mode is PIP
+    clock.now = device.system.pending_until
     assert device.advance()
     assert device.lifecycle is A
-    assert device.active_mode is device.configured_mode is WS
-    assert device.execmode()["takesEffectOnActivate"] is False
+    assert device.system.active_mode is device.system.configured_mode is WS
+    assert device.system.execmode()["takesEffectOnActivate"] is False
     completed = device.events.query(event_type="EventActivateCompleted")[-1]
     assert completed.details["execmode"] == "WEIGHT_STREAMING"
 
@@ -273,12 +274,12 @@ def test_activation_completes_into_configured_mode():
 def test_five_step_admin_procedure():
     """The admin's procedure: show, standby, setup, activate -> ACTIVE in WEIGHT_STREAMING."""
     device, clock = make_device()
-    assert device.execmode()["execmode"] == "PIPELINED"
-    device.standby()
+    assert device.system.execmode()["execmode"] == "PIPELINED"
+    device.system.standby(ops.SYSTEM_STANDBY.request())
     clock.now = device.next_deadline()
     device.advance()
-    device.setup_execmode(ExecMode.parse("weight-streaming"))
-    device.activate()
+    device.system.setup_execmode(ops.CONFIG_EXECMODE_SETUP.request(mode=ExecMode.parse("weight-streaming")))
+    device.system.activate(ops.SYSTEM_ACTIVATE.request())
     clock.now = device.next_deadline()
     device.advance()
     shown = device.show()
@@ -301,16 +302,16 @@ def restarted(device: Device, clock) -> tuple[Device, object]:
 def test_recover_rolls_pending_forward_immediately(pending):
     device, clock = put_in_state(pending)
     now = clock.now
-    assert now < device.pending_until
+    assert now < device.system.pending_until
     before = device.events.last_seq
     device, recovery = restarted(device, clock)
     assert recovery.rolled_forward is device.lifecycle is SETTLED[pending] and recovery.needs_commit
-    assert device.pending_until is None
+    assert device.system.pending_until is None
     emitted = device.events.query(after_seq=before)
     assert recovery.events == emitted
     if pending is PA:
         assert [e.type for e in emitted] == ["EventEnteredActive", "EventActivateCompleted"]
-        assert device.active_mode is device.configured_mode
+        assert device.system.active_mode is device.system.configured_mode
     else:
         assert [e.type for e in emitted] == ["EventEnteredStandby", "EventStandbyCompleted"]
     assert emitted and all(e.details["recovered"] is True for e in emitted)
@@ -325,12 +326,12 @@ SETTLED = {PA: A, PS: S}
 
 def test_recover_after_mode_change_activates_configured_mode():
     device, clock = put_in_state(S)
-    device.setup_execmode(WS)
-    device.activate()
+    device.system.setup_execmode(ops.CONFIG_EXECMODE_SETUP.request(mode=WS))
+    device.system.activate(ops.SYSTEM_ACTIVATE.request())
     device, recovery = restarted(device, clock)
     assert recovery.rolled_forward is A
     assert device.lifecycle is A
-    assert device.active_mode is WS
+    assert device.system.active_mode is WS
 
 
 @pytest.mark.parametrize("state", [S, A], ids=lambda s: s.value)
@@ -359,21 +360,21 @@ def test_a_new_system_is_recovered_from_nothing_and_written_at_once():
 def test_a_snapshot_comes_back_the_same_at_start(state, configure_ws):
     device, clock = make_device(serial="CS2-0042")
     if configure_ws or state is S:
-        device.standby()
-        clock.now = device.pending_until
+        device.system.standby(ops.SYSTEM_STANDBY.request())
+        clock.now = device.system.pending_until
         device.advance()
     if configure_ws:
-        device.setup_execmode(WS)
+        device.system.setup_execmode(ops.CONFIG_EXECMODE_SETUP.request(mode=WS))
         if state is A:
-            device.activate()
-            clock.now = device.pending_until
+            device.system.activate(ops.SYSTEM_ACTIVATE.request())
+            clock.now = device.system.pending_until
             device.advance()
     assert device.lifecycle is state
     other, _ = restarted(device, clock)
     assert other.lifecycle is device.lifecycle
-    assert other.configured_mode is device.configured_mode
-    assert other.active_mode is device.active_mode
-    assert other.pending_until is None
+    assert other.system.configured_mode is device.system.configured_mode
+    assert other.system.active_mode is device.system.active_mode
+    assert other.system.pending_until is None
     assert other.serial == "CS2-0042"
     assert other.health is device.health
     assert other.snapshot() == device.snapshot()
@@ -381,14 +382,14 @@ def test_a_snapshot_comes_back_the_same_at_start(state, configure_ws):
 
 def test_snapshot_in_mid_configuration_keeps_both_modes():
     device, clock = put_in_state(S)
-    device.setup_execmode(WS)
+    device.system.setup_execmode(ops.CONFIG_EXECMODE_SETUP.request(mode=WS))
     snap = device.snapshot()
     assert snap["configuredExecmode"] == "WEIGHT_STREAMING"
     assert snap["activeExecmode"] == "PIPELINED"
     other, _ = restarted(device, clock)
-    assert other.configured_mode is WS
-    assert other.active_mode is PIP
-    assert other.execmode()["takesEffectOnActivate"] is True
+    assert other.system.configured_mode is WS
+    assert other.system.active_mode is PIP
+    assert other.system.execmode()["takesEffectOnActivate"] is True
 
 
 # -- fresh device, health ------------------------------------------------------------------------
@@ -397,12 +398,12 @@ def test_snapshot_in_mid_configuration_keeps_both_modes():
 def test_fresh_device():
     device, clock = make_device()
     assert device.lifecycle is A
-    assert device._system.state == "ACTIVE"  # the transitions machine's own field (statemachine/lifecycle.py)
-    assert device.configured_mode is PIP
-    assert device.active_mode is PIP
+    assert device.system._fsm.state == "ACTIVE"  # the transitions machine's own field (statemachine/lifecycle.py)
+    assert device.system.configured_mode is PIP
+    assert device.system.active_mode is PIP
     assert device.serial == "CS2-0001"
     assert device.health is Health.OK
-    assert device.pending_until is None
+    assert device.system.pending_until is None
     assert device.next_deadline() is None
     assert len(device.events) == 0
     shown = device.show()
@@ -477,11 +478,11 @@ def test_execmode_titles():
 
 def test_no_auto_transition_shortcuts():
     device, _ = make_device()
-    system = device._system  # the machine's model (statemachine/lifecycle.py)
+    system = device.system._fsm  # the machine's model (statemachine/lifecycle.py)
     for model in (device, system):
         for state in Lifecycle:
             assert not hasattr(model, f"to_{state.value}"), f"to_{state.value} exists"
-    assert system.machine.auto_transitions is False
+    assert device.system._machine.auto_transitions is False
 
 
 def test_internal_triggers_respect_sources():
@@ -490,9 +491,9 @@ def test_internal_triggers_respect_sources():
 
     device, _ = make_device()  # ACTIVE
     with pytest.raises(MachineError):
-        device._system.settle()  # ACTIVE is not pending: nothing to settle
+        device.system._fsm.settle()  # ACTIVE is not pending: nothing to settle
     with pytest.raises(MachineError):
-        device._system.begin_activate()
+        device.system._fsm.begin_activate()
     assert device.lifecycle is A
 
 
@@ -528,18 +529,18 @@ def test_every_emitted_event_is_catalogued_with_reference_severity():
     ref = _reference_severities()
     device, clock = make_device()
     # Exercise every path that emits: standby, advance, setup (both modes), activate, recover.
-    device.standby()
-    clock.now = device.pending_until
+    device.system.standby(ops.SYSTEM_STANDBY.request())
+    clock.now = device.system.pending_until
     device.advance()
-    device.setup_execmode(WS)
-    device.setup_execmode(PIP)
-    device.setup_execmode(WS)
-    device.activate()
+    device.system.setup_execmode(ops.CONFIG_EXECMODE_SETUP.request(mode=WS))
+    device.system.setup_execmode(ops.CONFIG_EXECMODE_SETUP.request(mode=PIP))
+    device.system.setup_execmode(ops.CONFIG_EXECMODE_SETUP.request(mode=WS))
+    device.system.activate(ops.SYSTEM_ACTIVATE.request())
     device, _ = restarted(device, clock)
-    device.standby()
+    device.system.standby(ops.SYSTEM_STANDBY.request())
     device, _ = restarted(device, clock)
-    device.activate()
-    clock.now = device.pending_until
+    device.system.activate(ops.SYSTEM_ACTIVATE.request())
+    clock.now = device.system.pending_until
     device.advance()
     events = device.events.query()
     types = {e.type for e in events}
@@ -744,10 +745,12 @@ def test_reference_copy_is_current():
 
 
 DRY_RUNS = {
-    "standby": lambda d: d.standby(dry_run=True),
-    "activate": lambda d: d.activate(dry_run=True),
-    "setup_execmode(WEIGHT_STREAMING)": lambda d: d.setup_execmode(WS, dry_run=True),
-    "setup_execmode(PIPELINED)": lambda d: d.setup_execmode(PIP, dry_run=True),
+    "standby": lambda d: d.system.standby(ops.SYSTEM_STANDBY.request(dry_run=True)),
+    "activate": lambda d: d.system.activate(ops.SYSTEM_ACTIVATE.request(dry_run=True)),
+    "setup_execmode(WEIGHT_STREAMING)": lambda d: d.system.setup_execmode(ops.CONFIG_EXECMODE_SETUP.request(mode=WS,
+                                                                                                            dry_run=True)),
+    "setup_execmode(PIPELINED)": lambda d: d.system.setup_execmode(ops.CONFIG_EXECMODE_SETUP.request(mode=PIP,
+                                                                                                     dry_run=True)),
 }
 
 

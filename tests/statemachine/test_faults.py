@@ -11,7 +11,9 @@ import pytest
 
 from csadmin.statemachine import faults
 from csadmin.statemachine.faults import BY_NAME, FAULTS, Effect, Outcome, Transition
-from csadmin.states import Health, Lifecycle, Severity
+from csadmin.statemachine.faults.rules import EFFECTS
+from csadmin.statemachine.lifecycle_rules import HEALTH
+from csadmin.shared.states import ACTIVATED_HEALTH, Health, Lifecycle, Severity
 
 REFERENCE = Path(__file__).resolve().parents[1] / "reference"
 
@@ -96,8 +98,8 @@ def test_warnings_degrade_and_the_rest_stop_runs():
         if f.effect is Effect.WARNING:
             assert f.health == "DEGRADED" and f.severity is Severity.WARN and not f.stops_runs, f.name
         elif f.effect in (Effect.CRITICAL, Effect.SHUTDOWN):
-            assert faults.health_rank(f.health) > faults.health_rank("DEGRADED") and f.stops_runs, f.name
-            assert f.health not in faults.ACTIVATED_HEALTH
+            assert f.health.rank > Health.DEGRADED.rank and f.stops_runs, f.name
+            assert f.health not in ACTIVATED_HEALTH
         else:
             assert not f.stops_runs, f.name  # a failed transition leaves the lifecycle as it was
 
@@ -110,6 +112,12 @@ def test_a_transition_fault_raises_its_transitions_failed_or_timedout_event(faul
     assert fault.event == prefix + suffix
     # The scripts' contract (DESIGN §3): an event type ending in Failed/Timedout means failure.
     assert fault.event.endswith(("Failed", "Timedout"))
+
+
+def test_every_effect_has_its_rule():
+    """A new Effect without its row in faults/rules.py EFFECTS would be a KeyError in the injector
+    the first time such a fault is injected: it fails here instead."""
+    assert set(EFFECTS) == set(Effect)
 
 
 def test_only_transition_faults_name_a_transition():
@@ -132,27 +140,27 @@ def test_an_execmode_failure_also_fails_its_config_op():
 
 def test_health_values_and_codes_are_the_references():
     codes, _ = reference_health()
-    assert faults.HEALTH_CODES == codes
+    assert {h.value: h.code for h in Health} == codes
 
 
 def test_health_rank_is_the_references():
     codes, rank = reference_health()
-    assert list(faults.HEALTH_RANK) == rank
+    assert [h.value for h in Health if h.rank is not None] == rank
     # Every value a system reports is ranked; only the client-side ones are not.
     assert set(codes) - set(rank) == {"SYSTEM_NOT_REACHABLE", "ADMIN_SVC_UNKNOWN"}
 
 
 def test_every_health_the_model_reports_is_ranked():
-    for health in Health:
-        assert health.value in faults.HEALTH_RANK
+    for health in HEALTH.values():
+        assert health.rank is not None
     for f in FAULTS:
-        assert f.health in faults.HEALTH_RANK
+        assert f.health.rank is not None
 
 
 def test_the_reference_says_which_health_counts_as_activated():
     text = (REFERENCE / "cs2-system-health.tsv").read_text()
     assert '"activated" = systemHealth in (OK, DEGRADED)' in text
-    assert faults.ACTIVATED_HEALTH == {"OK", "DEGRADED"}
+    assert ACTIVATED_HEALTH == {"OK", "DEGRADED"}
 
 
 W, C = BY_NAME["temperature-high-warn"], BY_NAME["temperature-high-critical"]

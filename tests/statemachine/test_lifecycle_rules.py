@@ -3,7 +3,7 @@ every request's rule are derived from one table, and every state has a health an
 
 from transitions import Machine
 
-from csadmin.states import Health, Lifecycle
+from csadmin.shared.states import Health, Lifecycle
 from csadmin.statemachine.lifecycle_rules import HEALTH, LIFECYCLE_TRANSITIONS, REQUEST_RULES, REQUESTS
 from csadmin.statemachine.rules import GO
 

@@ -20,9 +20,10 @@ from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, 
 from csadmin.errors import CsError
 from csadmin.statemachine.defaults import Timings
 from csadmin.statemachine.device import Device
-from csadmin.programs import RunMode, parse_program
+from csadmin.shared.programs import RunMode, parse_program
 from csadmin.statemachine.workers import token_digest
-from csadmin.states import Lifecycle
+from csadmin.shared.states import Lifecycle
+from csadmin.shared import ops
 from tests.statemachine.fakeclock import FakeClock
 
 SERIAL = "CS2-0003"
@@ -66,7 +67,7 @@ class RunsMachine(RuleBasedStateMachine):
     def _everything(self) -> tuple:
         """All the model shows: the device, every kept run, the events, what is unsaved."""
         d = self.device
-        return d.snapshot(), d.list_runs(), d.events.query(), d.events.last_seq, d.unsaved_runs(), d.next_deadline()
+        return d.snapshot(), d.runs.listing(), d.events.query(), d.events.last_seq, d.run_book.unsaved(), d.next_deadline()
 
     def _try(self, call):
         """Run `call` in a change, as csd does; a refusal must change nothing and emit nothing."""
@@ -83,30 +84,31 @@ class RunsMachine(RuleBasedStateMachine):
         return result
 
     def _store(self):
-        records = self.device.unsaved_runs()
+        records = self.device.run_book.unsaved()
         for record in records:
             self.stored[record["runId"]] = record
-        self.device.runs_saved(records)
+        self.device.run_book.saved(records)
 
     def _request(self, kind: str, client: str, run_id: str | None, compatible: str):
         d = self.device
         return {
-            "open": lambda: d.open_run(f"job-{client}", client, RunMode.TRAIN),
-            "program": lambda: d.program_run(run_id, client, descriptor(compatible, 500)),
-            "stream": lambda: d.stream(run_id, client, 7),
-            "close": lambda: d.close_run(run_id, client),
-            "abort": lambda: d.abort_run(run_id, "admin"),
-            "standby": lambda: d.standby(force=True),
-            "activate": d.activate,
+            "open": lambda: d.runs.open(ops.RUN_OPEN.request(mode=RunMode.TRAIN, owner=f"job-{client}"), client),
+            "program": lambda: d.runs.program(ops.RUN_PROGRAM.request(run_id=run_id, program=descriptor(compatible,
+                                                                                                        500)), client),
+            "stream": lambda: d.runs.stream(ops.RUN_STREAM.request(run_id=run_id, samples=7), client),
+            "close": lambda: d.runs.close(ops.RUN_CLOSE.request(run_id=run_id), client),
+            "abort": lambda: d.runs.abort(ops.RUNS_ABORT.request(run_id=run_id, reason="admin")),
+            "standby": lambda: d.system.standby(ops.SYSTEM_STANDBY.request(force=True)),
+            "activate": lambda: d.system.activate(ops.SYSTEM_ACTIVATE.request()),
         }[kind]
 
     # -- rules ---------------------------------------------------------------------------------
 
     @rule(client=st.sampled_from(CLIENTS), mode=st.sampled_from(list(RunMode)), lease=st.sampled_from([None, 500, 5_000]))
     def open(self, client, mode, lease):
-        had_holder = self.device.list_runs()["runHolder"] is not None
-        run = self._try(lambda: self.device.open_run(f"job-{client}", client, mode, lease, worker_slots=1,
-                                                     token_digest=token_digest(TOKEN)))
+        had_holder = self.device.runs.listing()["runHolder"] is not None
+        run = self._try(lambda: self.device.runs.open(ops.RUN_OPEN.request(mode=mode, owner=f"job-{client}",
+                                                                           lease_seconds=None if lease is None else lease / 1000, workers=1), client, token_digest(TOKEN)))
         if run is not None:
             assert not had_holder and self.device.lifecycle is Lifecycle.ACTIVE
             self.run_ids.append(run["runId"])
@@ -118,7 +120,9 @@ class RunsMachine(RuleBasedStateMachine):
           size=st.sampled_from([0, 500, 4_000]))
     def program(self, data, client, compatible, size):
         run_id = data.draw(st.sampled_from(self.run_ids))
-        result = self._try(lambda: self.device.program_run(run_id, client, descriptor(compatible, size)))
+        result = self._try(lambda: self.device.runs.program(ops.RUN_PROGRAM.request(run_id=run_id,
+                                                                                    program=descriptor(compatible,
+                                                                                                       size)), client))
         if result is not None:
             assert compatible == "yes" and result["mode"] == "train" and result["client"] == client
 
@@ -126,7 +130,7 @@ class RunsMachine(RuleBasedStateMachine):
     @rule(data=st.data(), worker=st.sampled_from(WORKERS + CLIENTS), token=st.sampled_from([TOKEN, TOKEN, "wrong"]))
     def join(self, data, worker, token):
         run_id = data.draw(st.sampled_from(self.run_ids))
-        result = self._try(lambda: self.device.join_run(run_id, worker, token))
+        result = self._try(lambda: self.device.runs.join(ops.RUN_JOIN.request(run_id=run_id, token=token), worker))
         if result is not None:
             assert token == TOKEN and result["status"] == "OPEN" and result["client"] != worker
 
@@ -134,14 +138,15 @@ class RunsMachine(RuleBasedStateMachine):
     @rule(data=st.data(), worker=st.sampled_from(WORKERS))
     def leave(self, data, worker):
         run_id = data.draw(st.sampled_from(self.run_ids))
-        self._try(lambda: self.device.leave_run(run_id, worker))
+        self._try(lambda: self.device.runs.leave(ops.RUN_LEAVE.request(run_id=run_id), worker))
 
     @precondition(lambda self: self.run_ids)
     @rule(data=st.data(), client=st.sampled_from(CLIENTS + WORKERS), samples=st.integers(0, 1_000))
     def stream(self, data, client, samples):
         run_id = data.draw(st.sampled_from(self.run_ids))
-        total = self.device.show_run(run_id)["totalSamples"]
-        result = self._try(lambda: self.device.stream(run_id, client, samples))
+        total = self.device.runs.show(run_id)["totalSamples"]
+        result = self._try(lambda: self.device.runs.stream(ops.RUN_STREAM.request(run_id=run_id, samples=samples),
+                                                           client))
         if result is not None:
             assert result["fabric"] == "PROGRAMMED" and result["totalSamples"] == total + samples
 
@@ -149,18 +154,18 @@ class RunsMachine(RuleBasedStateMachine):
     @rule(data=st.data(), client=st.sampled_from(CLIENTS + WORKERS))
     def heartbeat(self, data, client):
         run_id = data.draw(st.sampled_from(self.run_ids))
-        result = self._try(lambda: self.device.heartbeat(run_id, client))
+        result = self._try(lambda: self.device.runs.heartbeat(ops.RUN_HEARTBEAT.request(run_id=run_id), client))
         if result is not None and client in WORKERS:  # a worker's call keeps the worker alive, not the run
-            (row,) = [w for w in self.device.show_run(run_id)["workers"] if w.get("client") == client]
+            (row,) = [w for w in self.device.runs.show(run_id)["workers"] if w.get("client") == client]
             assert row["lastSeen"] == self.clock.now
         elif result is not None:
-            assert result["leaseUntil"] == self.clock.now + self.device.show_run(run_id)["leaseSeconds"] * 1000
+            assert result["leaseUntil"] == self.clock.now + self.device.runs.show(run_id)["leaseSeconds"] * 1000
 
     @precondition(lambda self: self.run_ids)
     @rule(data=st.data(), client=st.sampled_from(CLIENTS), reason=st.sampled_from([None, "runtime failed"]))
     def close(self, data, client, reason):
         run_id = data.draw(st.sampled_from(self.run_ids))
-        result = self._try(lambda: self.device.close_run(run_id, client, reason))
+        result = self._try(lambda: self.device.runs.close(ops.RUN_CLOSE.request(run_id=run_id, reason=reason), client))
         if result is not None:
             assert result["status"] == ("ABORTED" if result["changed"] and reason else "CLOSED")
 
@@ -168,22 +173,22 @@ class RunsMachine(RuleBasedStateMachine):
     @rule(data=st.data())
     def abort(self, data):
         run_id = data.draw(st.sampled_from(self.run_ids))
-        result = self._try(lambda: self.device.abort_run(run_id, "admin"))
+        result = self._try(lambda: self.device.runs.abort(ops.RUNS_ABORT.request(run_id=run_id, reason="admin")))
         if result is not None:
             assert result["status"] == "ABORTED"
 
     @rule(force=st.booleans())
     def standby(self, force):
-        holder = self.device.list_runs()["runHolder"]
-        result = self._try(lambda: self.device.standby(force=force))
+        holder = self.device.runs.listing()["runHolder"]
+        result = self._try(lambda: self.device.system.standby(ops.SYSTEM_STANDBY.request(force=force)))
         if holder is not None and self.device.lifecycle is not Lifecycle.ACTIVE:
-            assert force and self.device.show_run(holder["runId"])["status"] == "ABORTED"
+            assert force and self.device.runs.show(holder["runId"])["status"] == "ABORTED"
         if holder is not None and not force:
             assert result is None
 
     @rule()
     def activate(self):
-        self._try(self.device.activate)
+        self._try(lambda: self.device.system.activate(ops.SYSTEM_ACTIVATE.request()))
 
     @rule(
         data=st.data(),
@@ -225,9 +230,9 @@ class RunsMachine(RuleBasedStateMachine):
         fresh = Device(self.clock, self.timings, serial=SERIAL)
         recovery = fresh.recover(self.device.snapshot(), self.device.events.query(),
                                  sorted(self.stored.values(), key=lambda r: r["number"]))
-        holder = self.device.list_runs()["runHolder"]
+        holder = self.device.runs.listing()["runHolder"]
         if holder is None:
-            assert recovery.aborted_run is None and fresh.list_runs() == self.device.list_runs()
+            assert recovery.aborted_run is None and fresh.runs.listing() == self.device.runs.listing()
         else:
             assert recovery.aborted_run["runId"] == holder["runId"]
             assert recovery.aborted_run["abortReason"] == "daemon restarted"
@@ -238,7 +243,7 @@ class RunsMachine(RuleBasedStateMachine):
 
     @invariant()
     def at_most_one_open_run_and_it_holds_the_fabric(self):
-        listed = self.device.list_runs()
+        listed = self.device.runs.listing()
         open_runs = [r["runId"] for r in listed["runs"] if r["status"] == "OPEN"]
         assert len(open_runs) <= 1
         assert (listed["runHolder"] or {}).get("runId") == (open_runs[0] if open_runs else None)
@@ -250,7 +255,7 @@ class RunsMachine(RuleBasedStateMachine):
 
     @invariant()
     def ended_runs_released_the_fabric(self):
-        listed = self.device.list_runs()
+        listed = self.device.runs.listing()
         for run in listed["runs"]:
             if run["status"] != "OPEN":
                 assert run["endedAt"] is not None and run["leaseUntil"] is None and run["performance"] is not None
@@ -260,22 +265,22 @@ class RunsMachine(RuleBasedStateMachine):
 
     @invariant()
     def every_sample_is_in_exactly_one_feeders_row(self):
-        for run in self.device.list_runs()["runs"]:
+        for run in self.device.runs.listing()["runs"]:
             assert sum(w["samples"] for w in run["workers"]) == run["totalSamples"]
             assert len([w for w in run["workers"] if w["role"] == "worker"]) <= run["workerSlots"]
 
     @invariant()
     def no_run_holds_the_fabric_outside_active(self):
         if self.device.lifecycle is not Lifecycle.ACTIVE:
-            assert self.device.list_runs()["runHolder"] is None
+            assert self.device.runs.listing()["runHolder"] is None
 
     @invariant()
     def the_timer_knows_every_deadline(self):
-        holder = self.device.list_runs()["runHolder"]
+        holder = self.device.runs.listing()["runHolder"]
         deadline = self.device.next_deadline()
         if holder is not None:
-            assert deadline is not None and deadline <= self.device.show_run(holder["runId"])["leaseUntil"]
-        if holder is None and self.device.pending_until is None:
+            assert deadline is not None and deadline <= self.device.runs.show(holder["runId"])["leaseUntil"]
+        if holder is None and self.device.system.pending_until is None:
             assert deadline is None
 
     @invariant()

@@ -22,7 +22,7 @@ from csadmin.errors import (
 )
 from csadmin.statemachine.defaults import Timings
 from csadmin.statemachine.device import Device
-from csadmin.programs import RunMode, parse_mode, parse_program
+from csadmin.shared.programs import RunMode, parse_mode, parse_program
 from csadmin.statemachine.run_rules import (
     ABORTED,
     CLOSED,
@@ -38,7 +38,8 @@ from csadmin.statemachine.run_rules import (
 )
 from csadmin.statemachine.run import Fabric
 from csadmin.statemachine.workers import token_digest
-from csadmin.states import ExecMode, Lifecycle
+from csadmin.shared.states import ExecMode, Lifecycle
+from csadmin.shared import ops
 from tests.statemachine.fakeclock import START_MS, FakeClock
 
 LEASE_MS = 10_000
@@ -71,29 +72,30 @@ def phase_of(record: dict) -> str:
 def in_phase(phase: str):
     """A device with one run in `phase`, reached through public methods only; returns its id."""
     device, clock = make_device()
-    run = device.open_run("job-42", CLIENT, RunMode.TRAIN, worker_slots=2, token_digest=token_digest(TOKEN))["runId"]
-    device.join_run(run, WORKER, TOKEN)
+    run = device.runs.open(ops.RUN_OPEN.request(mode=RunMode.TRAIN, owner="job-42", workers=2), CLIENT,
+                           token_digest(TOKEN))["runId"]
+    device.runs.join(ops.RUN_JOIN.request(run_id=run, token=TOKEN), WORKER)
     if phase in (OPEN_PROGRAMMING, OPEN_PROGRAMMED):
-        device.program_run(run, CLIENT, program())
+        device.runs.program(ops.RUN_PROGRAM.request(run_id=run, program=program()), CLIENT)
     if phase == OPEN_PROGRAMMED:
         clock.tick(SIZE * 1000 // RATE)
         assert device.advance()
     if phase == CLOSED:
-        device.close_run(run, CLIENT)
+        device.runs.close(ops.RUN_CLOSE.request(run_id=run), CLIENT)
     if phase == ABORTED:
-        device.abort_run(run, "an admin said so")
-    assert phase_of(device.show_run(run)) == phase
+        device.runs.abort(ops.RUNS_ABORT.request(run_id=run, reason="an admin said so"))
+    assert phase_of(device.runs.show(run)) == phase
     return device, clock, run
 
 
 REQUESTS = {
-    "program": lambda d, r: d.program_run(r, CLIENT, program()),
-    "stream": lambda d, r: d.stream(r, CLIENT, 5),
-    "heartbeat": lambda d, r: d.heartbeat(r, CLIENT),
-    "close": lambda d, r: d.close_run(r, CLIENT),
-    "abort": lambda d, r: d.abort_run(r, "admin"),
-    "join": lambda d, r: d.join_run(r, "second-worker/fedcba9876543210", TOKEN),
-    "leave": lambda d, r: d.leave_run(r, WORKER),
+    "program": lambda d, r: d.runs.program(ops.RUN_PROGRAM.request(run_id=r, program=program()), CLIENT),
+    "stream": lambda d, r: d.runs.stream(ops.RUN_STREAM.request(run_id=r, samples=5), CLIENT),
+    "heartbeat": lambda d, r: d.runs.heartbeat(ops.RUN_HEARTBEAT.request(run_id=r), CLIENT),
+    "close": lambda d, r: d.runs.close(ops.RUN_CLOSE.request(run_id=r), CLIENT),
+    "abort": lambda d, r: d.runs.abort(ops.RUNS_ABORT.request(run_id=r, reason="admin")),
+    "join": lambda d, r: d.runs.join(ops.RUN_JOIN.request(run_id=r, token=TOKEN), "second-worker/fedcba9876543210"),
+    "leave": lambda d, r: d.runs.leave(ops.RUN_LEAVE.request(run_id=r), WORKER),
 }
 
 
@@ -105,18 +107,18 @@ def test_the_rules_table_covers_every_request_in_every_phase():
 def test_each_run_rule(request_, phase):
     device, clock, run = in_phase(phase)
     rule = RUN_RULES[(request_, phase)]
-    before, seq = device.show_run(run), device.events.last_seq
+    before, seq = device.runs.show(run), device.events.last_seq
     if isinstance(rule, Refuse):
         with pytest.raises(rule.error) as info:
             REQUESTS[request_](device, run)
         assert info.value.code == rule.error.code
         assert run in info.value.message and info.value.hint
-        assert device.show_run(run) == before and device.events.last_seq == seq  # a refusal changes nothing
+        assert device.runs.show(run) == before and device.events.last_seq == seq  # a refusal changes nothing
         return
     result = REQUESTS[request_](device, run)
     if isinstance(rule, Already):
         assert result == {**before, "changed": False}
-        assert device.show_run(run) == before and device.events.last_seq == seq
+        assert device.runs.show(run) == before and device.events.last_seq == seq
         return
     assert isinstance(rule, Go)
     emitted = [e.type for e in device.events.query(after_seq=seq)]
@@ -131,7 +133,7 @@ def test_each_run_rule(request_, phase):
     }[request_]
     assert emitted == expected
     if request_ in ("close", "abort"):
-        assert device.list_runs()["runHolder"] is None and device.fabric() == Fabric.UNPROGRAMMED.value
+        assert device.runs.listing()["runHolder"] is None and device.fabric() == Fabric.UNPROGRAMMED.value
 
 
 def test_refusals_carry_the_documented_codes():
@@ -146,30 +148,30 @@ def test_refusals_carry_the_documented_codes():
 def test_open_only_when_active(state):
     device, clock = make_device()
     if state is not Lifecycle.ACTIVE:
-        device.standby()
+        device.system.standby(ops.SYSTEM_STANDBY.request())
         if state is not Lifecycle.PENDING_STANDBY:
             clock.tick(3_000)
             device.advance()
             if state is Lifecycle.PENDING_ACTIVE:
-                device.activate()
+                device.system.activate(ops.SYSTEM_ACTIVATE.request())
     assert device.lifecycle is state
     rule = OPEN_RULES[state]
     if isinstance(rule, Go):
-        run = device.open_run("job", CLIENT, RunMode.EVAL)
-        assert run["runId"] == "run-000001" and device.list_runs()["runHolder"]["runId"] == run["runId"]
+        run = device.runs.open(ops.RUN_OPEN.request(mode=RunMode.EVAL, owner="job"), CLIENT)
+        assert run["runId"] == "run-000001" and device.runs.listing()["runHolder"]["runId"] == run["runId"]
         assert device.events.newest(1)[0].type == "EventTrainingStarted"
         return
     seq = device.events.last_seq
     with pytest.raises(InvalidState) as info:
-        device.open_run("job", CLIENT, RunMode.TRAIN)
+        device.runs.open(ops.RUN_OPEN.request(mode=RunMode.TRAIN, owner="job"), CLIENT)
     assert state.value in info.value.message and "ACTIVE" in info.value.hint
-    assert device.events.last_seq == seq and device.list_runs() == {"runs": [], "runHolder": None}
+    assert device.events.last_seq == seq and device.runs.listing() == {"runs": [], "runHolder": None}
 
 
 def test_a_second_open_is_busy_naming_the_holder_since_when_and_what_to_do():
     device, clock, run = in_phase(OPEN_PROGRAMMED)
     with pytest.raises(Busy) as info:
-        device.open_run("job-43", "client-b", RunMode.TRAIN)
+        device.runs.open(ops.RUN_OPEN.request(mode=RunMode.TRAIN, owner="job-43"), "client-b")
     assert info.value.code == "BUSY"
     assert run in info.value.message and "job-42" in info.value.message
     assert "2023-11-14 22:13:20 UTC" in info.value.message  # since when
@@ -178,7 +180,7 @@ def test_a_second_open_is_busy_naming_the_holder_since_when_and_what_to_do():
 
 def test_run_ids_are_short_sequential_and_a_new_run_may_open_once_the_last_ended():
     device, clock, run = in_phase(CLOSED)
-    second = device.open_run("job", CLIENT, RunMode.TRAIN)
+    second = device.runs.open(ops.RUN_OPEN.request(mode=RunMode.TRAIN, owner="job"), CLIENT)
     assert (run, second["runId"]) == ("run-000001", "run-000002")
 
 
@@ -193,108 +195,111 @@ def test_run_ids_are_short_sequential_and_a_new_run_may_open_once_the_last_ended
 )
 def test_incompatible_programs_are_refused_and_change_nothing(changes, words):
     device, clock, run = in_phase(OPEN_UNPROGRAMMED)
-    before, seq = device.show_run(run), device.events.last_seq
+    before, seq = device.runs.show(run), device.events.last_seq
     with pytest.raises(IncompatibleProgram) as info:
-        device.program_run(run, CLIENT, program(**changes))
+        device.runs.program(ops.RUN_PROGRAM.request(run_id=run, program=program(**changes)), CLIENT)
     assert words in info.value.message and info.value.hint
-    assert device.show_run(run) == before and device.events.last_seq == seq
-    device.program_run(run, CLIENT, program())  # the right artifact still programs
+    assert device.runs.show(run) == before and device.events.last_seq == seq
+    device.runs.program(ops.RUN_PROGRAM.request(run_id=run, program=program()),
+                        CLIENT)  # the right artifact still programs
 
 
 def test_programming_takes_time_proportional_to_size_and_then_finishes():
     device, clock, run = in_phase(OPEN_UNPROGRAMMED)
-    record = device.program_run(run, CLIENT, program())
+    record = device.runs.program(ops.RUN_PROGRAM.request(run_id=run, program=program()), CLIENT)
     assert record["fabric"] == "PROGRAMMING" and record["programmingUntil"] == clock.now + 2_000
     assert device.next_deadline() == clock.now + 2_000  # before the lease
     clock.tick(1_999)
-    assert not device.advance() and device.show_run(run)["fabric"] == "PROGRAMMING"
+    assert not device.advance() and device.runs.show(run)["fabric"] == "PROGRAMMING"
     clock.tick(1)
-    assert device.advance() and device.show_run(run)["fabric"] == "PROGRAMMED"
+    assert device.advance() and device.runs.show(run)["fabric"] == "PROGRAMMED"
     finished = device.events.newest(1)[0]
     assert finished.type == "EventProgrammingFinished" and finished.details["programmingTime"] == 2.0
 
 
 def test_an_empty_program_is_programmed_at_once():
     device, clock, run = in_phase(OPEN_UNPROGRAMMED)
-    assert device.program_run(run, CLIENT, program(size_bytes=0))["fabric"] == "PROGRAMMED"
+    assert device.runs.program(ops.RUN_PROGRAM.request(run_id=run, program=program(size_bytes=0)),
+                               CLIENT)["fabric"] == "PROGRAMMED"
 
 
 def test_another_clients_run_is_permission_denied_and_an_unknown_run_not_found():
     device, clock, run = in_phase(OPEN_PROGRAMMED)
     for call in (
-        lambda: device.program_run(run, "client-b", program()),
-        lambda: device.stream(run, "client-b", 1),
-        lambda: device.heartbeat(run, "client-b"),
-        lambda: device.close_run(run, "client-b"),
+        lambda: device.runs.program(ops.RUN_PROGRAM.request(run_id=run, program=program()), "client-b"),
+        lambda: device.runs.stream(ops.RUN_STREAM.request(run_id=run, samples=1), "client-b"),
+        lambda: device.runs.heartbeat(ops.RUN_HEARTBEAT.request(run_id=run), "client-b"),
+        lambda: device.runs.close(ops.RUN_CLOSE.request(run_id=run), "client-b"),
     ):
         with pytest.raises(PermissionDenied):
             call()
     with pytest.raises(NotFound) as info:
-        device.heartbeat("run-999999", CLIENT)
+        device.runs.heartbeat(ops.RUN_HEARTBEAT.request(run_id="run-999999"), CLIENT)
     assert info.value.code == "NOT_FOUND" and "runs list" in info.value.hint
-    assert device.show_run(run)["status"] == "OPEN"
+    assert device.runs.show(run)["status"] == "OPEN"
 
 
 def test_a_run_that_asks_for_no_lease_gets_csds_default_of_60_seconds():
     device = Device(FakeClock())  # the model's own defaults, which csd's settings start from (test_config)
-    assert device.open_run("job", CLIENT, RunMode.TRAIN)["leaseSeconds"] == 60
+    assert device.runs.open(ops.RUN_OPEN.request(mode=RunMode.TRAIN, owner="job"), CLIENT)["leaseSeconds"] == 60
 
 
 def test_a_lapsed_lease_aborts_the_run_and_releases_the_fabric():
     device, clock, run = in_phase(OPEN_PROGRAMMED)
     clock.tick(LEASE_MS - 1)
-    device.heartbeat(run, CLIENT)  # renewed: LEASE_MS from now
+    device.runs.heartbeat(ops.RUN_HEARTBEAT.request(run_id=run), CLIENT)  # renewed: LEASE_MS from now
     assert device.next_deadline() == clock.now + LEASE_MS
     clock.tick(LEASE_MS - 1)
-    assert not device.advance() and device.show_run(run)["status"] == "OPEN"
+    assert not device.advance() and device.runs.show(run)["status"] == "OPEN"
     clock.tick(1)
     assert device.advance()
-    record = device.show_run(run)
+    record = device.runs.show(run)
     assert record["status"] == "ABORTED" and "lease expired" in record["abortReason"]
-    assert device.list_runs()["runHolder"] is None and device.next_deadline() is None
+    assert device.runs.listing()["runHolder"] is None and device.next_deadline() is None
     with pytest.raises(RunAborted) as info:
-        device.stream(run, CLIENT, 1)
+        device.runs.stream(ops.RUN_STREAM.request(run_id=run, samples=1), CLIENT)
     assert "lease expired" in info.value.message
 
 
 def test_stream_and_program_renew_the_lease_too():
     device, clock, run = in_phase(OPEN_PROGRAMMED)
     clock.tick(LEASE_MS - 1)
-    device.stream(run, CLIENT, 1)
+    device.runs.stream(ops.RUN_STREAM.request(run_id=run, samples=1), CLIENT)
     clock.tick(LEASE_MS - 1)
-    assert not device.advance() and device.show_run(run)["status"] == "OPEN"
+    assert not device.advance() and device.runs.show(run)["status"] == "OPEN"
 
 
 def test_standby_is_busy_while_a_run_holds_the_fabric_and_force_aborts_it():
     device, clock, run = in_phase(OPEN_PROGRAMMED)
     seq = device.events.last_seq
     with pytest.raises(Busy) as info:
-        device.standby()
+        device.system.standby(ops.SYSTEM_STANDBY.request())
     assert run in info.value.message and device.lifecycle is Lifecycle.ACTIVE
     assert device.events.last_seq == seq
-    result = device.standby(force=True)
+    result = device.system.standby(ops.SYSTEM_STANDBY.request(force=True))
     assert result["changed"] and device.lifecycle is Lifecycle.PENDING_STANDBY
-    record = device.show_run(run)
+    record = device.runs.show(run)
     assert record["status"] == "ABORTED" and "--force" in record["abortReason"]
     types = [e.type for e in device.events.query(after_seq=seq)]
     assert types == ["EventTrainingAborted", "EventStandbyIssued", "EventPendingStandby"]
     with pytest.raises(RunAborted):
-        device.heartbeat(run, CLIENT)
+        device.runs.heartbeat(ops.RUN_HEARTBEAT.request(run_id=run), CLIENT)
 
 
 def test_a_run_closed_by_its_runtime_with_a_reason_ends_aborted():
     device, clock, run = in_phase(OPEN_PROGRAMMED)
-    record = device.close_run(run, CLIENT, reason="runtime failed: OOM")
+    record = device.runs.close(ops.RUN_CLOSE.request(run_id=run, reason="runtime failed: OOM"), CLIENT)
     assert record["changed"] and record["status"] == "ABORTED" and record["abortReason"] == "runtime failed: OOM"
 
 
 def test_performance_record_fields_and_input_bottleneck():
     device, clock, run = in_phase(OPEN_PROGRAMMED)
     clock.tick(10_000 - 1)
-    device.heartbeat(run, CLIENT)
+    device.runs.heartbeat(ops.RUN_HEARTBEAT.request(run_id=run), CLIENT)
     clock.tick(1)
-    device.stream(run, CLIENT, 9_000)  # 900/s against 1000/s: fed well enough
-    assert device.close_run(run, CLIENT)["performance"] == {
+    device.runs.stream(ops.RUN_STREAM.request(run_id=run, samples=9_000),
+                       CLIENT)  # 900/s against 1000/s: fed well enough
+    assert device.runs.close(ops.RUN_CLOSE.request(run_id=run), CLIENT)["performance"] == {
         "compile_time": 42.0,
         "est_samples_per_sec": 1000.0,
         "programming_time": 2.0,
@@ -305,16 +310,17 @@ def test_performance_record_fields_and_input_bottleneck():
     }
     device, clock, run = in_phase(OPEN_PROGRAMMED)
     clock.tick(5_000)
-    device.stream(run, CLIENT, 100)  # 20/s against 1000/s: the input is the bottleneck
-    performance = device.close_run(run, CLIENT)["performance"]
+    device.runs.stream(ops.RUN_STREAM.request(run_id=run, samples=100),
+                       CLIENT)  # 20/s against 1000/s: the input is the bottleneck
+    performance = device.runs.close(ops.RUN_CLOSE.request(run_id=run), CLIENT)["performance"]
     assert performance["samples_per_sec"] == 20.0 and performance["suspected_input_bottleneck"] is True
 
 
 def test_the_device_consumes_at_most_its_estimated_capacity():
     device, clock, run = in_phase(OPEN_PROGRAMMED)
     clock.tick(1_000)
-    device.stream(run, CLIENT, 1_000_000)
-    performance = device.close_run(run, CLIENT)["performance"]
+    device.runs.stream(ops.RUN_STREAM.request(run_id=run, samples=1_000_000), CLIENT)
+    performance = device.runs.close(ops.RUN_CLOSE.request(run_id=run), CLIENT)["performance"]
     assert performance["samples_per_sec"] == 1000.0
     assert performance["suspected_input_bottleneck"] is False
 
@@ -325,7 +331,7 @@ def test_the_open_run_shows_in_system_show():
         "runId": run, "owner": "job-42", "since": START_MS, "mode": "train", "fabric": "PROGRAMMING",
         "slurmJob": None, "workers": 1,  # in_phase joined one input worker
     }
-    device.abort_run(run, "x")
+    device.runs.abort(ops.RUNS_ABORT.request(run_id=run, reason="x"))
     assert device.show()["runHolder"] is None
 
 
@@ -371,26 +377,26 @@ def test_run_modes():
 
 def test_a_change_that_raises_undoes_what_the_request_did():
     device, clock, run = in_phase(OPEN_PROGRAMMED)
-    before, seq = device.list_runs(), device.events.last_seq
+    before, seq = device.runs.listing(), device.events.last_seq
     with pytest.raises(RuntimeError), device.change():
-        device.close_run(run, CLIENT)
+        device.runs.close(ops.RUN_CLOSE.request(run_id=run), CLIENT)
         raise RuntimeError("the commit failed")
-    assert device.list_runs() == before and device.events.last_seq == seq
+    assert device.runs.listing() == before and device.events.last_seq == seq
     with pytest.raises(RuntimeError), device.change():
-        device.abort_run(run, "x")
-        device.open_run("job", CLIENT, RunMode.TRAIN)
+        device.runs.abort(ops.RUNS_ABORT.request(run_id=run, reason="x"))
+        device.runs.open(ops.RUN_OPEN.request(mode=RunMode.TRAIN, owner="job"), CLIENT)
         raise RuntimeError("the commit failed")
-    assert device.list_runs() == before and device.events.last_seq == seq
-    device.close_run(run, CLIENT)  # the run numbers were taken back too
-    assert device.open_run("job", CLIENT, RunMode.TRAIN)["runId"] == "run-000002"
+    assert device.runs.listing() == before and device.events.last_seq == seq
+    device.runs.close(ops.RUN_CLOSE.request(run_id=run), CLIENT)  # the run numbers were taken back too
+    assert device.runs.open(ops.RUN_OPEN.request(mode=RunMode.TRAIN, owner="job"), CLIENT)["runId"] == "run-000002"
 
 
 def test_recovery_continues_numbering_and_aborts_the_run_left_open():
     device, clock, run = in_phase(CLOSED)
-    device.open_run("job", CLIENT, RunMode.TRAIN)
-    records = device.unsaved_runs()
-    device.runs_saved(records)
-    assert device.unsaved_runs() == []
+    device.runs.open(ops.RUN_OPEN.request(mode=RunMode.TRAIN, owner="job"), CLIENT)
+    records = device.run_book.unsaved()
+    device.run_book.saved(records)
+    assert device.run_book.unsaved() == []
     fresh, _ = make_device()
     recovery = fresh.recover(device.snapshot(), device.events.query(), records)
     aborted = recovery.aborted_run
@@ -399,11 +405,11 @@ def test_recovery_continues_numbering_and_aborts_the_run_left_open():
     (written,) = recovery.runs  # the store form of the aborted run: the wire's, and the token's digest
     assert written["runId"] == "run-000002" and written["status"] == "ABORTED" and "joinTokenDigest" in written
     assert {k: v for k, v in written.items() if k not in ("joinTokenDigest", "workers")} == {
-        k: v for k, v in fresh.show_run("run-000002").items() if k not in ("workers", "inputReport")
+        k: v for k, v in fresh.runs.show("run-000002").items() if k not in ("workers", "inputReport")
     }
     assert [e.type for e in recovery.events] == ["EventTrainingAborted"]
-    assert fresh.list_runs()["runHolder"] is None and fresh.events.newest(1)[0].details["reason"] == "daemon restarted"
-    assert fresh.open_run("job", CLIENT, RunMode.TRAIN)["runId"] == "run-000003"
+    assert fresh.runs.listing()["runHolder"] is None and fresh.events.newest(1)[0].details["reason"] == "daemon restarted"
+    assert fresh.runs.open(ops.RUN_OPEN.request(mode=RunMode.TRAIN, owner="job"), CLIENT)["runId"] == "run-000003"
 
 
 def test_every_refusal_the_run_rules_name_is_one_csd_may_answer_with():
@@ -414,30 +420,31 @@ def test_every_refusal_the_run_rules_name_is_one_csd_may_answer_with():
 @pytest.mark.parametrize("phase", PHASES)
 def test_a_dry_run_of_abort_follows_the_rule_and_changes_nothing(phase):
     device, clock, run = in_phase(phase)
-    before, seq = device.show_run(run), device.events.last_seq
+    before, seq = device.runs.show(run), device.events.last_seq
     rule = RUN_RULES[("abort", phase)]
     if isinstance(rule, Refuse):
         with pytest.raises(rule.error):
-            device.abort_run(run, "admin", dry_run=True)
+            device.runs.abort(ops.RUNS_ABORT.request(run_id=run, reason="admin", dry_run=True))
     else:
-        result = device.abort_run(run, "admin", dry_run=True)
+        result = device.runs.abort(ops.RUNS_ABORT.request(run_id=run, reason="admin", dry_run=True))
         assert result["changed"] is isinstance(rule, Go) and result["dryRun"] is True
-    assert device.show_run(run) == before and device.events.last_seq == seq
+    assert device.runs.show(run) == before and device.events.last_seq == seq
 
 
 def test_standby_dry_run_is_busy_while_a_run_holds_the_fabric_and_the_hint_names_force():
     device, clock, run = in_phase(OPEN_PROGRAMMED)
     with pytest.raises(Busy) as info:
-        device.standby(dry_run=True)
+        device.system.standby(ops.SYSTEM_STANDBY.request(dry_run=True))
     assert "--force" in info.value.hint and run in info.value.hint
-    assert device.standby(force=True, dry_run=True)["changed"] is True and device.show_run(run)["status"] == "OPEN"
+    assert device.system.standby(ops.SYSTEM_STANDBY.request(force=True,
+                                                            dry_run=True))["changed"] is True and device.runs.show(run)["status"] == "OPEN"
 
 
 def test_messages_read_as_sentences():
     device, clock, run = in_phase(OPEN_UNPROGRAMMED)
     with pytest.raises(IncompatibleProgram) as info:
-        device.program_run(run, CLIENT, program(mode="train_and_eval"))
+        device.runs.program(ops.RUN_PROGRAM.request(run_id=run, program=program(mode="train_and_eval")), CLIENT)
     assert info.value.message.startswith("The program was compiled for train_and_eval, which is not supported:")
     with pytest.raises(IncompatibleProgram) as info:
-        device.program_run(run, CLIENT, program(mode="eval"))
+        device.runs.program(ops.RUN_PROGRAM.request(run_id=run, program=program(mode="eval")), CLIENT)
     assert "open an eval run" in info.value.hint

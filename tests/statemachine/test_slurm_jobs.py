@@ -9,9 +9,10 @@ import pytest
 from csadmin.errors import Busy
 from csadmin.statemachine.defaults import Timings
 from csadmin.statemachine.device import Device
-from csadmin.programs import RunMode
-from csadmin.opargs import job_id as parse_job_id
+from csadmin.shared.programs import RunMode
+from csadmin.shared.opargs import job_id as parse_job_id
 from csadmin.statemachine.slurm_jobs import SlurmJob
+from csadmin.shared import ops
 from tests.statemachine.fakeclock import START_MS, FakeClock
 
 TRAIN = RunMode.TRAIN
@@ -24,11 +25,11 @@ def make_device() -> tuple[Device, FakeClock]:
 
 def test_runs_opened_while_a_job_holds_the_wafer_carry_its_id():
     device, clock = make_device()
-    result = device.begin_slurm_job("42", "alice")
+    result = device.begin_slurm_job(ops.SLURM_JOB_BEGIN.request(job_id="42", user="alice"))
     assert result["changed"] is True and result["abortedRun"] is None
     assert device.show()["slurmJob"] == {"jobId": "42", "user": "alice", "since": START_MS}
-    run = device.open_run("trainer", "c1", TRAIN)
-    assert run["slurmJob"] == "42" and device.show_run(run["runId"])["slurmJob"] == "42"
+    run = device.runs.open(ops.RUN_OPEN.request(mode=TRAIN, owner="trainer"), "c1")
+    assert run["slurmJob"] == "42" and device.runs.show(run["runId"])["slurmJob"] == "42"
     assert device.show()["runHolder"]["slurmJob"] == "42"
     started = device.events.newest(1)[0]
     assert started.type == "EventTrainingStarted" and started.details["slurmJob"] == "42"
@@ -36,55 +37,55 @@ def test_runs_opened_while_a_job_holds_the_wafer_carry_its_id():
 
 def test_runs_outside_any_job_carry_none():
     device, _ = make_device()
-    run = device.open_run("trainer", "c1", TRAIN)
+    run = device.runs.open(ops.RUN_OPEN.request(mode=TRAIN, owner="trainer"), "c1")
     assert run["slurmJob"] is None and device.show()["slurmJob"] is None
     assert "slurmJob" not in device.events.newest(1)[0].details
 
 
 def test_ending_the_job_aborts_the_run_it_left_and_frees_the_fabric():
     device, clock = make_device()
-    device.begin_slurm_job("42", "alice")
-    run = device.open_run("trainer", "c1", TRAIN)["runId"]
+    device.begin_slurm_job(ops.SLURM_JOB_BEGIN.request(job_id="42", user="alice"))
+    run = device.runs.open(ops.RUN_OPEN.request(mode=TRAIN, owner="trainer"), "c1")["runId"]
     clock.tick(1_000)
-    result = device.end_slurm_job("42")
+    result = device.end_slurm_job(ops.SLURM_JOB_END.request(job_id="42"))
     assert result == {"message": f"Slurm job 42 ended; its run {run} was aborted and the fabric is free.",
                       "changed": True, "abortedRun": run}
-    record = device.show_run(run)
+    record = device.runs.show(run)
     assert record["status"] == "ABORTED" and record["abortReason"] == "slurm job 42 ended"
-    assert device.list_runs()["runHolder"] is None and device.slurm_job is None
+    assert device.runs.listing()["runHolder"] is None and device.slurm_job is None
     aborted = device.events.newest(1)[0]
     assert aborted.type == "EventTrainingAborted" and aborted.details["reason"] == "slurm job 42 ended"
     # The next job gets the wafer at once.
-    device.begin_slurm_job("43", "bob")
-    assert device.open_run("trainer", "c2", TRAIN)["slurmJob"] == "43"
+    device.begin_slurm_job(ops.SLURM_JOB_BEGIN.request(job_id="43", user="bob"))
+    assert device.runs.open(ops.RUN_OPEN.request(mode=TRAIN, owner="trainer"), "c2")["slurmJob"] == "43"
 
 
 def test_ending_a_job_whose_run_closed_forgets_it_and_leaves_closed_runs_alone():
     device, _ = make_device()
-    device.begin_slurm_job("42", "alice")
-    run = device.open_run("trainer", "c1", TRAIN)["runId"]
-    device.close_run(run, "c1")
-    result = device.end_slurm_job("42")
+    device.begin_slurm_job(ops.SLURM_JOB_BEGIN.request(job_id="42", user="alice"))
+    run = device.runs.open(ops.RUN_OPEN.request(mode=TRAIN, owner="trainer"), "c1")["runId"]
+    device.runs.close(ops.RUN_CLOSE.request(run_id=run), "c1")
+    result = device.end_slurm_job(ops.SLURM_JOB_END.request(job_id="42"))
     assert result["changed"] is True and result["abortedRun"] is None
-    assert device.show_run(run)["status"] == "CLOSED" and device.slurm_job is None
+    assert device.runs.show(run)["status"] == "CLOSED" and device.slurm_job is None
 
 
 def test_ending_is_idempotent_and_never_touches_another_jobs_run():
     device, _ = make_device()
-    device.begin_slurm_job("43", "bob")
-    run = device.open_run("trainer", "c1", TRAIN)["runId"]
+    device.begin_slurm_job(ops.SLURM_JOB_BEGIN.request(job_id="43", user="bob"))
+    run = device.runs.open(ops.RUN_OPEN.request(mode=TRAIN, owner="trainer"), "c1")["runId"]
     seq = device.events.last_seq
     for _ in range(2):  # an epilog of a job that never held the wafer, and a retry
-        result = device.end_slurm_job("42")
+        result = device.end_slurm_job(ops.SLURM_JOB_END.request(job_id="42"))
         assert result["changed"] is False and result["abortedRun"] is None
-    assert device.show_run(run)["status"] == "OPEN" and device.slurm_job.job_id == "43" and device.events.last_seq == seq
+    assert device.runs.show(run)["status"] == "OPEN" and device.slurm_job.job_id == "43" and device.events.last_seq == seq
 
 
 def test_beginning_the_same_job_again_changes_nothing():
     device, clock = make_device()
-    device.begin_slurm_job("42", "alice")
+    device.begin_slurm_job(ops.SLURM_JOB_BEGIN.request(job_id="42", user="alice"))
     clock.tick(5)
-    result = device.begin_slurm_job("42", "alice")
+    result = device.begin_slurm_job(ops.SLURM_JOB_BEGIN.request(job_id="42", user="alice"))
     assert result["changed"] is False and result["slurmJob"]["since"] == START_MS
 
 
@@ -92,26 +93,26 @@ def test_a_run_left_by_an_earlier_job_gives_way_to_the_next_job():
     """The epilog of job 42 never came (slurmd crashed): Slurm gave the wafer to job 43, so 42's
     run cannot still hold it."""
     device, _ = make_device()
-    device.begin_slurm_job("42", "alice")
-    stale = device.open_run("trainer", "c1", TRAIN)["runId"]
-    result = device.begin_slurm_job("43", "bob")
+    device.begin_slurm_job(ops.SLURM_JOB_BEGIN.request(job_id="42", user="alice"))
+    stale = device.runs.open(ops.RUN_OPEN.request(mode=TRAIN, owner="trainer"), "c1")["runId"]
+    result = device.begin_slurm_job(ops.SLURM_JOB_BEGIN.request(job_id="43", user="bob"))
     assert result["changed"] is True and result["abortedRun"] == stale
-    assert device.show_run(stale)["abortReason"] == "slurm job 42 ended" and device.list_runs()["runHolder"] is None
+    assert device.runs.show(stale)["abortReason"] == "slurm job 42 ended" and device.runs.listing()["runHolder"] is None
     assert device.slurm_job == SlurmJob("43", "bob", START_MS)
 
 
 def test_a_run_outside_slurm_keeps_the_fabric_and_the_job_is_told_why():
     device, _ = make_device()
-    run = device.open_run("someone-by-hand", "c1", TRAIN)["runId"]
+    run = device.runs.open(ops.RUN_OPEN.request(mode=TRAIN, owner="someone-by-hand"), "c1")["runId"]
     with pytest.raises(Busy) as refused:
-        device.begin_slurm_job("42", "alice")
+        device.begin_slurm_job(ops.SLURM_JOB_BEGIN.request(job_id="42", user="alice"))
     assert run in refused.value.message and "outside Slurm" in refused.value.message
-    assert device.show_run(run)["status"] == "OPEN" and device.slurm_job is None
+    assert device.runs.show(run)["status"] == "OPEN" and device.slurm_job is None
 
 
 def test_the_job_survives_a_snapshot_and_old_snapshots_have_none():
     device, _ = make_device()
-    device.begin_slurm_job("42_7", "alice")
+    device.begin_slurm_job(ops.SLURM_JOB_BEGIN.request(job_id="42_7", user="alice"))
     copy, _ = make_device()
     copy.recover(device.snapshot(), [], [])
     assert copy.slurm_job == device.slurm_job
@@ -123,9 +124,9 @@ def test_the_job_survives_a_snapshot_and_old_snapshots_have_none():
 
 def test_a_run_record_keeps_its_job_across_the_store():
     device, _ = make_device()
-    device.begin_slurm_job("42", "alice")
-    device.open_run("trainer", "c1", TRAIN)
-    (record,) = device.unsaved_runs()
+    device.begin_slurm_job(ops.SLURM_JOB_BEGIN.request(job_id="42", user="alice"))
+    device.runs.open(ops.RUN_OPEN.request(mode=TRAIN, owner="trainer"), "c1")
+    (record,) = device.run_book.unsaved()
     restored, _ = make_device()
     recovery = restored.recover(device.snapshot(), [], [record])
     assert recovery.aborted_run["slurmJob"] == "42"  # the run csd found open at start
@@ -136,10 +137,10 @@ def test_a_run_record_keeps_its_job_across_the_store():
 
 def test_busy_names_the_job_holding_the_wafer():
     device, _ = make_device()
-    device.begin_slurm_job("42", "alice")
-    device.open_run("trainer", "c1", TRAIN)
+    device.begin_slurm_job(ops.SLURM_JOB_BEGIN.request(job_id="42", user="alice"))
+    device.runs.open(ops.RUN_OPEN.request(mode=TRAIN, owner="trainer"), "c1")
     with pytest.raises(Busy) as refused:
-        device.open_run("other", "c2", TRAIN)
+        device.runs.open(ops.RUN_OPEN.request(mode=TRAIN, owner="other"), "c2")
     assert "slurm job 42" in refused.value.message
 
 

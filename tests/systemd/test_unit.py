@@ -110,8 +110,8 @@ def test_sysusers_declares_the_static_user():
 
 def test_the_unit_gives_csd_descriptors_for_its_connections_and_their_headroom():
     """Without LimitNOFILE= csd ran with the default soft limit; libzmq aborts csd when accept()
-    runs out of descriptors, so csd keeps half in reserve (daemon/capacity.py)."""
-    from csadmin.daemon.capacity import MAX_CONNECTIONS
+    runs out of descriptors, so csd keeps half in reserve (daemon/serve/capacity.py)."""
+    from csadmin.daemon.serve.capacity import MAX_CONNECTIONS
 
     (limit,) = service_settings()["LimitNOFILE"]
     assert int(limit) >= 2 * MAX_CONNECTIONS + 256

@@ -18,7 +18,8 @@ import socket
 import sys
 import time
 
-from ....program import write_file
+from csadmin.shared.atomic_write import write_atomically
+
 from ..worker_info import enter_worker
 from .batches import repeated, samples_of
 
@@ -56,7 +57,7 @@ def measure(input_fn, args: tuple, kwargs: dict, backend=None) -> int:
               "cpus": cpus, "samples": samples, "batches": batches, "seconds": round(elapsed, 6),
               "samples_per_sec": round(samples / elapsed, 3) if elapsed > 0 else 0.0}
     path = os.path.join(os.environ[OUT_ENV], f"task-{task}.json")
-    write_file(path, json.dumps(result))
+    write_atomically(path, json.dumps(result))
     print(f"input analysis: task {task} of {count} on {result['node']}: {result['samples_per_sec']:g} samples/s "
           f"({samples} samples in {elapsed:.2f} s)", file=sys.stderr, flush=True)
     return 0

@@ -1,5 +1,5 @@
 """Input workers in other Slurm tasks, on other nodes (csrun_wse with worker nodes): how the two
-ends find each other through the job's rendezvous directory (csadmin/rendezvous.py).
+ends find each other through the job's rendezvous directory (csadmin/shared/rendezvous.py).
 
 Trainer side (the training process, `$CSTORCH_WORKERS_RENDEZVOUS` set): the pool binds its socket
 as usual (on `$CS_INPUT_WORKER_BIND`, the node's address), `publish`es where it is and the run's
@@ -22,7 +22,7 @@ import socket
 import sys
 import time
 
-from csadmin import rendezvous
+from csadmin.shared import rendezvous
 from csadmin.errors import InvalidState
 
 from .transport import Spec, TrainerSocket

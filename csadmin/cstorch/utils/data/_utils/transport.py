@@ -28,7 +28,7 @@ from dataclasses import dataclass
 import torch
 import zmq
 
-from csadmin.rendezvous import BIND_ENV
+from csadmin.shared.rendezvous import BIND_ENV
 
 DEFAULT_BIND = "tcp://127.0.0.1:*"
 
