@@ -1,8 +1,8 @@
 """One run: the record of a training runtime's hold on the wafer, open or ended.
 
 A run programs the fabric at most once (UNPROGRAMMED → PROGRAMMING → PROGRAMMED), streams
-samples, renews its lease, and ends CLOSED (by its runtime) or ABORTED (lease lapsed, forced
-standby, an admin, Slurm, a daemon restart). The record is also the wire and store form
+samples, renews its lease, and ends CLOSED (by its runtime) or ABORTED (lease lapsed, its time
+limit passed, forced standby, an admin, Slurm, a daemon restart). The record is also the wire and store form
 (`to_dict`, camelCase keys, stable: docs/protocol.md).
 """
 
@@ -74,6 +74,7 @@ class Run:
     workers: dict[str, Worker] = field(default_factory=dict)  # joined workers, by client
     opener_samples: int = 0  # of total_samples, those the opener streamed itself
     model_dir: str | None = None  # where the runtime keeps the run's artifacts (its label; csd never reads it)
+    time_limit_until: int | None = None  # when the run must end (run.open's time_limit_seconds: job_time_sec)
 
     @property
     def phase(self) -> str:
@@ -88,10 +89,23 @@ class Run:
 
     @property
     def deadline(self) -> int | None:
-        """When something of this run is due: its programming's completion or its lease's lapse."""
+        """When something of this run is due: its programming's completion, its lease's lapse or
+        its time limit."""
+        due = [self.lease_until, self.time_limit_until]
         if self.fabric is Fabric.PROGRAMMING:
-            return min(self.programming_until, self.lease_until)
-        return self.lease_until
+            due.append(self.programming_until)
+        due = [t for t in due if t is not None]
+        return min(due) if due else None
+
+    def overdue(self, now: int) -> tuple[str, str] | None:
+        """(reason, cause) when an open run must be aborted at `now`: its time limit passed or its
+        lease lapsed; else None."""
+        if self.time_limit_until is not None and now >= self.time_limit_until:
+            limit = seconds(self.time_limit_until - self.opened_at)
+            return f"time limit exceeded (job_time_sec: the run may last {limit:g} s)", "time_limit"
+        if self.lease_until is not None and now >= self.lease_until:
+            return f"lease expired (no heartbeat for {seconds(self.lease_ms):g} s)", "lease_expired"
+        return None
 
     def renew(self, worker: Worker | None, now: int) -> None:
         """A call from the opener renews the run's lease; one from an input worker, only that
@@ -117,9 +131,10 @@ class Run:
         the digest of the join token csd drew for its `workers`."""
         lease = default_lease_ms if request.lease_seconds is None else int(request.lease_seconds * 1000)
         slots = request.workers
+        limit = None if request.time_limit_seconds is None else now + int(request.time_limit_seconds * 1000)
         return cls(run_id_of(number), number, request.owner, client, request.mode.value, lease, now, now + lease,
                    slurm_job=slurm_job, worker_slots=slots, token_digest=token_digest if slots else None,
-                   model_dir=request.model_dir)
+                   model_dir=request.model_dir, time_limit_until=limit)
 
     def to_dict(self) -> dict:
         """The wire and store form (camelCase keys, stable: docs/protocol.md)."""
@@ -147,6 +162,7 @@ class Run:
             "workers": [w.to_dict() for w in self.workers.values()],
             "openerSamples": self.opener_samples,
             "modelDir": self.model_dir,
+            "timeLimitUntil": self.time_limit_until,
         }
 
     def to_store(self) -> dict:
@@ -167,6 +183,7 @@ class Run:
             workers={w["client"]: Worker.from_dict(w) for w in d.get("workers", ())},
             opener_samples=int(d.get("openerSamples", d.get("totalSamples", 0) if not d.get("workers") else 0)),
             model_dir=d.get("modelDir"),  # absent in stores written before issue 21
+            time_limit_until=d.get("timeLimitUntil"),  # absent in stores written before issue 29
         )
 
     def copy(self) -> "Run":

@@ -245,7 +245,8 @@ class Runs:
     # -- time ----------------------------------------------------------------------------------
 
     def advance(self) -> bool:
-        """Finish programming and abort a run whose lease lapsed, if their time has come."""
+        """Finish programming and abort a run whose lease lapsed or whose time limit passed, if
+        their time has come."""
         run = self.holder
         if run is None:
             return False
@@ -254,9 +255,9 @@ class Runs:
         if run.fabric is Fabric.PROGRAMMING and now >= run.programming_until:
             self._finish_programming(run)
             changed = True
-        if now >= run.lease_until:
-            self._end(run, RunStatus.ABORTED, f"lease expired (no heartbeat for {seconds(run.lease_ms):g} s)",
-                      "lease_expired")
+        overdue = run.overdue(now)
+        if overdue is not None:
+            self._end(run, RunStatus.ABORTED, *overdue)
             changed = True
         return changed
 

@@ -102,8 +102,9 @@ class CsdLink:
         run_dir = os.path.abspath(run_dir or self.config.model_dir)
         self._performance_dir = run_dir if flat else os.path.join(run_dir, "performance")
         self.aborted, self.performance, self._samples, self._steps = None, None, 0, 0
-        self.run = self.client.open_run(mode=mode, owner=owner[:60], workers=workers if self.config.fed_by_workers else None,
-                                        model_dir=run_dir)
+        self.run = self.client.open_run(mode=mode, owner=owner[:60], model_dir=run_dir,
+                                        workers=workers if self.config.fed_by_workers else None,
+                                        time_limit_seconds=self.config.job_time_sec)  # csd aborts the run past it
         self._events = self.client.subscribe(ABORT_EVENT)
         try:
             self.run.program(program)

@@ -116,6 +116,8 @@ RUN_OPEN = Op("run.open", OPERATOR, {
     "lease_seconds": Arg(float, parse=lease_seconds, help="seconds without a call before the run is aborted"),
     "workers": WORKERS,
     "model_dir": Arg(str, parse=path, help="the runtime's artifact directory (shown, never opened)"),
+    "time_limit_seconds": Arg(float, parse=seconds_for,
+                              help="seconds the run may last before csd aborts it (cstorch's job_time_sec)"),
 }, True, (*RUN, "message"))
 RUN_PROGRAM = Op("run.program", OPERATOR, {
     "run_id": RUN_ID,

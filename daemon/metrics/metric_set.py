@@ -38,7 +38,7 @@ REQUEST_BUCKETS = (0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01,
 COMMIT_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1.0)
 
 # Why a run was aborted: the `cause` an EventTrainingAborted carries in its details.
-ABORT_CAUSES = ("lease_expired", "standby_forced", "admin", "runtime", "daemon_restarted", "slurm_job_ended",
+ABORT_CAUSES = ("lease_expired", "time_limit", "standby_forced", "admin", "runtime", "daemon_restarted", "slurm_job_ended",
                 "fault", "other")
 # Why a request or a connection was refused before anything looked at it.
 DENIAL_REASONS = ("unregistered_key", "role", "authenticator_down", "handshake", "other")

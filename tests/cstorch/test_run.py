@@ -226,3 +226,24 @@ def test_an_uncaught_exception_between_steps_ends_the_run_with_it(ws_csd, tmp_pa
     assert proc.returncode != 0 and "bad batch file" in err
     record = run_record(ws_csd)
     assert (record["status"], record["abortReason"], record["totalSamples"]) == ("ABORTED", reason, 3 * 16)
+
+
+def test_a_run_past_its_job_time_sec_is_aborted_by_csd_with_that_reason(ws_csd, tmp_path):
+    """configure(job_time_sec=N), as R1.8's runner passes it (and the later ClusterConfig's): csd
+    aborts the run N seconds after it opened, however alive its runtime is."""
+    configure(ws_csd, tmp_path, job_time_sec=1)
+    t = Trainer(model())
+    t.step(*batches(1)[0])
+    run_id = state.current().csd.run.id
+    with ws_csd.client() as c:
+        assert c.runs_show(run_id)["timeLimitUntil"] is not None
+    events = state.current().csd._events
+    wait_until(lambda: events.get(zmq.EVENTS) & zmq.POLLIN, what="csd's abort event to reach the runtime")
+    exc, ran = step_until_aborted(t)
+    assert exc.message == (f"Run {run_id} was aborted on the system: time limit exceeded (job_time_sec: the run "
+                           "may last 1 s).")
+    assert ran == 0
+    with ws_csd.client() as c:
+        record = c.runs_show(run_id)
+    assert (record["status"], record["abortReason"]) == ("ABORTED", "time limit exceeded (job_time_sec: the run may "
+                                                                    "last 1 s)")

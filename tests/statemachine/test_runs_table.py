@@ -261,6 +261,31 @@ def test_a_lapsed_lease_aborts_the_run_and_releases_the_fabric():
     assert "lease expired" in info.value.message
 
 
+def test_a_run_past_its_time_limit_is_aborted_however_alive_it_is():
+    """run.open's time_limit_seconds (cstorch's job_time_sec): heartbeats do not extend it."""
+    device, clock = make_device()
+    run = device.runs.open(ops.RUN_OPEN.request(mode=RunMode.TRAIN, owner="job", time_limit_seconds=25), CLIENT)
+    assert run["timeLimitUntil"] == clock.now + 25_000
+    run = run["runId"]
+    seq = device.events.last_seq
+    for _ in range(2):
+        clock.tick(LEASE_MS - 1)
+        device.runs.heartbeat(ops.RUN_HEARTBEAT.request(run_id=run), CLIENT)
+    assert device.next_deadline() == clock.now + 25_000 - 2 * (LEASE_MS - 1)  # the limit, before the lease
+    clock.tick(25_000 - 2 * (LEASE_MS - 1) - 1)
+    assert not device.advance() and device.runs.show(run)["status"] == "OPEN"
+    clock.tick(1)
+    assert device.advance()
+    record = device.runs.show(run)
+    assert (record["status"], record["abortReason"]) == (
+        "ABORTED", "time limit exceeded (job_time_sec: the run may last 25 s)")
+    aborted = [e for e in device.events.query(after_seq=seq) if e.type == "EventTrainingAborted"]
+    assert [e.details["cause"] for e in aborted] == ["time_limit"]
+    assert device.runs.listing()["runHolder"] is None and device.next_deadline() is None
+    with pytest.raises(RunAborted, match="time limit exceeded"):
+        device.runs.heartbeat(ops.RUN_HEARTBEAT.request(run_id=run), CLIENT)
+
+
 def test_stream_and_program_renew_the_lease_too():
     device, clock, run = in_phase(OPEN_PROGRAMMED)
     clock.tick(LEASE_MS - 1)
