@@ -97,7 +97,12 @@ def _newest_run(daemon) -> str:
 def test_a_killed_worker_ends_the_run_with_a_clear_error(ws_csd, tmp_path):
     configure(ws_csd, tmp_path, num_workers_per_csx=4)
     t = Trainer(model())
-    loader = cstorch.utils.data.DataLoader(id_batches, num_steps=60, batch_size=4, n=4 * 60 * 4, kill_after={2: 5})
+    # Worker 2 dies when it makes its 6th batch, which is once two of its batches were taken. On a
+    # loaded machine it may be scheduled late and the other three feed the steps meanwhile (the pool
+    # does not wait for a slow worker), so the run is long enough never to end before that: the
+    # loop ends at the death, whenever it comes (it ended after 60 steps without it at load 12).
+    loader = cstorch.utils.data.DataLoader(id_batches, num_steps=100_000, batch_size=4, n=4 * 60 * 4,
+                                           kill_after={2: 5})
     with pytest.raises(errors.InputWorkerFailed, match=r"input worker 2 \(pid \d+\) was killed by signal SIGKILL") as exc:
         for x, y in loader:
             t.step(x, y)
