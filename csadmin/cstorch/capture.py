@@ -93,9 +93,12 @@ def _key(t: torch.Tensor):
 class Capture(TorchDispatchMode):
     """Records the aten ops run under it into an FX graph over (inputs, state)."""
 
-    def __init__(self, inputs: list[torch.Tensor], step_name: str):
+    def __init__(self, inputs: list[torch.Tensor], step_name: str, execute=None):
         super().__init__()
         self.step_name = step_name
+        # How an op runs while it is recorded: (func, args, kwargs) -> result (amp/emulation.py's
+        # capture_executor); PyTorch's own kernel when None.
+        self._execute = execute
         self.graph = fx.Graph()
         self._inputs = self.graph.placeholder("inputs")
         self._state = self.graph.placeholder("state")
@@ -111,6 +114,8 @@ class Capture(TorchDispatchMode):
         self.op_count = 0
         self._guard = _ReadGuard(step_name)
         self._rng = torch.get_rng_state()
+        # A model on a CUDA device draws from CUDA's generators: put them back too.
+        self._cuda_rng = torch.cuda.get_rng_state_all() if torch.cuda.is_initialized() else None
         for i, t in enumerate(inputs):
             self._bind(t, self.graph.call_function(operator.getitem, (self._inputs, i)))
 
@@ -139,7 +144,7 @@ class Capture(TorchDispatchMode):
         flat, spec = tree_flatten((args, kwargs))
         node_args, node_kwargs = spec.unflatten(
             [self.node_for(x) if isinstance(x, torch.Tensor) else x for x in flat])
-        out = func(*args, **kwargs)
+        out = func(*args, **kwargs) if self._execute is None else self._execute(func, args, kwargs)
         node = self.graph.call_function(func, tuple(node_args), node_kwargs)
         self.op_count += 1
         if isinstance(out, torch.Tensor):
@@ -151,6 +156,7 @@ class Capture(TorchDispatchMode):
         return out
 
     def _bind(self, t: torch.Tensor, node: fx.Node) -> None:
+        node.meta["dtype"] = t.dtype  # what the program's passes read (amp/emulation.py)
         self.nodes[id(t)] = node
         key = _key(t) if t.numel() else None
         if key is not None:
@@ -186,11 +192,13 @@ class Capture(TorchDispatchMode):
                 base = next(iter(views.values()))
                 node = self.graph.call_function(
                     aten.as_strided.default, (base, list(t.shape), list(t.stride()), t.storage_offset()))
+                node.meta["dtype"] = t.dtype
             if node is not None:
                 self.nodes[id(t)] = node
                 self._watch(t, node, None)
                 return node
         node = self.graph.call_function(operator.getitem, (self._state, len(self.state)))
+        node.meta["dtype"] = t.dtype
         self.state.append(t)
         with torch.no_grad():
             self._before.append(t.detach().clone())
@@ -206,6 +214,8 @@ class Capture(TorchDispatchMode):
             for t, value in reversed(list(zip(self.state, self._before))):
                 t.copy_(value)
         torch.set_rng_state(self._rng)
+        if self._cuda_rng is not None:
+            torch.cuda.set_rng_state_all(self._cuda_rng)
         before, self._before = self._before, []
         self._alive = {}
         return before

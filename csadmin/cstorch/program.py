@@ -2,7 +2,9 @@
 
 `Program.run(inputs)` executes the graph once on new inputs (no autograd: the backward pass is in
 the graph), rebinds the gradients the step left on parameters, and returns the step's result and
-the recorded step closures' tensors. The graph is FX's generated Python (one call per aten op),
+the recorded step closures' tensors. What executes is the captured graph lowered by
+amp/emulation.py: its half-precision values in float32 carriers, rounded to the run's half format
+(float16, bfloat16 or cbfloat16), its arithmetic float32. The graph is FX's generated Python (one call per aten op),
 executed with each `torch.ops.aten.<op>.<overload>(...)` bound straight to the overload's C++
 entry (what OpOverload.__call__ forwards to): a Python frame and four attribute lookups less per
 op, ~5% of a 5 ms step. Nothing is code-generated below Python.
@@ -13,7 +15,12 @@ The compiled artifact's descriptor (what `run.program` gets):
   * size_bytes: the persistent state (weights, optimizer state) plus the program text;
   * est_samples_per_sec: batch size / the program's execution time, measured by running the
     compiled program ESTIMATE_RUNS times on copies of the state at compile (in this simulation
-    the device is this CPU); the fastest run counts.
+    the device is this CPU); the fastest run counts. On the CPU the time is the executing
+    thread's CPU time (time.thread_time), not the wall clock: what else the machine runs takes
+    the core away from the thread, which a wall clock counts and the thread's CPU time does not,
+    so the same program gets the same estimate on a busy machine as on an idle one (within the
+    cache and memory bandwidth the neighbours leave it). On a CUDA device it is the wall clock
+    up to torch.cuda.synchronize(): the GPU's time.
 """
 
 from __future__ import annotations
@@ -28,6 +35,8 @@ from dataclasses import dataclass, field
 import torch
 from torch import fx
 
+from .amp.emulation import emulate
+from .amp.formats import FORMATS
 from .signature import Signature
 
 ESTIMATE_RUNS = 3
@@ -53,22 +62,26 @@ class Program:
     compile_time: float = 0.0
     directory: str | None = None
     cached: bool = False  # reused compile_dir's artifacts (artifacts.py): not compiled again
-    forward: object = None  # the graph's code with its ops bound directly (_direct)
+    half: str = "float16"  # the half format it computes in (amp/formats.py)
+    forward: object = None  # the emulated graph's code with its ops bound directly (_direct)
+    executable: fx.GraphModule | None = None  # the graph as this runtime runs it (amp/emulation.py)
 
     @classmethod
     def build(cls, graph: fx.Graph, **fields) -> "Program":
         _simplify(graph)
         module = fx.GraphModule(torch.nn.Module(), graph, class_name="CompiledStep")
         program = cls(module=module, **fields)
+        program.executable = fx.GraphModule(torch.nn.Module(), emulate(graph, FORMATS[program.half]),
+                                            class_name="CompiledStepEmulated")
         state_bytes = sum(t.numel() * t.element_size() for t in program.state)
         program.size_bytes = state_bytes + len(module.code.encode())
         digest = hashlib.sha256()
-        for part in (module.code, repr(program.signature.leaves), program.mode, program.execmode,
+        for part in (module.code, program.half, repr(program.signature.leaves), program.mode, program.execmode,
                      repr([(tuple(t.shape), str(t.dtype)) for t in program.state])):
             digest.update(part.encode())
             digest.update(b"\0")
         program.checksum = digest.hexdigest()
-        program.forward = _direct(module, program.checksum)
+        program.forward = _direct(program.executable, program.checksum)
         return program
 
     @property
@@ -80,17 +93,25 @@ class Program:
             return self.forward(None, inputs, self.state if state is None else state)
 
     def estimate(self, inputs: list, scratch_state: list) -> float:
-        """Samples per second of this program on this CPU, from its fastest of ESTIMATE_RUNS
-        executions on `scratch_state` (copies: the real state is not touched)."""
+        """Samples per second of this program on its device, from its fastest of ESTIMATE_RUNS
+        executions on `scratch_state` (copies: the real state is not touched), timed as the
+        module docstring says."""
+        cuda = any(t.is_cuda for t in (*inputs, *scratch_state))
         rng = torch.get_rng_state()
+        cuda_rng = torch.cuda.get_rng_state_all() if cuda else None
+        clock, sync = (time.perf_counter, torch.cuda.synchronize) if cuda else (time.thread_time, _nothing)
         best = float("inf")
         try:
             for _ in range(ESTIMATE_RUNS):
-                start = time.perf_counter()
+                sync()
+                start = clock()
                 self.execute(inputs, scratch_state)
-                best = min(best, time.perf_counter() - start)
+                sync()
+                best = min(best, clock() - start)
         finally:
             torch.set_rng_state(rng)
+            if cuda_rng is not None:
+                torch.cuda.set_rng_state_all(cuda_rng)
         self.est_samples_per_sec = round(self.batch_size / max(best, 1e-6), 3)
         return self.est_samples_per_sec
 
@@ -120,11 +141,13 @@ class Program:
         }
 
     def write_artifacts(self, compile_dir: str, log: list[str], target_system: str | None) -> str:
-        """compile_dir/cs_<checksum>: program.py, graph.txt, program.json, compile.log."""
+        """compile_dir/cs_<checksum>: program.py (what the system runs: the captured graph with its
+        half casts; what this runtime runs is emulation.py's lowering of it for program.json's
+        half_dtype), graph.txt, program.json, compile.log."""
         directory = os.path.join(compile_dir, f"cs_{self.checksum[:16]}")
         os.makedirs(directory, exist_ok=True)
         info = {
-            "step": self.name, "mode": self.mode, "execmode": self.execmode, "ops": self.op_count,
+            "step": self.name, "mode": self.mode, "half_dtype": self.half, "execmode": self.execmode, "ops": self.op_count,
             "batch_size": self.batch_size, "state_tensors": len(self.state),
             "signature": [list(map(str, leaf)) for leaf in self.signature.leaves],
             "descriptor": self.descriptor(target_system or "(not checked)"),
@@ -139,6 +162,10 @@ class Program:
             write_file(os.path.join(directory, name), text)
         self.directory = directory
         return directory
+
+
+def _nothing() -> None:
+    pass
 
 
 def _simplify(graph: fx.Graph) -> None:

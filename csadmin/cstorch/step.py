@@ -24,7 +24,8 @@ from csadmin.errors import InvalidState, ReprogramForbidden
 
 import csadmin.cstorch.current as current
 import csadmin.cstorch.runtime as runtime
-from .amp.precision import autocast, half_dtype
+from .amp.emulation import capture_executor
+from .amp.precision import half_format, mixed_precision
 from .artifacts import lookup as lookup_artifacts, record as record_compile
 from .capture import Capture
 from .compiled import check_modes
@@ -114,15 +115,16 @@ class StepFunction:
         mode = "train" if modes.pop() else "eval"
         params = list({id(p): p for m in rt.models for p in m.parameters()}.values())
         grads_before = [p.grad for p in params]
-        cap = Capture(inputs, self.name)
+        half = half_format()
+        cap = Capture(inputs, self.name, execute=capture_executor(half))
         rt.capture, rt.captured_closures = cap, []
         try:
             # 001: the system computes in half precision with the casts inserted for it, so the
-            # step runs under autocast and the program holds its casts (a user's own autocast
-            # inside is the same context again). The weight update stays float32: optimizers'
-            # elementwise ops are not among the ops autocast casts.
-            half = half_dtype()
-            with current.stepping(), cap, autocast():
+            # step runs under autocast (for each device the model lives on) and the program holds
+            # its casts (a user's own autocast inside is the same context again). The weight
+            # update stays float32: optimizers' elementwise ops are not among the ops autocast casts.
+            devices = {p.device.type for p in params} | {t.device.type for t in inputs}
+            with current.stepping(), cap, mixed_precision(devices):
                 result = self.fn(*args, **kwargs)
             outputs: list = []
             result_spec, result_leaves = _leaves(result, outputs)
@@ -142,11 +144,12 @@ class StepFunction:
         program = Program.build(
             cap.graph, name=self.name, step_fn=self, signature=signature, state=cap.state,
             result_spec=result_spec, result_leaves=result_leaves, grad_params=grad_params, closures=closures,
-            mode=mode, execmode=current.execmode(), op_count=cap.op_count)
+            mode=mode, execmode=current.execmode(), op_count=cap.op_count, half=half.name)
         log = [f"step {self.name!r}: captured {cap.op_count} aten ops, {len(cap.state)} persistent tensors, "
                f"batch size {program.batch_size}, mode {mode}, in {captured - start:.3f} s",
-               f"mixed precision: float32 weights, {str(half).removeprefix('torch.')} compute (casts inserted "
-               f"by autocast), float32 weight update"]
+               f"mixed precision: float32 weights, {half.name} compute (casts inserted by autocast), float32 "
+               f"weight update; executed here as float32 arithmetic on {half.name}-rounded values "
+               f"(amp/emulation.py)"]
         csd = rt.csd
         serial = None if csd is None else csd.serial
         # Artifacts of this very program for this system: reuse them; for another: refused.
@@ -156,8 +159,8 @@ class StepFunction:
             program.cached = True
         elif not config.validate_only:
             program.estimate(inputs, scratch)
-            log.append(f"estimated {program.est_samples_per_sec:g} samples/s "
-                       f"(fastest of {ESTIMATE_RUNS} executions on copies of the state)")
+            log.append(f"estimated {program.est_samples_per_sec:g} samples/s (fastest of {ESTIMATE_RUNS} executions "
+                       f"on copies of the state, by the executing thread's CPU time; a CUDA device's by the clock)")
         del scratch
         program.compile_time = time.perf_counter() - start
         if cached is not None:

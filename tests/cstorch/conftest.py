@@ -5,7 +5,7 @@ once per process; runtime.reset() closes any run still open, as the process's en
 import pytest
 import torch
 
-from csadmin.cstorch import runtime
+from csadmin.cstorch import amp, runtime
 from tests.cstorch.helpers import weight_streaming
 from tests.harness import Daemon
 
@@ -29,3 +29,4 @@ def fresh_runtime():
     runtime.reset()
     yield
     runtime.reset()
+    amp.set_half_dtype("float16")  # the default, whatever a failed test left set
