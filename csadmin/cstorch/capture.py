@@ -86,6 +86,11 @@ class _ReadGuard(TorchFunctionMode):
         return func(*args, **(kwargs or {}))
 
 
+def _describe(node: fx.Node, t: torch.Tensor) -> None:
+    """What the program's passes read of the tensor a node stands for (amp/emulation.py)."""
+    node.meta["dtype"], node.meta["ndim"] = t.dtype, t.dim()
+
+
 def _key(t: torch.Tensor):
     return (t.untyped_storage().data_ptr(), t.storage_offset(), tuple(t.shape), tuple(t.stride()), t.dtype)
 
@@ -156,7 +161,7 @@ class Capture(TorchDispatchMode):
         return out
 
     def _bind(self, t: torch.Tensor, node: fx.Node) -> None:
-        node.meta["dtype"] = t.dtype  # what the program's passes read (amp/emulation.py)
+        _describe(node, t)
         self.nodes[id(t)] = node
         key = _key(t) if t.numel() else None
         if key is not None:
@@ -192,13 +197,13 @@ class Capture(TorchDispatchMode):
                 base = next(iter(views.values()))
                 node = self.graph.call_function(
                     aten.as_strided.default, (base, list(t.shape), list(t.stride()), t.storage_offset()))
-                node.meta["dtype"] = t.dtype
+                _describe(node, t)
             if node is not None:
                 self.nodes[id(t)] = node
                 self._watch(t, node, None)
                 return node
         node = self.graph.call_function(operator.getitem, (self._state, len(self.state)))
-        node.meta["dtype"] = t.dtype
+        _describe(node, t)
         self.state.append(t)
         with torch.no_grad():
             self._before.append(t.detach().clone())

@@ -56,6 +56,15 @@ EXACT = {
     aten.zero_.default, aten.relu_.default, aten.copy_.default,  # in place: exact when the source is half
 }
 
+# Ops whose PyTorch kernel takes its numbers (a Python float, alpha, a 0-d float32 tensor) rounded
+# to the half dtype when it computes in it, where others (mul, div, lerp, addcmul, …) take them in
+# float32 (tests/cstorch/test_half_precision.py compares each with eager PyTorch).
+SCALARS_IN_HALF = {
+    getattr(getattr(aten, name), overload)
+    for name in ("add", "sub", "rsub", "add_", "sub_", "fmod", "remainder", "eq", "ne", "lt", "le", "gt", "ge")
+    for overload in ("Tensor", "Scalar") if hasattr(getattr(aten, name), overload)
+}
+
 # The ops the capture computes as the program does (see the module docstring): each returns
 # half tensors (or None) only.
 _CAPTURE_IN_FLOAT32 = {
@@ -64,7 +73,6 @@ _CAPTURE_IN_FLOAT32 = {
     aten.convolution_backward.default,
 }
 
-_INPUTS, _STATE = "inputs", "state"
 
 
 def _is_view(target) -> bool:
@@ -140,22 +148,21 @@ class _Lowering:
         target = node.target
         half = self.half
         inputs = _tensor_nodes(node)
-        touches_half = any(self.dtype(x) == half for x in inputs) or self.dtype(node) == half
         flat, _ = tree_flatten((node.args, node.kwargs))
         names_half = any(x is half for x in flat)
-        if not touches_half and not names_half:
+        if not names_half and self.dtype(node) != half and all(self.dtype(x) != half for x in inputs):
             return
         if target is aten.view.dtype:
             raise InvalidArgument(
                 f"The step reinterprets the bits of a {half} tensor (Tensor.view(dtype)): the half values "
-                f"of a compiled step are computed in float32 here, so their bits are not float16's.",
+                f"of a compiled step are computed in float32 here, so their bits are not {half}'s.",
                 hint="Compare or store the values instead of their bit patterns.")
-        for written in _written(target, node):
-            if written in self.from_state:
-                raise InvalidArgument(
-                    f"The step writes a {half} persistent tensor or step input in place ({target}): the "
-                    f"system keeps persistent state in float32 (001) and computes the half values of a step "
-                    f"from it.", hint="Keep the tensor in float32 (.float()); the casts are inserted for you.")
+        written = _written(target, node)
+        if any(w in self.from_state for w in written):
+            raise InvalidArgument(
+                f"The step writes a {half} persistent tensor or step input in place ({target}): the "
+                f"system keeps persistent state in float32 (001) and computes the half values of a step "
+                f"from it.", hint="Keep the tensor in float32 (.float()); the casts are inserted for you.")
         if names_half:  # dtype=<half>: the carrier's dtype instead
             node.args, node.kwargs = tree_map(lambda x: torch.float32 if x is half else x, (node.args, node.kwargs))
         if _is_view(target):
@@ -167,21 +174,48 @@ class _Lowering:
             # autocast's cast to the half dtype: a rounding (one pass, not a copy and a rounding).
             node.target, node.args, node.kwargs = self.fmt.round, (node.args[0],), {}
             return
-        writes = [w for w in _written(target, node) if self.dtype(w) == half]
-        if writes:
-            if not self._exact(node, [x for x in inputs if x not in writes]):
-                for w in writes:
-                    with self.graph.inserting_after(node):
-                        rounded = self.graph.call_function(self.fmt.round_, (w,))
-                    rounded.meta["dtype"] = half
-                    node.replace_all_uses_with(rounded, delete_user_cb=lambda user, r=rounded: user is not r)
+        writes = [w for w in written if self.dtype(w) == half]
+        if target in SCALARS_IN_HALF and self._computes_in_half(inputs):
+            self._round_scalars(node)
+        if self._exact(node, [x for x in inputs if x not in writes]):
             return
-        if self._exact(node, inputs):
+        for w in writes:  # written in place: rounded in place after it
+            with self.graph.inserting_after(node):
+                rounded = self.graph.call_function(self.fmt.round_, (w,))
+            rounded.meta["dtype"] = half
+            node.replace_all_uses_with(rounded, delete_user_cb=lambda user, r=rounded: user is not r)
+        if writes:
             return
         if self.dtype(node) == half:
             self.after(node, self.fmt.round_)
         elif "dtype" not in node.meta:  # several outputs: round the half ones where they are taken
             self.rounds_outputs.add(node)
+
+    def _computes_in_half(self, inputs: list) -> bool:
+        """Whether an elementwise op on `inputs` computes in the half dtype by PyTorch's type
+        promotion: a half tensor among them, and every other floating one that has dimensions half
+        too (a 0-d one does not count against it)."""
+        floating = [x for x in inputs if self.dtype(x).is_floating_point]
+        return any(self.dtype(x) == self.half for x in floating) and all(
+            self.dtype(x) == self.half for x in floating if x.meta.get("ndim", 1) > 0)
+
+    def _round_scalars(self, node: fx.Node) -> None:
+        """The op's numbers (a Python float, a 0-d float32 tensor: its only float inputs that are
+        not half) enter it rounded to the format, as PyTorch's half kernel takes them."""
+        round_number = self.fmt.round
+
+        def rounded(x):
+            if isinstance(x, float):
+                return float(round_number(torch.tensor(x, dtype=torch.float64)))
+            if isinstance(x, fx.Node) and self.dtype(x) is not None and self.dtype(x).is_floating_point \
+                    and self.dtype(x) != self.half:
+                with self.graph.inserting_before(node):
+                    new = self.graph.call_function(round_number, (x,))
+                new.meta["dtype"] = self.half
+                return new
+            return x
+
+        node.args, node.kwargs = tree_map(rounded, (node.args, node.kwargs))
 
     def _exact(self, node: fx.Node, inputs: list) -> bool:
         """Whether `node`'s half result is exactly a half value it was given (no rounding needed)."""

@@ -43,23 +43,32 @@ _PAST_RANGE = 2.0 ** 96  # 2^32 · 2^96 = 2^128: past float32's largest finite, 
 _SIGN_BIT = -(2 ** 31)  # float32's sign bit, as an int32
 
 
-def round_cbfloat16_(x: torch.Tensor) -> torch.Tensor:
-    """Round `x` (float32) to the nearest CB16 value, ties to even, in place; returns `x`."""
-    magic = torch.bitwise_and(x.view(torch.int32), _EXP_FIELD)
+def _round_cbfloat16(x: torch.Tensor, out: torch.Tensor) -> torch.Tensor:
+    """`x` (float32) rounded to the nearest CB16 value, ties to even, into `out` (float32, `x`
+    itself or a new tensor of its shape)."""
+    bits = x.view(torch.int32)
+    magic = torch.bitwise_and(bits, _EXP_FIELD)
     magic.clamp_(_CB16_LOW, _CB16_HIGH).add_(_MAGIC)
     magic = magic.view(torch.float32)
     # The sign of a result that rounds to zero (-1e-13 → -0) is x's: the additions would lose it.
-    sign = torch.bitwise_and(x.view(torch.int32), _SIGN_BIT)
-    x.add_(magic).sub_(magic)
-    x.mul_(_PAST_RANGE).mul_(1.0 / _PAST_RANGE)  # |x| ≥ 2^32 (CB16's overflow) becomes ±inf
-    x.view(torch.int32).bitwise_or_(sign)
-    return x
+    sign = torch.bitwise_and(bits, _SIGN_BIT)
+    torch.add(x, magic, out=out).sub_(magic)
+    out.mul_(_PAST_RANGE).mul_(1.0 / _PAST_RANGE)  # |x| ≥ 2^32 (CB16's overflow) becomes ±inf
+    out.view(torch.int32).bitwise_or_(sign)
+    return out
+
+
+def round_cbfloat16_(x: torch.Tensor) -> torch.Tensor:
+    """Round `x` (float32) to the nearest CB16 value, ties to even, in place; returns `x`."""
+    return _round_cbfloat16(x, x)
 
 
 def round_cbfloat16(x: torch.Tensor) -> torch.Tensor:
     """`x` (any real dtype) rounded to CB16, as a new float32 tensor. (From float64 the rounding
     goes through float32; with 24 bits against CB16's 10 that double rounding is exact.)"""
-    return round_cbfloat16_(x.to(torch.float32, copy=True))
+    if x.dtype != torch.float32:
+        return round_cbfloat16_(x.to(torch.float32))
+    return _round_cbfloat16(x, torch.empty_like(x))
 
 
 def round_float16(x: torch.Tensor) -> torch.Tensor:
