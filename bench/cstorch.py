@@ -23,6 +23,11 @@ process (a process holds one run), and prints both.
 
 The workers section (bench/cstorch_workers.py): aggregate samples/s with 1, 2 and 4 input
 workers against the same CPU-costly input function in the training process, in one run.
+
+    .venv/bin/python bench/cstorch.py estimate [--compiles 8] [--load 3]
+
+The estimate section (bench/cstorch_estimate.py): est_samples_per_sec of one program compiled
+again and again, without and with busy processes beside it, against the wall clock's.
 """
 
 from __future__ import annotations
@@ -184,4 +189,8 @@ if __name__ == "__main__":
         sys.exit(workers_main(sys.argv[2:]))
     if sys.argv[1:2] == ["halves"]:
         sys.exit(halves(sys.argv[2:]))
+    if sys.argv[1:2] == ["estimate"]:
+        from cstorch_estimate import main as estimate_main
+
+        sys.exit(estimate_main(sys.argv[2:]))
     sys.exit(main(sys.argv[1:]))

@@ -15,12 +15,9 @@ The compiled artifact's descriptor (what `run.program` gets):
   * size_bytes: the persistent state (weights, optimizer state) plus the program text;
   * est_samples_per_sec: batch size / the program's execution time, measured by running the
     compiled program ESTIMATE_RUNS times on copies of the state at compile (in this simulation
-    the device is this CPU); the fastest run counts. On the CPU the time is the executing
-    thread's CPU time (time.thread_time), not the wall clock: what else the machine runs takes
-    the core away from the thread, which a wall clock counts and the thread's CPU time does not,
-    so the same program gets the same estimate on a busy machine as on an idle one (within the
-    cache and memory bandwidth the neighbours leave it). On a CUDA device it is the wall clock
-    up to torch.cuda.synchronize(): the GPU's time.
+    the device is this CPU): on the CPU the sum of each op's shortest time by the executing
+    thread's CPU time, on a CUDA device the fastest run by the clock (estimate.py: the same
+    program gets the same estimate whatever else the machine runs).
 """
 
 from __future__ import annotations
@@ -29,7 +26,6 @@ import hashlib
 import json
 import os
 import re
-import time
 from dataclasses import dataclass, field
 
 import torch
@@ -37,9 +33,10 @@ from torch import fx
 
 from .amp.emulation import emulate
 from .amp.formats import FORMATS
+from .estimate import program_seconds
 from .signature import Signature
 
-ESTIMATE_RUNS = 3
+ESTIMATE_RUNS = 5
 
 
 @dataclass
@@ -93,26 +90,18 @@ class Program:
             return self.forward(None, inputs, self.state if state is None else state)
 
     def estimate(self, inputs: list, scratch_state: list) -> float:
-        """Samples per second of this program on its device, from its fastest of ESTIMATE_RUNS
-        executions on `scratch_state` (copies: the real state is not touched), timed as the
-        module docstring says."""
+        """Samples per second of this program on its device, from ESTIMATE_RUNS executions on
+        `scratch_state` (copies: the real state is not touched), timed as estimate.py says."""
         cuda = any(t.is_cuda for t in (*inputs, *scratch_state))
         rng = torch.get_rng_state()
         cuda_rng = torch.cuda.get_rng_state_all() if cuda else None
-        clock, sync = (time.perf_counter, torch.cuda.synchronize) if cuda else (time.thread_time, _nothing)
-        best = float("inf")
         try:
-            for _ in range(ESTIMATE_RUNS):
-                sync()
-                start = clock()
-                self.execute(inputs, scratch_state)
-                sync()
-                best = min(best, clock() - start)
+            seconds = program_seconds(self.executable, self.forward, inputs, scratch_state, ESTIMATE_RUNS)
         finally:
             torch.set_rng_state(rng)
             if cuda_rng is not None:
                 torch.cuda.set_rng_state_all(cuda_rng)
-        self.est_samples_per_sec = round(self.batch_size / max(best, 1e-6), 3)
+        self.est_samples_per_sec = round(self.batch_size / max(seconds, 1e-6), 3)
         return self.est_samples_per_sec
 
     def run(self, inputs: list) -> tuple[object, list]:
@@ -162,10 +151,6 @@ class Program:
             write_file(os.path.join(directory, name), text)
         self.directory = directory
         return directory
-
-
-def _nothing() -> None:
-    pass
 
 
 def _simplify(graph: fx.Graph) -> None:

@@ -159,8 +159,8 @@ class StepFunction:
             program.cached = True
         elif not config.validate_only:
             program.estimate(inputs, scratch)
-            log.append(f"estimated {program.est_samples_per_sec:g} samples/s (fastest of {ESTIMATE_RUNS} executions "
-                       f"on copies of the state, by the executing thread's CPU time; a CUDA device's by the clock)")
+            log.append(f"estimated {program.est_samples_per_sec:g} samples/s ({ESTIMATE_RUNS} executions on copies of "
+                       f"the state: each op's shortest time by the executing thread's CPU time, summed; estimate.py)")
         del scratch
         program.compile_time = time.perf_counter() - start
         if cached is not None:
