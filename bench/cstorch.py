@@ -51,10 +51,10 @@ from tests.cstorch.helpers import weight_streaming  # noqa: E402
 from tests.harness import Daemon  # noqa: E402
 
 
-def build(seed: int, width: int):
+def build(seed: int, width: int, device: str = "cpu"):
     torch.manual_seed(seed)
     net = torch.nn.Sequential(torch.nn.Linear(512, width), torch.nn.ReLU(), torch.nn.Linear(width, width),
-                              torch.nn.ReLU(), torch.nn.Linear(width, 10))
+                              torch.nn.ReLU(), torch.nn.Linear(width, 10)).to(device)
     return net, cstorch.optim.AdamW(net.parameters(), lr=1e-3)
 
 
@@ -68,19 +68,23 @@ def make_step(model, optimizer):
     return step
 
 
-def under_autocast(step):
-    """The eager baseline with the runtime's numerics: the whole step under CPU autocast."""
+def under_autocast(step, device: str = "cpu"):
+    """The eager baseline with the runtime's numerics: the whole step under autocast."""
     def run(x, y):
-        with torch.autocast("cpu", dtype=cstorch.amp.get_half_dtype()):
+        with torch.autocast(device, dtype=cstorch.amp.get_half_dtype()):
             return step(x, y)
     return run
 
 
 def timed(step, data, steps: int) -> tuple[float, float]:
-    """(steps per wall second, steps per CPU second of this process)."""
+    """(steps per wall second, steps per CPU second of this process); a CUDA device's queue is
+    drained before and after."""
+    sync = torch.cuda.synchronize if data[0][0].is_cuda else (lambda: None)
+    sync()
     start, cpu = time.perf_counter(), time.process_time()
     for i in range(steps):
         step(*data[i % len(data)])
+    sync()
     return steps / (time.perf_counter() - start), steps / (time.process_time() - cpu)
 
 
@@ -96,6 +100,7 @@ def main(argv: list[str]) -> int:
     p.add_argument("--bfloat16", action="store_true", help="the same as --half bfloat16")
     p.add_argument("--autocast-baseline", action="store_true",
                    help="also time eager PyTorch under torch.autocast to the half dtype (the runtime's numerics)")
+    p.add_argument("--device", default="cpu", help="where the model and the batches live (cuda: model.cuda())")
     args = p.parse_args(argv)
     torch.set_num_threads(args.threads)
     cstorch.amp.set_half_dtype("bfloat16" if args.bfloat16 else args.half)
@@ -105,17 +110,17 @@ def main(argv: list[str]) -> int:
         tmp = tempfile.mkdtemp(prefix="bench-cstorch-")
         cstorch.configure(model_dir=os.path.join(tmp, "model"), compile_dir=os.path.join(tmp, "compile"),
                           mgmt_address=daemon.connection_file, key=daemon.admin_key)
-        net, optimizer = build(0, args.width)
+        net, optimizer = build(0, args.width, args.device)
         compiled = cstorch.compile(net, backend="wse_ws")
         loops = {"cstorch": cstorch.compile_step(make_step(compiled, optimizer))}
-        plain_net, _ = build(0, args.width)
+        plain_net, _ = build(0, args.width, args.device)
         loops["eager"] = make_step(plain_net, torch.optim.AdamW(plain_net.parameters(), lr=1e-3))
         if args.autocast_baseline:
-            autocast_net, autocast_optimizer = build(0, args.width)
-            loops["autocast"] = under_autocast(make_step(autocast_net, autocast_optimizer))
+            autocast_net, autocast_optimizer = build(0, args.width, args.device)
+            loops["autocast"] = under_autocast(make_step(autocast_net, autocast_optimizer), args.device)
         g = torch.Generator().manual_seed(1)
-        data = [(torch.randn(args.batch_size, 512, generator=g), torch.randint(0, 10, (args.batch_size,), generator=g))
-                for _ in range(8)]
+        data = [(torch.randn(args.batch_size, 512, generator=g).to(args.device),
+                 torch.randint(0, 10, (args.batch_size,), generator=g).to(args.device)) for _ in range(8)]
         start = time.perf_counter()
         loops["cstorch"](*data[0])
         first_step = time.perf_counter() - start
@@ -143,7 +148,7 @@ def main(argv: list[str]) -> int:
         def ratios(name: str, k: int) -> list[float]:
             return [row[name][k] / row["eager"][k] for row in rows]
 
-        summary = {"half_dtype": cstorch.amp.get_half_dtype_str(), "threads": args.threads,
+        summary = {"half_dtype": cstorch.amp.get_half_dtype_str(), "threads": args.threads, "device": args.device,
                    "eager_float32_ms_per_step_median": round(1000 / statistics.median(r["eager"][0] for r in rows), 3)}
         for name in names:
             if name == "eager":
