@@ -63,9 +63,10 @@ class _AdamBase(Optimizer):
                     exp_avg_sq = state["max_exp_avg_sq"]
                 bias_correction1 = 1 - torch.pow(beta1, step)
                 bias_correction2_sqrt = (1 - torch.pow(beta2, step)).sqrt()
-                denom = (exp_avg_sq.sqrt() / bias_correction2_sqrt.to(p.dtype)).add_(group["eps"])
+                # In place in one temporary (each a new tensor the size of p otherwise): the same numbers.
+                denom = exp_avg_sq.sqrt().div_(bias_correction2_sqrt.to(p.dtype)).add_(group["eps"])
                 step_size = (lr / bias_correction1).to(p.dtype)
-                descend(p, exp_avg / denom, step_size)
+                descend(p, torch.div(exp_avg, denom, out=denom), step_size, scratch=True)
         return loss
 
 
