@@ -88,7 +88,7 @@ class _ReadGuard(TorchFunctionMode):
 
 def _describe(node: fx.Node, t: torch.Tensor) -> None:
     """What the program's passes read of the tensor a node stands for (amp/emulation.py)."""
-    node.meta["dtype"], node.meta["ndim"] = t.dtype, t.dim()
+    node.meta["dtype"], node.meta["ndim"], node.meta["device"] = t.dtype, t.dim(), t.device
 
 
 def _key(t: torch.Tensor):

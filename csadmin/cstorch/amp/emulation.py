@@ -174,6 +174,11 @@ class _Lowering:
             # autocast's cast to the half dtype: a rounding (one pass, not a copy and a rounding).
             node.target, node.args, node.kwargs = self.fmt.round, (node.args[0],), {}
             return
+        if self._widening_own_carrier(node):
+            # The cast back to float32 of a half value nothing else uses (a weight gradient): its
+            # carrier already is that float32 tensor, so it is the result (an alias, no copy).
+            node.target, node.args, node.kwargs = aten.alias.default, (node.args[0],), {}
+            return
         writes = [w for w in written if self.dtype(w) == half]
         if target in SCALARS_IN_HALF and self._computes_in_half(inputs):
             self._round_scalars(node)
@@ -190,6 +195,27 @@ class _Lowering:
             self.after(node, self.fmt.round_)
         elif "dtype" not in node.meta:  # several outputs: round the half ones where they are taken
             self.rounds_outputs.add(node)
+
+    def _widening_own_carrier(self, node: fx.Node) -> bool:
+        """Whether `node` casts a half value to float32 on its own device, and that value — a new
+        result of an op, or views of one — is used by this cast alone, so the carrier may serve as
+        the cast's result."""
+        source = node.args[0]
+        if node.target is not aten._to_copy.default or self.dtype(node) != torch.float32 \
+                or self.dtype(source) != self.half or len(node.args) != 1:
+            return False
+        device = node.kwargs.get("device", source.meta.get("device"))
+        if set(node.kwargs) - {"dtype", "layout", "device"} or node.kwargs.get("layout", torch.strided) != torch.strided \
+                or device != source.meta.get("device"):
+            return False
+        while len(source.users) == 1 and source.op == "call_function":
+            if source.target is self.fmt.round_ or (isinstance(source.target, torch._ops.OpOverload)
+                                                    and _is_view(source.target)):
+                source = source.args[0]  # the same tensor, or a view of it: look at what it is of
+                continue
+            return source.target is self.fmt.round or (isinstance(source.target, torch._ops.OpOverload)
+                                                       and not source.target._schema.is_mutable)
+        return False
 
     def _computes_in_half(self, inputs: list) -> bool:
         """Whether an elementwise op on `inputs` computes in the half dtype by PyTorch's type
