@@ -20,9 +20,9 @@ even). CB16 has no torch dtype; `round_cbfloat16` does it with float32 arithmeti
 subtracting 1.5·2^(e+14), where 2^e is x's binade clamped to CB16's [2^-30, 2^31], makes the
 float32 adder round x to a multiple of 2^(e-9), the CB16 quantum of that binade (below 2^-30
 the subnormal quantum 2^-39), ties to even; a result of magnitude 2^32 or more is CB16's
-overflow, made ±inf by scaling it past float32's range and back. Eight passes over the tensor, no
-branch; tests/cstorch/test_formats.py checks it against an integer implementation on every
-float32 bit pattern.
+overflow, made ±inf by scaling it past float32's range and back; a zero keeps x's sign. Eight or
+nine passes over the tensor, no branch; tests/cstorch/test_formats.py checks it against an
+integer implementation on every float32 bit pattern.
 
 `cbfloat16_to_bits` / `cbfloat16_from_bits` convert between CB16 values (float32 carriers) and
 their 16-bit patterns (int16 tensors), for tools that store or compare CB16 as bits.
@@ -43,24 +43,21 @@ _PAST_RANGE = 2.0 ** 96  # 2^32 · 2^96 = 2^128: past float32's largest finite, 
 _SIGN_BIT = -(2 ** 31)  # float32's sign bit, as an int32
 
 
-def _round_cbfloat16(x: torch.Tensor, out: torch.Tensor) -> torch.Tensor:
-    """`x` (float32) rounded to the nearest CB16 value, ties to even, into `out` (float32, `x`
-    itself or a new tensor of its shape)."""
-    bits = x.view(torch.int32)
-    magic = torch.bitwise_and(bits, _EXP_FIELD)
-    magic.clamp_(_CB16_LOW, _CB16_HIGH).add_(_MAGIC)
-    magic = magic.view(torch.float32)
-    # The sign of a result that rounds to zero (-1e-13 → -0) is x's: the additions would lose it.
-    sign = torch.bitwise_and(bits, _SIGN_BIT)
-    torch.add(x, magic, out=out).sub_(magic)
-    out.mul_(_PAST_RANGE).mul_(1.0 / _PAST_RANGE)  # |x| ≥ 2^32 (CB16's overflow) becomes ±inf
-    out.view(torch.int32).bitwise_or_(sign)
-    return out
+def _magic(x: torch.Tensor) -> torch.Tensor:
+    """1.5·2^(e+14) for each element of `x` (float32), 2^e its binade clamped to CB16's."""
+    magic = torch.bitwise_and(x.view(torch.int32), _EXP_FIELD)
+    return magic.clamp_(_CB16_LOW, _CB16_HIGH).add_(_MAGIC).view(torch.float32)
 
 
 def round_cbfloat16_(x: torch.Tensor) -> torch.Tensor:
     """Round `x` (float32) to the nearest CB16 value, ties to even, in place; returns `x`."""
-    return _round_cbfloat16(x, x)
+    magic = _magic(x)
+    # The additions lose the sign of a result that rounds to zero (-1e-13 → -0): it is x's.
+    sign = torch.bitwise_and(x.view(torch.int32), _SIGN_BIT)
+    x.add_(magic).sub_(magic)
+    x.mul_(_PAST_RANGE).mul_(1.0 / _PAST_RANGE)  # |x| ≥ 2^32 (CB16's overflow) becomes ±inf
+    x.view(torch.int32).bitwise_or_(sign)
+    return x
 
 
 def round_cbfloat16(x: torch.Tensor) -> torch.Tensor:
@@ -68,7 +65,11 @@ def round_cbfloat16(x: torch.Tensor) -> torch.Tensor:
     goes through float32; with 24 bits against CB16's 10 that double rounding is exact.)"""
     if x.dtype != torch.float32:
         return round_cbfloat16_(x.to(torch.float32))
-    return _round_cbfloat16(x, torch.empty_like(x))
+    magic = _magic(x)
+    out = torch.add(x, magic)
+    out.sub_(magic)
+    out.mul_(_PAST_RANGE).mul_(1.0 / _PAST_RANGE)
+    return torch.copysign(out, x, out=out)
 
 
 def round_float16(x: torch.Tensor) -> torch.Tensor:
