@@ -10,7 +10,7 @@ import torch
 import csadmin.cstorch as cstorch
 from csadmin.cstorch import amp, runtime
 from csadmin.cstorch.amp.formats import FORMATS
-from tests.cstorch.helpers import batches, configure, model
+from tests.cstorch.helpers import Trainer, batches, configure, model
 
 pytestmark = pytest.mark.skipif(not torch.cuda.is_available(),
                                 reason="no CUDA device: torch.cuda.is_available() is False here")
@@ -63,28 +63,15 @@ def test_training_on_cuda_keeps_float32_weights_there_and_agrees_with_the_cpus_p
         runtime.reset()  # one run per process: a new "process" for each device
         amp.set_half_dtype(half)
         configure(ws_csd, tmp_path / device)
-        net = model().to(device)
-        compiled = cstorch.compile(net, backend="wse_ws")
-        optimizer = cstorch.optim.SGD(net.parameters(), lr=0.1, momentum=0.9)
-        loss_fn = torch.nn.CrossEntropyLoss()
-
-        @cstorch.compile_step
-        def step(x, y):
-            optimizer.zero_grad()
-            logits = compiled(x)
-            loss = loss_fn(logits, y)
-            loss.backward()
-            optimizer.step()
-            return logits, loss
-
+        t = Trainer(model().to(device), logits=True)
         losses[device] = []
         for x, y in batches(20):
-            logits, loss = step(x.to(device), y.to(device))
+            logits, loss = t.step(x.to(device), y.to(device))
             assert logits.device.type == loss.device.type == device
             assert logits.dtype == fmt.visible and loss.dtype == torch.float32
             first_logits.setdefault(device, logits.float().cpu())
             losses[device].append(loss.item())
-        assert all(p.device.type == device and p.dtype == p.grad.dtype == torch.float32 for p in net.parameters())
+        assert all(p.device.type == device and p.dtype == p.grad.dtype == torch.float32 for p in t.net.parameters())
         runtime.finish()
     a, b = first_logits["cpu"], first_logits["cuda"]
     assert ((a - b).abs() <= ulp(torch.maximum(a.abs(), b.abs()), half)).all()
