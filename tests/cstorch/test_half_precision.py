@@ -297,3 +297,33 @@ def test_each_half_dtype_is_its_own_program(ws_csd, tmp_path):
         assert json.loads((directory / "program.json").read_text())["half_dtype"] == half
         assert f"mixed precision: float32 weights, {half} compute" in (directory / "compile.log").read_text()
     assert len(set(checksums)) == 3
+
+
+def test_what_the_emulation_cannot_carry_is_refused_before_anything_runs(ws_csd, tmp_path):
+    """A half persistent tensor written in place (its carrier is not it), and the bits of a half
+    value (a carrier's are float32's): INVALID_ARGUMENT at the first step, saying what to do;
+    nothing was opened on csd, and the same process may compile a corrected step."""
+    configure(ws_csd, tmp_path)
+    net = model()
+    net.register_buffer("seen", torch.zeros(2, dtype=torch.float16))
+    compiled = cstorch.compile(net, backend="wse_ws")
+    x = batches(1)[0][0]
+
+    def counts(x):
+        net.seen.add_(compiled(x).sum(0))  # a float16 running sum, kept across steps
+        return net.seen
+
+    with pytest.raises(InvalidArgument, match=r"writes a torch.float16 persistent tensor or step input in place "
+                                              r"\(aten.add_.Tensor\).*Keep the tensor in float32") as refused:
+        cstorch.compile_step(counts)(x)
+    assert "the system keeps persistent state in float32 (001)" in str(refused.value)
+    assert torch.equal(net.seen, torch.zeros(2, dtype=torch.float16))  # the capture left no trace
+
+    with pytest.raises(InvalidArgument, match=r"reinterprets the bits of a torch.float16 tensor .*Compare or store "
+                                              r"the values instead"):
+        cstorch.compile_step(lambda x: compiled(x).view(torch.int16))(x)
+
+    with ws_csd.client() as c:
+        assert all(run["status"] == "CLOSED" for run in c.runs_list()["runs"])  # none opened by these
+    logits = cstorch.compile_step(lambda x: compiled(x))(x)  # a step it can carry compiles
+    assert logits.dtype == torch.float16

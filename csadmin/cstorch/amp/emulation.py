@@ -10,10 +10,13 @@ same numerics and float32 speed:
     value of the format, rounded to it (formats.py) where it is made;
   * an op on half values computes, and accumulates, in float32 on the carriers, and its half
     result is rounded to the format: for an elementwise op that is what PyTorch's own half kernel
-    on a CPU does (compute in float32, round once), so the numbers are eager autocast's bit for
-    bit; for a matrix product or a reduction it is the system's FP16 units with FP32 accumulators
-    (half-rounded inputs and output, float32 sums), which eager PyTorch matches to within the
-    float32 rounding of its own summation order;
+    on a CPU does where it computes in float32 and rounds once (most do: docs/cstorch.md names
+    the exceptions), so the numbers are eager autocast's bit for bit; for a matrix product or a
+    reduction it is the system's FP16 units with FP32 accumulators (half-rounded inputs and
+    output, float32 sums), which eager PyTorch matches to within the float32 rounding of its own
+    summation order;
+  * a number in an add, a subtraction, a remainder or a comparison on half values enters rounded
+    to the format (SCALARS_IN_HALF: as PyTorch's half kernels take it);
   * a cast to the half dtype rounds; an op that only moves, selects or views values (EXACT, and
     every view) does not need to; an op that writes a half tensor in place is followed by an
     in-place rounding of it;
@@ -72,7 +75,6 @@ _CAPTURE_IN_FLOAT32 = {
     aten.mv.default, aten.addmv.default, aten.dot.default, aten.convolution.default,
     aten.convolution_backward.default,
 }
-
 
 
 def _is_view(target) -> bool:
@@ -231,8 +233,9 @@ class _Lowering:
         round_number = self.fmt.round
 
         def rounded(x):
-            if isinstance(x, float):
-                return float(round_number(torch.tensor(x, dtype=torch.float64)))
+            if isinstance(x, (int, float)) and not isinstance(x, bool):
+                value = float(round_number(torch.tensor(x, dtype=torch.float64)))
+                return x if value == x else value
             if isinstance(x, fx.Node) and self.dtype(x) is not None and self.dtype(x).is_floating_point \
                     and self.dtype(x) != self.half:
                 with self.graph.inserting_before(node):
