@@ -41,6 +41,18 @@ _CB16_HIGH = (127 + 31) << 23  # of 2^31, its largest
 _MAGIC = (14 << 23) | (1 << 22)  # turns the exponent field of 2^e into 1.5·2^(e+14)
 _PAST_RANGE = 2.0 ** 96  # 2^32 · 2^96 = 2^128: past float32's largest finite, so inf
 _SIGN_BIT = -(2 ** 31)  # float32's sign bit, as an int32
+_PIECE = 1 << 18  # elements rounded at a time (_pieces)
+
+
+def _pieces(*tensors: torch.Tensor):
+    """Matching pieces of tensors of one shape, to round a piece at a time: on a CPU, pieces of
+    _PIECE elements when they are contiguous (a rounding's temporaries are then ¼–1 MiB, which the
+    allocator reuses, where a whole 4 MiB tensor's come fresh from the kernel, page-faulted:
+    measured 2.4 ms against 0.9 ms for a million CB16 roundings); else whole."""
+    first = tensors[0]
+    if first.device.type == "cpu" and first.numel() > _PIECE and all(t.is_contiguous() for t in tensors):
+        return zip(*(t.view(-1).split(_PIECE) for t in tensors))
+    return [tensors]
 
 
 def _magic(x: torch.Tensor) -> torch.Tensor:
@@ -51,12 +63,13 @@ def _magic(x: torch.Tensor) -> torch.Tensor:
 
 def round_cbfloat16_(x: torch.Tensor) -> torch.Tensor:
     """Round `x` (float32) to the nearest CB16 value, ties to even, in place; returns `x`."""
-    magic = _magic(x)
-    # The additions lose the sign of a result that rounds to zero (-1e-13 → -0): it is x's.
-    sign = torch.bitwise_and(x.view(torch.int32), _SIGN_BIT)
-    x.add_(magic).sub_(magic)
-    x.mul_(_PAST_RANGE).mul_(1.0 / _PAST_RANGE)  # |x| ≥ 2^32 (CB16's overflow) becomes ±inf
-    x.view(torch.int32).bitwise_or_(sign)
+    for (part,) in _pieces(x):
+        magic = _magic(part)
+        # The additions lose the sign of a result that rounds to zero (-1e-13 → -0): it is x's.
+        sign = torch.bitwise_and(part.view(torch.int32), _SIGN_BIT)
+        part.add_(magic).sub_(magic)
+        part.mul_(_PAST_RANGE).mul_(1.0 / _PAST_RANGE)  # |x| ≥ 2^32 (CB16's overflow) becomes ±inf
+        part.view(torch.int32).bitwise_or_(sign)
     return x
 
 
@@ -65,31 +78,40 @@ def round_cbfloat16(x: torch.Tensor) -> torch.Tensor:
     goes through float32; with 24 bits against CB16's 10 that double rounding is exact.)"""
     if x.dtype != torch.float32:
         return round_cbfloat16_(x.to(torch.float32))
-    magic = _magic(x)
-    out = torch.add(x, magic)
-    out.sub_(magic)
-    out.mul_(_PAST_RANGE).mul_(1.0 / _PAST_RANGE)
-    return torch.copysign(out, x, out=out)
+    out = torch.empty_like(x)
+    for part, into in _pieces(x, out):
+        magic = _magic(part)
+        torch.add(part, magic, out=into).sub_(magic)
+        into.mul_(_PAST_RANGE).mul_(1.0 / _PAST_RANGE)
+        torch.copysign(into, part, out=into)
+    return out
+
+
+def _round_by(dtype: torch.dtype, x: torch.Tensor, out: torch.Tensor) -> torch.Tensor:
+    """`x` rounded to `dtype` by PyTorch's conversion, into the float32 tensor `out` (x itself or a new one)."""
+    for part, into in _pieces(x, out):
+        into.copy_(part.to(dtype))
+    return out
 
 
 def round_float16(x: torch.Tensor) -> torch.Tensor:
     """`x` rounded to float16 (PyTorch's conversion), as a new float32 tensor."""
-    return x.to(torch.float16).to(torch.float32)
+    return _round_by(torch.float16, x, torch.empty_like(x, dtype=torch.float32))
 
 
 def round_float16_(x: torch.Tensor) -> torch.Tensor:
     """Round `x` (float32) to float16 in place; returns `x`."""
-    return x.copy_(x.to(torch.float16))
+    return _round_by(torch.float16, x, x)
 
 
 def round_bfloat16(x: torch.Tensor) -> torch.Tensor:
     """`x` rounded to bfloat16 (PyTorch's conversion), as a new float32 tensor."""
-    return x.to(torch.bfloat16).to(torch.float32)
+    return _round_by(torch.bfloat16, x, torch.empty_like(x, dtype=torch.float32))
 
 
 def round_bfloat16_(x: torch.Tensor) -> torch.Tensor:
     """Round `x` (float32) to bfloat16 in place; returns `x`."""
-    return x.copy_(x.to(torch.bfloat16))
+    return _round_by(torch.bfloat16, x, x)
 
 
 def cbfloat16_to_bits(x: torch.Tensor) -> torch.Tensor:
