@@ -4,10 +4,10 @@
 the graph), rebinds the gradients the step left on parameters, and returns the step's result and
 the recorded step closures' tensors. What executes is the captured graph lowered by
 amp/emulation.py: its half-precision values in float32 carriers, rounded to the run's half format
-(float16, bfloat16 or cbfloat16), its arithmetic float32. The graph is FX's generated Python (one call per aten op),
-executed with each `torch.ops.aten.<op>.<overload>(...)` bound straight to the overload's C++
-entry (what OpOverload.__call__ forwards to): a Python frame and four attribute lookups less per
-op, ~5% of a 5 ms step. Nothing is code-generated below Python.
+(float16, bfloat16 or cbfloat16), its arithmetic float32. That graph is FX's generated Python
+(one call per aten op), executed with each `torch.ops.aten.<op>.<overload>(...)` bound straight
+to the overload's C++ entry (what OpOverload.__call__ forwards to): a Python frame and four
+attribute lookups less per op, ~5% of a 5 ms step. Nothing is code-generated below Python.
 
 The compiled artifact's descriptor (what `run.program` gets):
   * fingerprint: sha256 of the program text, its signature and its state's shapes and dtypes
