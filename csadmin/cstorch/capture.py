@@ -90,6 +90,11 @@ class _ReadGuard(TorchFunctionMode):
         return func(*args, **(kwargs or {}))
 
 
+def _describe(node: fx.Node, t: torch.Tensor) -> None:
+    """What the program's passes read of the tensor a node stands for (amp/emulation.py)."""
+    node.meta["dtype"], node.meta["ndim"], node.meta["device"] = t.dtype, t.dim(), t.device
+
+
 def _key(t: torch.Tensor):
     return (t.untyped_storage().data_ptr(), t.storage_offset(), tuple(t.shape), tuple(t.stride()), t.dtype)
 
@@ -97,9 +102,12 @@ def _key(t: torch.Tensor):
 class Capture(TorchDispatchMode):
     """Records the aten ops run under it into an FX graph over (inputs, state)."""
 
-    def __init__(self, inputs: list[torch.Tensor], step_name: str):
+    def __init__(self, inputs: list[torch.Tensor], step_name: str, execute=None):
         super().__init__()
         self.step_name = step_name
+        # How an op runs while it is recorded: (func, args, kwargs) -> result (amp/emulation.py's
+        # capture_executor); PyTorch's own kernel when None.
+        self._execute = execute
         self.graph = fx.Graph()
         self._inputs = self.graph.placeholder("inputs")
         self._state = self.graph.placeholder("state")
@@ -115,6 +123,8 @@ class Capture(TorchDispatchMode):
         self.op_count = 0
         self._guard = _ReadGuard(step_name)
         self._rng = torch.get_rng_state()
+        # A model on a CUDA device draws from CUDA's generators: put them back too.
+        self._cuda_rng = torch.cuda.get_rng_state_all() if torch.cuda.is_initialized() else None
         for i, t in enumerate(inputs):
             self._bind(t, self.graph.call_function(operator.getitem, (self._inputs, i)))
 
@@ -146,7 +156,7 @@ class Capture(TorchDispatchMode):
         flat, spec = tree_flatten((args, kwargs))
         node_args, node_kwargs = spec.unflatten(
             [self.node_for(x) if isinstance(x, torch.Tensor) else x for x in flat])
-        out = func(*args, **kwargs)
+        out = func(*args, **kwargs) if self._execute is None else self._execute(func, args, kwargs)
         # A constant made in the step (`torch.tensor(0.0)`: lift_fresh returns the constant itself) is
         # a fresh copy on every replay, so updating it in place (`norm += …`) does not carry over.
         target = aten.clone.default if func is aten.lift_fresh.default else func
@@ -161,6 +171,7 @@ class Capture(TorchDispatchMode):
         return out
 
     def _bind(self, t: torch.Tensor, node: fx.Node) -> None:
+        _describe(node, t)
         self.nodes[id(t)] = node
         key = _key(t) if t.numel() else None
         if key is not None:
@@ -196,11 +207,13 @@ class Capture(TorchDispatchMode):
                 base = next(iter(views.values()))
                 node = self.graph.call_function(
                     aten.as_strided.default, (base, list(t.shape), list(t.stride()), t.storage_offset()))
+                _describe(node, t)
             if node is not None:
                 self.nodes[id(t)] = node
                 self._watch(t, node, None)
                 return node
         node = self.graph.call_function(operator.getitem, (self._state, len(self.state)))
+        _describe(node, t)
         self.state.append(t)
         with torch.no_grad():
             self._before.append(t.detach().clone())
@@ -216,6 +229,8 @@ class Capture(TorchDispatchMode):
             for t, value in reversed(list(zip(self.state, self._before))):
                 t.copy_(value)
         torch.set_rng_state(self._rng)
+        if self._cuda_rng is not None:
+            torch.cuda.set_rng_state_all(self._cuda_rng)
         before, self._before = self._before, []
         self._alive = {}
         return before

@@ -2,10 +2,12 @@
 
 `Program.run(inputs)` executes the graph once on new inputs (no autograd: the backward pass is in
 the graph), rebinds the gradients the step left on parameters, and returns the step's result and
-the recorded step closures' tensors. The graph is FX's generated Python (one call per aten op),
-executed with each `torch.ops.aten.<op>.<overload>(...)` bound straight to the overload's C++
-entry (what OpOverload.__call__ forwards to): a Python frame and four attribute lookups less per
-op, ~5% of a 5 ms step. Nothing is code-generated below Python.
+the recorded step closures' tensors. What executes is the captured graph lowered by
+amp/emulation.py: its half-precision values in float32 carriers, rounded to the run's half format
+(float16, bfloat16 or cbfloat16), its arithmetic float32. That graph is FX's generated Python
+(one call per aten op), executed with each `torch.ops.aten.<op>.<overload>(...)` bound straight
+to the overload's C++ entry (what OpOverload.__call__ forwards to): a Python frame and four
+attribute lookups less per op, ~5% of a 5 ms step. Nothing is code-generated below Python.
 
 The compiled artifact's descriptor (what `run.program` gets):
   * fingerprint: sha256 of the program text, its signature and its state's shapes and dtypes
@@ -13,7 +15,9 @@ The compiled artifact's descriptor (what `run.program` gets):
   * size_bytes: the persistent state (weights, optimizer state) plus the program text;
   * est_samples_per_sec: batch size / the program's execution time, measured by running the
     compiled program ESTIMATE_RUNS times on copies of the state at compile (in this simulation
-    the device is this CPU); the fastest run counts.
+    the device is this CPU): on the CPU the sum of each op's shortest time by the executing
+    thread's CPU time, on a CUDA device the fastest run by the clock (estimate.py: the same
+    program gets the same estimate whatever else the machine runs).
 """
 
 from __future__ import annotations
@@ -22,7 +26,6 @@ import hashlib
 import json
 import os
 import re
-import time
 from dataclasses import dataclass, field
 
 import torch
@@ -30,9 +33,12 @@ from torch import fx
 
 from csadmin.shared.atomic_write import write_atomically
 
+from .amp.emulation import emulate
+from .amp.formats import FORMATS
+from .estimate import program_seconds
 from .signature import Signature
 
-ESTIMATE_RUNS = 3
+ESTIMATE_RUNS = 5
 
 
 @dataclass
@@ -55,22 +61,26 @@ class Program:
     compile_time: float = 0.0
     directory: str | None = None
     cached: bool = False  # reused compile_dir's artifacts (artifacts.py): not compiled again
-    forward: object = None  # the graph's code with its ops bound directly (_direct)
+    half: str = "float16"  # the half format it computes in (amp/formats.py)
+    forward: object = None  # the emulated graph's code with its ops bound directly (_direct)
+    executable: fx.GraphModule | None = None  # the graph as this runtime runs it (amp/emulation.py)
 
     @classmethod
     def build(cls, graph: fx.Graph, **fields) -> "Program":
         _simplify(graph)
         module = fx.GraphModule(torch.nn.Module(), graph, class_name="CompiledStep")
         program = cls(module=module, **fields)
+        program.executable = fx.GraphModule(torch.nn.Module(), emulate(graph, FORMATS[program.half]),
+                                            class_name="CompiledStepEmulated")
         state_bytes = sum(t.numel() * t.element_size() for t in program.state)
         program.size_bytes = state_bytes + len(module.code.encode())
         digest = hashlib.sha256()
-        for part in (module.code, repr(program.signature.leaves), program.mode, program.execmode,
+        for part in (module.code, program.half, repr(program.signature.leaves), program.mode, program.execmode,
                      repr([(tuple(t.shape), str(t.dtype)) for t in program.state])):
             digest.update(part.encode())
             digest.update(b"\0")
         program.checksum = digest.hexdigest()
-        program.forward = _direct(module, program.checksum)
+        program.forward = _direct(program.executable, program.checksum)
         return program
 
     @property
@@ -82,18 +92,18 @@ class Program:
             return self.forward(None, inputs, self.state if state is None else state)
 
     def estimate(self, inputs: list, scratch_state: list) -> float:
-        """Samples per second of this program on this CPU, from its fastest of ESTIMATE_RUNS
-        executions on `scratch_state` (copies: the real state is not touched)."""
+        """Samples per second of this program on its device, from ESTIMATE_RUNS executions on
+        `scratch_state` (copies: the real state is not touched), timed as estimate.py says."""
+        cuda = any(t.is_cuda for t in (*inputs, *scratch_state))
         rng = torch.get_rng_state()
-        best = float("inf")
+        cuda_rng = torch.cuda.get_rng_state_all() if cuda else None
         try:
-            for _ in range(ESTIMATE_RUNS):
-                start = time.perf_counter()
-                self.execute(inputs, scratch_state)
-                best = min(best, time.perf_counter() - start)
+            seconds = program_seconds(self.executable, self.forward, inputs, scratch_state, ESTIMATE_RUNS)
         finally:
             torch.set_rng_state(rng)
-        self.est_samples_per_sec = round(self.batch_size / max(best, 1e-6), 3)
+            if cuda_rng is not None:
+                torch.cuda.set_rng_state_all(cuda_rng)
+        self.est_samples_per_sec = round(self.batch_size / max(seconds, 1e-6), 3)
         return self.est_samples_per_sec
 
     def run(self, inputs: list) -> tuple[object, list]:
@@ -122,11 +132,13 @@ class Program:
         }
 
     def write_artifacts(self, compile_dir: str, log: list[str], target_system: str | None) -> str:
-        """compile_dir/cs_<checksum>: program.py, graph.txt, program.json, compile.log."""
+        """compile_dir/cs_<checksum>: program.py (what the system runs: the captured graph with its
+        half casts; what this runtime runs is emulation.py's lowering of it for program.json's
+        half_dtype), graph.txt, program.json, compile.log."""
         directory = os.path.join(compile_dir, f"cs_{self.checksum[:16]}")
         os.makedirs(directory, exist_ok=True)
         info = {
-            "step": self.name, "mode": self.mode, "execmode": self.execmode, "ops": self.op_count,
+            "step": self.name, "mode": self.mode, "half_dtype": self.half, "execmode": self.execmode, "ops": self.op_count,
             "batch_size": self.batch_size, "state_tensors": len(self.state),
             "signature": [list(map(str, leaf)) for leaf in self.signature.leaves],
             "descriptor": self.descriptor(target_system or "(not checked)"),

@@ -17,7 +17,8 @@ from torch import fx
 
 from csadmin.errors import ReprogramForbidden
 
-from .amp.precision import autocast
+from .amp.emulation import capture_executor
+from .amp.precision import half_format, mixed_precision
 from .capture import Capture
 
 NEXT = ("This will cause a second compile which is currently not allowed. Ensure that all controls lead to the "
@@ -34,10 +35,11 @@ def check(step_fn, backend, run, args: tuple, kwargs: dict, inputs: list) -> Non
     """Capture this call of `step_fn` again and refuse it if its ops differ from the first step's."""
     params = list({id(p): p for m in backend.models for p in m.parameters()}.values())
     grads_before = [p.grad for p in params]
-    cap = Capture(inputs, step_fn.name)
+    cap = Capture(inputs, step_fn.name, execute=capture_executor(half_format()))  # as the first capture
     run.capture, run.captured_closures = cap, []
+    devices = {p.device.type for p in params} | {t.device.type for t in inputs}
     try:
-        with backend.stepping(), cap, autocast():
+        with backend.stepping(), cap, mixed_precision(devices):
             step_fn.fn(*args, **kwargs)
         now = ops(cap.graph)
     finally:

@@ -31,7 +31,8 @@ from torch.utils._pytree import tree_flatten
 from csadmin.errors import InvalidState, ReprogramForbidden, RunAborted
 
 import csadmin.cstorch.state as state
-from .amp.precision import autocast, half_dtype
+from .amp.emulation import capture_executor
+from .amp.precision import half_format, mixed_precision
 from .artifacts import lookup as lookup_artifacts, record as record_compile
 from .bindings import Bindings
 from .capture import Capture
@@ -137,15 +138,16 @@ class StepFunction:
         params = list({id(p): p for m in backend.models for p in m.parameters()}.values())
         grads_before = [p.grad for p in params]
         versions = [p._version for p in params]  # an in-place update bumps it: the step trains them
-        cap = Capture(inputs, self.name)
+        half = half_format()
+        cap = Capture(inputs, self.name, execute=capture_executor(half))
         run.capture, run.captured_closures = cap, []
         try:
             # 001: the system computes in half precision with the casts inserted for it, so the
-            # step runs under autocast and the program holds its casts (a user's own autocast
-            # inside is the same context again). The weight update stays float32: optimizers'
-            # elementwise ops are not among the ops autocast casts.
-            half = half_dtype()
-            with backend.stepping(), cap, autocast():
+            # step runs under autocast (for each device the model lives on) and the program holds
+            # its casts (a user's own autocast inside is the same context again). The weight
+            # update stays float32: optimizers' elementwise ops are not among the ops autocast casts.
+            devices = {p.device.type for p in params} | {t.device.type for t in inputs}
+            with backend.stepping(), cap, mixed_precision(devices):
                 result = self.fn(*args, **kwargs)
             run.traced_ops = traced_ops(cap.graph)
             outputs: list = []
@@ -170,11 +172,12 @@ class StepFunction:
         program = Program.build(
             cap.graph, name=self.name, step_fn=self, signature=signature, state=cap.state,
             result_spec=result_spec, result_leaves=result_leaves, grad_params=grad_params, closures=closures,
-            mode=mode, execmode=backend.execmode, op_count=cap.op_count)
+            mode=mode, execmode=backend.execmode, op_count=cap.op_count, half=half.name)
         log = [f"step {self.name!r}: captured {cap.op_count} aten ops, {len(cap.state)} persistent tensors, "
                f"batch size {program.batch_size}, mode {mode}, in {captured - start:.3f} s",
-               f"mixed precision: float32 weights, {str(half).removeprefix('torch.')} compute (casts inserted "
-               f"by autocast), float32 weight update"]
+               f"mixed precision: float32 weights, {half.name} compute (casts inserted by autocast), float32 "
+               f"weight update; executed here as float32 arithmetic on {half.name}-rounded values "
+               f"(amp/emulation.py)"]
         csd = backend.csd
         serial = None if csd is None else csd.serial
         # Artifacts of this very program for this system: reuse them; for another: refused.
@@ -184,8 +187,8 @@ class StepFunction:
             program.cached = True
         elif not config.validate_only:
             program.estimate(inputs, scratch)
-            log.append(f"estimated {program.est_samples_per_sec:g} samples/s "
-                       f"(fastest of {ESTIMATE_RUNS} executions on copies of the state)")
+            log.append(f"estimated {program.est_samples_per_sec:g} samples/s ({ESTIMATE_RUNS} executions on copies of "
+                       f"the state: each op's shortest time by the executing thread's CPU time, summed; estimate.py)")
         del scratch
         program.compile_time = time.perf_counter() - start
         if backend.executor_required:

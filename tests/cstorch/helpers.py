@@ -58,23 +58,26 @@ def batches(n: int, batch_size: int = 32, seed: int = 1):
 
 
 class Trainer:
-    """cstorch.compile + SGD + a compile_step over `net`, as the document's training example."""
+    """cstorch.compile + SGD + a compile_step over `net`, as the document's training example.
+    With `logits=True` the step returns (logits, loss) instead of the loss."""
 
-    def __init__(self, net: torch.nn.Module, lr: float = 0.1):
+    def __init__(self, net: torch.nn.Module, lr: float = 0.1, logits: bool = False):
         self.net = net
         self.compiled = cstorch.compile(net, backend="wse_ws")
         self.optimizer = cstorch.optim.SGD(net.parameters(), lr=lr, momentum=0.9)
         self.loss_fn = torch.nn.CrossEntropyLoss()
+        self.logits = logits
 
         self.step = cstorch.compile_step(self.body)
 
     def body(self, inputs, targets):
         """One training step, as the compile_step function's body."""
         self.optimizer.zero_grad()
-        loss = self.loss_fn(self.compiled(inputs), targets)
+        logits = self.compiled(inputs)
+        loss = self.loss_fn(logits, targets)
         loss.backward()
         self.optimizer.step()
-        return loss
+        return (logits, loss) if self.logits else loss
 
 
 def run_record(daemon: Daemon) -> dict:

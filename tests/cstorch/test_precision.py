@@ -112,6 +112,7 @@ def test_an_eval_step_computes_in_the_half_type_chosen(ws_csd, tmp_path, bfloat1
                 if op is torch.ops.aten.addmm.default for dtype in dtypes} == {half}
         assert all(p.dtype == torch.float32 for p in net.parameters())
     finally:
+        state.reset()  # the run's end (a new process): the precision may change again
         amp.use_bfloat16(False)
 
 

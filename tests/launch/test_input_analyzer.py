@@ -32,13 +32,13 @@ def performance(model_dir: str) -> dict:
 
 @pytest.mark.alone  # the estimate is this CPU's speed: beside other tests it measures them
 def test_the_recommendation_applied_removes_the_input_bottleneck(csd, tmp_path):
-    """The device here is this CPU: a program's estimate is its best step time on it, and csd
-    flags a run fed below half of that. So each training run compiles its program afresh (a
-    compile_dir of its own): csd judges it against an estimate measured in the same process, under
-    the same load as its steps, not against one taken earlier on a machine that was busier or
-    idler. The input is slow by sleeping (its rate does not depend on the load, only bounded by
-    its delay), and one worker feeds an eighth of the first compile's estimate: starved even if
-    the cores get up to four times slower between that compile and a run."""
+    """The device here is this CPU: a program's estimate is its cost on it, by the executing
+    thread's CPU time (csadmin/cstorch/estimate.py: the same whatever else the machine runs), and
+    csd flags a run fed below half of that. Each training run compiles its program afresh (a
+    compile_dir of its own), so csd judges it against its own program's estimate. The input is
+    slow by sleeping (its rate does not depend on the load, only bounded by its delay), and one
+    worker feeds an eighth of the first compile's estimate: starved whatever the load. The fed
+    run's steps need the CPU (docs/cstorch.md, cs_input_analyzer): make test runs this alone."""
     env = user_env(csd, CS_CONNECT=csd.connection_file)
     cwd = str(tmp_path)
     runs_dir = tmp_path / "runs"  # the training runs' compile reports go there, not over the first
@@ -56,7 +56,7 @@ def test_the_recommendation_applied_removes_the_input_bottleneck(csd, tmp_path):
                         "--model-dir", str(tmp_path / model), "--num-steps", str(steps), "--workers", str(workers),
                         "--mode", "train", env=env, cwd=str(runs_dir))
         assert done.returncode == 0, done.stderr
-        assert "compile cached" not in done.stderr  # its own estimate, measured under its own load
+        assert "compile cached" not in done.stderr  # its own program, its own estimate
         return performance(str(tmp_path / model))
 
     starved = train(1, 16, "starved")

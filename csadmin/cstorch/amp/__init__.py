@@ -1,8 +1,10 @@
 """cstorch.amp: gradient scaling and mixed precision (004, "Using Gradient Scaling"; 001,
-"Floating Point Precision")."""
+"Floating Point Precision"; 002, "Use cbfloat16")."""
 
 from .grad_scaler import GradScaler
 from .optimizer_step import optimizer_step
-from .precision import autocast, check_float32_weights, half_dtype, use_bfloat16
+from .precision import (autocast, check_float32_weights, get_half_dtype, get_half_dtype_str, half_dtype,
+                        set_half_dtype, use_bfloat16)
 
-__all__ = ["GradScaler", "optimizer_step", "use_bfloat16", "half_dtype", "autocast", "check_float32_weights"]
+__all__ = ["GradScaler", "optimizer_step", "set_half_dtype", "get_half_dtype", "get_half_dtype_str", "use_bfloat16",
+           "half_dtype", "autocast", "check_float32_weights"]

@@ -1,37 +1,100 @@
-"""Mixed precision as the system does it (001, "Floating Point Precision"): weights are stored as
-float32, and everything but the weight update computes in a half type, float16 unless
-`use_bfloat16(True)`. `autocast()` is torch's CPU autocast to that type, which inserts the casts
-(001: "you do not need to insert them manually"): compile_step captures every step under it, so
-a step need not enter it (doing so again is harmless). The update stays float32 because the
-optimizers' elementwise ops are not among the ops autocast casts. `check_float32_weights(model)`
+"""Mixed precision as the system does it (001, "Floating Point Precision"; 002, "Use cbfloat16"):
+weights are stored as float32, and everything but the weight update computes in a half format —
+float16 (the default), bfloat16 or cbfloat16 (CB16) — with the casts inserted for you.
+
+    cstorch.amp.set_half_dtype("cbfloat16")     # or "float16", "bfloat16", torch.float16, torch.bfloat16
+    cstorch.amp.get_half_dtype()                # the torch dtype standing for it: torch.float16 for CB16
+    cstorch.amp.get_half_dtype_str()            # "cbfloat16"
+    cstorch.amp.use_bfloat16(True)              # R1.8's spelling of set_half_dtype("bfloat16")
+
+The setting is the process's and is read when the first step compiles: setting it after that is
+refused (the program is compiled). The half format itself (formats.py) — its rounding, the dtype
+a step hands its values back in — is `half_format()`. The setting is the backend's (state.py:
+`state.reset()` returns it to float16), read and written only through `half_format()` and
+`set_half_dtype()`.
+
+`autocast()` is torch's autocast to `get_half_dtype()`, which inserts the casts (001: "you do
+not need to insert them manually"): compile_step captures every step under it, so a step need
+not enter it (doing so again is harmless). The update stays float32 because the optimizers'
+elementwise ops are not among the ops autocast casts. `check_float32_weights(model)`
 (cstorch.compile calls it) refuses a model whose weights are not float32.
 """
 
 from __future__ import annotations
 
+import contextlib
+
 import torch
 
-from csadmin.errors import InvalidArgument
+from csadmin.errors import InvalidArgument, InvalidState
 
 import csadmin.cstorch.state as state
+from .formats import FORMATS, HalfFormat
+
+_BY_DTYPE = {torch.float16: "float16", torch.bfloat16: "bfloat16"}
+
+
+def half_format() -> HalfFormat:
+    """The half format the steps of this process compute in."""
+    return FORMATS[state.current().half_dtype]
+
+
+def set_half_dtype(value) -> torch.dtype:
+    """Compute in `value`: "float16", "bfloat16", "cbfloat16", torch.float16 or torch.bfloat16.
+    Returns the torch dtype that stands for it in the model (torch.float16 for cbfloat16, whose
+    values this runtime carries in float32). Refused once a step has compiled."""
+    backend = state.current()
+    name = _BY_DTYPE.get(value) if isinstance(value, torch.dtype) else value
+    if not isinstance(name, str) or name not in FORMATS:
+        raise InvalidArgument(
+            f"Invalid half dtype: {value!r}. Accepted values are: \"float16\", \"bfloat16\", \"cbfloat16\", "
+            f"torch.float16, torch.bfloat16.")
+    run, was = backend.run, backend.half_dtype
+    if (run.program is not None or run.capture is not None) and not run.finished and name != was:
+        raise InvalidState(
+            f"The half dtype cannot change to {name}: the first step compiled this run's program in {was}, "
+            f"and a compiled program keeps its precision.",
+            hint="Call set_half_dtype before the first compile_step call; run another half dtype in a separate "
+                 "process.")
+    backend.half_dtype = name  # the backend's setting: state.reset() returns it to float16
+    return FORMATS[name].proxy
+
+
+def get_half_dtype() -> torch.dtype:
+    """The torch dtype that stands for the half format in the model (float16 for cbfloat16)."""
+    return half_format().proxy
+
+
+def get_half_dtype_str() -> str:
+    """The half format's name: "float16", "bfloat16" or "cbfloat16"."""
+    return half_format().name
 
 
 def use_bfloat16(use: bool) -> None:
-    """Compute in bfloat16 instead of float16 (call before the first step: a compiled program
-    keeps the precision it was captured in). The setting is the backend's (state.py)."""
+    """R1.8's switch: True computes in bfloat16, False in float16 (before the first step)."""
     if not isinstance(use, bool):
         raise InvalidArgument(f"use_bfloat16 takes True or False, not {use!r}.")
-    state.current().half_dtype = "bfloat16" if use else "float16"
+    set_half_dtype("bfloat16" if use else "float16")
 
 
 def half_dtype() -> torch.dtype:
-    """The half type the step computes in."""
-    return getattr(torch, state.current().half_dtype)
+    """The dtype the step computes in, as autocast casts to it (`get_half_dtype()`)."""
+    return get_half_dtype()
 
 
-def autocast() -> torch.autocast:
-    """The context every step is captured in: CPU autocast to `half_dtype()`."""
-    return torch.autocast("cpu", dtype=half_dtype())
+def autocast(device_type: str = "cpu") -> torch.autocast:
+    """torch's autocast on `device_type` to `get_half_dtype()`: the context every step is captured in."""
+    return torch.autocast(device_type, dtype=get_half_dtype())
+
+
+@contextlib.contextmanager
+def mixed_precision(device_types):
+    """autocast() on every device type in `device_types` (the CPU's always): a step whose model
+    lives on a CUDA device gets CUDA's casts, by torch's list for that device."""
+    with contextlib.ExitStack() as stack:
+        for device_type in dict.fromkeys(["cpu", *device_types]):
+            stack.enter_context(autocast(device_type))
+        yield
 
 
 def check_float32_weights(module: torch.nn.Module) -> None:

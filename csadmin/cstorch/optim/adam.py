@@ -66,9 +66,10 @@ class _AdamBase(Optimizer):
                 bias_correction2_sqrt = (1 - torch.pow(beta2, step)).sqrt()
                 if not group["correct_bias"]:  # AdamW(correct_bias=False): BERT's Adam, no bias correction
                     bias_correction1, bias_correction2_sqrt = torch.ones_like(step), torch.ones_like(step)
-                denom = (exp_avg_sq.sqrt() / bias_correction2_sqrt.to(p.dtype)).add_(group["eps"])
+                # In place in one temporary (each a new tensor the size of p otherwise): the same numbers.
+                denom = exp_avg_sq.sqrt().div_(bias_correction2_sqrt.to(p.dtype)).add_(group["eps"])
                 step_size = (lr / bias_correction1).to(p.dtype)
-                descend(p, exp_avg / denom, step_size)
+                descend(p, torch.div(exp_avg, denom, out=denom), step_size, scratch=True)
         return loss
 
 

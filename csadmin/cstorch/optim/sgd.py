@@ -57,9 +57,10 @@ class SGD(Optimizer):
         return loss
 
 
-def descend(p: torch.Tensor, update: torch.Tensor, lr) -> None:
-    """p -= lr * update, with lr a number or (scheduled) a 0-d tensor."""
+def descend(p: torch.Tensor, update: torch.Tensor, lr, scratch: bool = False) -> None:
+    """p -= lr * update, with lr a number or (scheduled) a 0-d tensor. `scratch`: `update` is the
+    caller's own temporary, so lr * update may be formed in it (the same numbers, no new tensor)."""
     if isinstance(lr, torch.Tensor):
-        p.sub_(update * lr)
+        p.sub_(update.mul_(lr) if scratch else update * lr)
     else:
         p.add_(update, alpha=-lr)
