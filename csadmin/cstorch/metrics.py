@@ -95,11 +95,39 @@ class Metric(abc.ABC):
                                hint="Make it with compute_on_system=True.")
 
 
-def compute_all_metrics() -> list[tuple[str, float]]:
-    """Every metric of this process and its final value, as (name, value) pairs in the order the
-    metrics were made (`for name, value in compute_all_metrics():`, or `dict(...)` by name). Each
-    read follows `Metric.compute`'s rules: refused inside a step and before the run's last step."""
-    return [(metric.name, metric.compute()) for metric in state.current().announced(Metric)]
+class MetricValues(dict):
+    """Metrics' final values by name, read both ways the releases read them: R1.8's runner loops
+    `for name, value in compute_all_metrics():` (iterating gives the pairs), later scripts call
+    `.items()`, index by name or `dict(...)` it (a dict, in the order the metrics were made)."""
+
+    def __iter__(self):
+        return iter(self.items())
+
+
+def _named(metrics: list) -> list[tuple[str, "Metric"]]:
+    """The metrics by name, a name several share numbered `name.0`, `name.1`, … (as the later
+    releases' get_all_metrics names them)."""
+    counts: dict[str, int] = {}
+    for metric in metrics:
+        counts[metric.name] = counts.get(metric.name, 0) + 1
+    seen: dict[str, int] = {}
+    named = []
+    for metric in metrics:
+        index = seen[metric.name] = seen.get(metric.name, -1) + 1
+        named.append((f"{metric.name}.{index}" if counts[metric.name] > 1 else metric.name, metric))
+    return named
+
+
+def get_all_metrics():
+    """The later releases' name: every metric of this process, as (name, metric) pairs in the
+    order they were made."""
+    yield from _named(state.current().announced(Metric))
+
+
+def compute_all_metrics() -> MetricValues:
+    """Every metric of this process and its final value by name (MetricValues). Each read follows
+    `Metric.compute`'s rules: refused inside a step and before the run's last step."""
+    return MetricValues((name, metric.compute()) for name, metric in _named(state.current().announced(Metric)))
 
 
 def _weights(owner: str, like: torch.Tensor, weights) -> torch.Tensor:

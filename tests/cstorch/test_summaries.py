@@ -148,3 +148,23 @@ def test_compute_all_metrics_gives_every_metrics_final_value_by_name(ws_csd, tmp
         correct = sum((net(x).argmax(-1) == y).sum().item() for x, y in data)
     assert dict(values)["accuracy"] == correct / 96
     assert run_record(ws_csd)["mode"] == "eval"
+
+
+def test_metrics_read_as_both_releases_read_them(fresh_metrics):
+    """R1.8's runner iterates compute_all_metrics() as (name, value) pairs; later scripts call
+    .items() on it or index it; get_all_metrics() gives (name, metric), a shared name numbered."""
+    first, second, other = fresh_metrics
+    values = cstorch.metrics.compute_all_metrics()
+    assert [pair for pair in values] == list(values.items()) == [("acc.0", 0.5), ("acc.1", 1.0), ("ppl", 1.0)]
+    assert values["ppl"] == 1.0 and dict(values) == {"acc.0": 0.5, "acc.1": 1.0, "ppl": 1.0}
+    assert list(cstorch.metrics.get_all_metrics()) == [("acc.0", first), ("acc.1", second), ("ppl", other)]
+
+
+@pytest.fixture
+def fresh_metrics():  # on the fresh backend of conftest's autouse fixture
+    first, second = cstorch.metrics.AccuracyMetric("acc"), cstorch.metrics.AccuracyMetric("acc")
+    other = cstorch.metrics.PerplexityMetric("ppl")
+    first(labels=torch.tensor([1, 0]), predictions=torch.tensor([1, 1]))
+    second(labels=torch.tensor([1]), predictions=torch.tensor([1]))
+    other(labels=torch.tensor([1, 1]), loss=torch.tensor(0.0))
+    return first, second, other
