@@ -45,7 +45,6 @@ from csadmin.errors import InvalidArgument, InvalidState
 
 import csadmin.cstorch.state as state
 from ...config import PARAMETERS, settings
-from ...csx_settings import Performance
 from ...distributed import ClusterConfig
 from ...run import Run
 from ..profiler import Profiler
@@ -82,7 +81,7 @@ class DataExecutor:
                                   hint="Leave profiler_activities and listeners unset: executor.profiler tracks the "
                                        "samples and their rates.")
         if micro_batch_size is not None:
-            backend.csx.performance.micro_batch_size = Performance._check_micro_batch_size(micro_batch_size)
+            backend.csx.performance.micro_batch_size = micro_batch_size  # checked as the setting is
         if cs_config is not None:
             _apply_cluster(backend, cs_config)
         config = backend.config
