@@ -108,6 +108,16 @@ def test_the_csx_settings_are_the_backends_and_checked(ws_csd, tmp_path):
         cstorch.backends.csx.performance.micro_batch_size = "fast"
     with pytest.raises(AttributeError, match="has no setting 'optimisation_level'"):
         cstorch.backends.csx.precision.optimisation_level = 1
+    # the real package's other settings, as public scripts set them (gigaGPT's train.py: the
+    # coordinator's memory limits), are taken, checked and recorded
+    cstorch.backends.csx.debug.execute_crd_memory_gi = 32
+    cstorch.backends.csx.debug.compile_crd_memory_gi = 50
+    cstorch.backends.csx.performance.transfer_processes = 4
+    cstorch.backends.csx.storage.s3.profile = "lab"
+    with pytest.raises(errors.InvalidArgument, match=r"debug.wrk_memory_gi must be None or a positive number of GiB"):
+        cstorch.backends.csx.debug.wrk_memory_gi = 0
+    with pytest.raises(errors.InvalidArgument, match=r"debug.drop_data must be True or False, not 'yes'"):
+        cstorch.backends.csx.debug.drop_data = "yes"
     backend = csx(ws_csd, tmp_path)
     assert backend.csx.precision.optimization_level == 2  # set before the backend: the same object's
     t = Trainer(backend, model)
@@ -115,6 +125,7 @@ def test_the_csx_settings_are_the_backends_and_checked(ws_csd, tmp_path):
         t.step(batch)
     log = "".join((tmp_path / "compile" / d / "compile.log").read_text() for d in os.listdir(tmp_path / "compile"))
     assert "'optimization_level': 2" in log and "'micro_batch_size': None" in log
+    assert "'execute_crd_memory_gi': 32" in log and "'transfer_processes': 4" in log
     state.reset()
     assert cstorch.backends.csx.precision.optimization_level == 1  # the next backend starts afresh
 
