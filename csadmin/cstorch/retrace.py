@@ -33,13 +33,12 @@ def ops(graph: fx.Graph) -> tuple:
 
 def check(step_fn, backend, run, args: tuple, kwargs: dict, inputs: list) -> None:
     """Capture this call of `step_fn` again and refuse it if its ops differ from the first step's."""
-    params = list({id(p): p for m in backend.models for p in m.parameters()}.values())
+    params = backend.parameters()
     grads_before = [p.grad for p in params]
     cap = Capture(inputs, step_fn.name, execute=capture_executor(half_format()))  # as the first capture
     run.capture, run.captured_closures = cap, []
-    devices = {p.device.type for p in params} | {t.device.type for t in inputs}
     try:
-        with backend.stepping(), cap, mixed_precision(devices):
+        with backend.stepping(), cap, mixed_precision([*params, *inputs]):
             step_fn.fn(*args, **kwargs)
         now = ops(cap.graph)
     finally:

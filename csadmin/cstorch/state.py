@@ -158,6 +158,10 @@ class Backend:
         """The later releases' name for the model directory (configure's model_dir)."""
         return None if self.config is None else self.config.model_dir
 
+    def parameters(self) -> list:
+        """The compiled models' parameters, each once, in compile order (what a step trains)."""
+        return list({id(p): p for m in self.models for p in m.parameters()}.values())
+
     def run_dir(self) -> str:
         """Where the run in progress writes (performance.json, its yaml, TensorBoard): a
         DataExecutor's own directory, else the model directory."""

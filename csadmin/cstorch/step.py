@@ -135,7 +135,7 @@ class StepFunction:
         core_guard.install(backend)  # a core torch.optim optimizer may not step inside the step
         start = time.perf_counter()
         signature, inputs = Signature.of(args, kwargs)
-        params = list({id(p): p for m in backend.models for p in m.parameters()}.values())
+        params = backend.parameters()
         grads_before = [p.grad for p in params]
         versions = [p._version for p in params]  # an in-place update bumps it: the step trains them
         half = half_format()
@@ -146,8 +146,7 @@ class StepFunction:
             # step runs under autocast (for each device the model lives on) and the program holds
             # its casts (a user's own autocast inside is the same context again). The weight
             # update stays float32: optimizers' elementwise ops are not among the ops autocast casts.
-            devices = {p.device.type for p in params} | {t.device.type for t in inputs}
-            with backend.stepping(), cap, mixed_precision(devices):
+            with backend.stepping(), cap, mixed_precision([*params, *inputs]):
                 result = self.fn(*args, **kwargs)
             run.traced_ops = traced_ops(cap.graph)
             outputs: list = []

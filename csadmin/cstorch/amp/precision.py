@@ -88,11 +88,12 @@ def autocast(device_type: str = "cpu") -> torch.autocast:
 
 
 @contextlib.contextmanager
-def mixed_precision(device_types):
-    """autocast() on every device type in `device_types` (the CPU's always): a step whose model
-    lives on a CUDA device gets CUDA's casts, by torch's list for that device."""
+def mixed_precision(tensors):
+    """autocast() on every device type `tensors` (a step's parameters and inputs) live on, the
+    CPU's always: a step whose model lives on a CUDA device gets CUDA's casts, by torch's list for
+    that device."""
     with contextlib.ExitStack() as stack:
-        for device_type in dict.fromkeys(["cpu", *device_types]):
+        for device_type in dict.fromkeys(["cpu", *(t.device.type for t in tensors)]):
             stack.enter_context(autocast(device_type))
         yield
 
