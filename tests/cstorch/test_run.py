@@ -247,3 +247,63 @@ def test_a_run_past_its_job_time_sec_is_aborted_by_csd_with_that_reason(ws_csd, 
         record = c.runs_show(run_id)
     assert (record["status"], record["abortReason"]) == ("ABORTED", "time limit exceeded (job_time_sec: the run may "
                                                                     "last 1 s)")
+
+
+V2_SCRIPT = textwrap.dedent('''
+    import sys
+    import torch
+    import cerebras.pytorch as cstorch
+
+    backend = cstorch.backend("CSX", artifact_dir=sys.argv[1])
+    with backend.device:
+        net = torch.nn.Linear(8, 2)
+    compiled = cstorch.compile(net, backend)
+    optimizer = cstorch.optim.SGD(net.parameters(), lr=0.1)
+
+    @cstorch.trace
+    def training_step(batch):
+        x, y = batch
+        loss = torch.nn.functional.cross_entropy(compiled(x), y)
+        loss.backward()
+        optimizer.step()
+        optimizer.zero_grad()
+        return loss
+
+    @cstorch.step_closure
+    def post(loss, i):
+        print(f"step {i} loss {loss.item():.4f}", flush=True)
+
+    def input_fn():
+        x = torch.randn(64, 8)
+        return torch.utils.data.DataLoader(torch.utils.data.TensorDataset(x, (x[:, 0] > 0).long()), batch_size=16,
+                                           drop_last=True)
+
+    executor = cstorch.utils.data.DataExecutor(cstorch.utils.data.DataLoader(input_fn), num_steps=10**9,
+                                               activation_steps=1)
+    for i, batch in enumerate(executor, 1):
+        post(training_step(batch), i)
+''')
+
+
+def test_ctrl_c_in_a_data_executors_loop_closes_its_run(ws_csd, tmp_path):
+    """The later releases' loop: Ctrl-C ends the executor's run ABORTED, frees the fabric and
+    writes its performance.json in its own directory, as an R1.8 run's."""
+    path = tmp_path / "script_v2.py"
+    path.write_text(V2_SCRIPT)
+    proc = subprocess.Popen([sys.executable, "-m", "csadmin.cstorch", str(path), str(tmp_path / "out")],
+                            env=ws_csd.env(), cwd=ROOT, text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        wait_until(lambda: proc.stdout.readline().startswith("step 20 "), timeout=60, what="step 20")
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode != 0 and "KeyboardInterrupt" in err
+    record = run_record(ws_csd)
+    assert (record["status"], record["abortReason"]) == ("ABORTED", "runtime interrupted (Ctrl-C)")
+    assert record["totalSamples"] >= 20 * 16
+    with ws_csd.client() as c:
+        assert c.runs_list()["runHolder"] is None
+    with open(tmp_path / "out" / "executors" / "000001" / "performance.json") as f:
+        assert json.load(f)["total_samples"] == record["totalSamples"]

@@ -5,6 +5,7 @@ num_steps from len(dataloader), checkpoint closures on checkpoint steps, step cl
 activation steps, weights only on checkpoint steps, compile_only/validate_only one step."""
 
 import json
+import math
 import os
 import warnings
 
@@ -312,3 +313,21 @@ def test_summaries_go_to_the_executors_writer(ws_csd, tmp_path):
     assert [s.step for s in scalars] == [1, 2, 3, 4]
     assert [round(s.value, 5) for s in scalars] == [round(v, 5) for v in losses]
     state.reset()
+
+
+def test_a_checkpoint_schedule_is_reckoned_from_its_intervals_not_walked_step_by_step(monkeypatch):
+    """A run of a billion steps starts at once: its checkpoint steps, their last and their common
+    divisor come from the intervals' arithmetic; on small runs they agree with match() step by step."""
+    Schedule, Range = cstorch.utils.data.Schedule, cstorch.utils.data.Schedule.Range
+    schedules = [Schedule.every(k, n) for k in (1, 3, 7) for n in (1, 5, 21, 22)] + [
+        Schedule([Range(0, 4, 2, True), Range(9, 20, 5, False), Range(20, 23, 1, True)])]
+    for schedule in schedules:
+        for n in (1, 4, 10, 21, 30):
+            walked = [i + 1 for i in range(n) if schedule.match(i)]
+            assert list(schedule.steps(n)) == walked
+            assert schedule.last(n) == (walked[-1] if walked else None)
+            assert schedule.common_divisor(n) == math.gcd(*walked)
+    huge = Schedule.every(1000, 10 ** 9)
+    monkeypatch.setattr(Schedule, "match", lambda self, index: pytest.fail("a step was matched one by one"))
+    assert (huge.common_divisor(10 ** 9), huge.last(10 ** 9)) == (1000, 10 ** 9)
+    assert huge.describe(10 ** 9) == "steps 1000, 2000, 3000, 4000, 5000, 6000, …, 1000000000"

@@ -10,6 +10,8 @@ Intervals may not overlap. Bad values are InvalidArgument naming them. Stdlib on
 
 from __future__ import annotations
 
+import itertools
+import math
 from dataclasses import dataclass
 
 from csadmin.errors import InvalidArgument
@@ -65,17 +67,48 @@ class Schedule:
         """Whether 0-indexed step `index` is a checkpoint step."""
         return any(r.match(index) for r in self.intervals)
 
-    def steps(self, num_steps: int) -> list[int]:
-        """The checkpoint steps (1-indexed, as a loop counts them) of a run of `num_steps`."""
-        return [i + 1 for i in range(num_steps) if self.match(i)]
+    def steps(self, num_steps: int):
+        """The checkpoint steps (1-indexed, as a loop counts them) of a run of `num_steps`, in order:
+        a generator, from the intervals' arithmetic (a run of a billion steps is not walked)."""
+        for r in self.intervals:
+            end = min(r.end, num_steps)
+            yield from range(r.start + 1, end + 1, r.step)
+            if r.include_last and r.end <= num_steps and (r.end - 1 - r.start) % r.step:
+                yield r.end
+
+    def last(self, num_steps: int) -> int | None:
+        """The last checkpoint step of a run of `num_steps` (None: none)."""
+        for r in reversed(self.intervals):
+            end = min(r.end, num_steps)
+            if r.start < end:
+                if r.include_last and r.end <= num_steps:
+                    return r.end
+                return r.start + 1 + (end - 1 - r.start) // r.step * r.step
+        return None
+
+    def common_divisor(self, num_steps: int) -> int:
+        """The greatest common divisor of the checkpoint steps of a run of `num_steps` (0: none):
+        an interval's steps first, first + step, … share gcd(first, step)."""
+        divisor = 0
+        for r in self.intervals:
+            end = min(r.end, num_steps)
+            if r.start >= end:
+                continue
+            divisor = math.gcd(divisor, r.start + 1, r.step if r.start + 1 + r.step <= end else 0)
+            if r.include_last and r.end <= num_steps:
+                divisor = math.gcd(divisor, r.end)
+        return divisor
 
     def describe(self, num_steps: int | None = None) -> str:
         """In words, for messages."""
         if not self.intervals:
             return "checkpoint_steps=None: none"
         if num_steps is not None:
-            shown = self.steps(num_steps)
-            return "steps " + (", ".join(map(str, shown[:6])) + (f", …, {shown[-1]}" if len(shown) > 6 else "")
-                               if shown else "none")
+            shown = list(itertools.islice(self.steps(num_steps), 7))
+            if not shown:
+                return "steps none"
+            if len(shown) <= 6:
+                return "steps " + ", ".join(map(str, shown))
+            return "steps " + ", ".join(map(str, shown[:6])) + f", …, {self.last(num_steps)}"
         return "; ".join(f"steps {r.start + 1}, {r.start + 1 + r.step}, … before {r.end + 1}"
                          + (f" and {r.end}" if r.include_last else "") for r in self.intervals)

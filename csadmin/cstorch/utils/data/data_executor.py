@@ -181,11 +181,11 @@ def _schedule(checkpoint_steps, num_steps: int) -> Schedule:
 def _aligned(activation_steps, schedule: Schedule, num_steps: int) -> int:
     """activation_steps (default 1, at most num_steps), reduced to divide every checkpoint step."""
     every = min(num_steps, 1 if activation_steps is None else _whole("activation_steps", activation_steps, 1))
-    aligned = math.gcd(every, *schedule.steps(num_steps))
+    aligned = math.gcd(every, schedule.common_divisor(num_steps))
     if aligned != every:
         warnings.warn(f"Activation frequency was reduced from {every} to {aligned} because of the checkpoint "
                       f"schedule: step closures (checkpoint closures too) run on activation steps only, and some "
-                      f"run on the checkpoint steps {tuple(schedule.steps(num_steps))}. To avoid the reduction make "
+                      f"run on the checkpoint {schedule.describe(num_steps)}. To avoid the reduction make "
                       f"sure that activation steps are divisible by all checkpoint steps.", stacklevel=3)
     return aligned
 
