@@ -6,11 +6,9 @@ from __future__ import annotations
 
 import torch
 
-from csadmin.errors import InvalidArgument
-
-from .checks import number
+from .checks import betas_pair, number
 from .optimizer import Optimizer, closure_loss
-from .sgd import descend
+from .update import descend
 
 
 class _AdamBase(Optimizer):
@@ -19,11 +17,7 @@ class _AdamBase(Optimizer):
     def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.0, amsgrad=False,
                  correct_bias=True):
         owner = type(self).__name__
-        if not isinstance(betas, (tuple, list)) or len(betas) != 2:
-            raise InvalidArgument(f"{owner}: betas must be a pair (beta1, beta2); got {betas!r}.")
-        defaults = dict(lr=number(owner, "lr", lr),
-                        betas=tuple(number(owner, f"betas[{i}]", b, 0.0, 1.0, below_high=True)
-                                    for i, b in enumerate(betas)),
+        defaults = dict(lr=number(owner, "lr", lr), betas=betas_pair(owner, betas),
                         eps=number(owner, "eps", eps), weight_decay=number(owner, "weight_decay", weight_decay),
                         amsgrad=bool(amsgrad), correct_bias=bool(correct_bias))
         super().__init__(params, defaults, enable_global_step=True)

@@ -19,6 +19,27 @@ def number(owner: str, name: str, value, low: float = 0.0, high: float | None = 
     return value
 
 
+def pair(owner: str, name: str, value, low: float = 0.0, high: float | None = None, *,
+         below_high: bool = False, parts: str = "two numbers") -> tuple[float, float]:
+    """`value` (a tuple or list of two) as two floats, each checked as `number` checks one
+    (`name[0]`, `name[1]` in the message); `parts` says in the refusal what the pair holds."""
+    if not isinstance(value, (tuple, list)) or len(value) != 2:
+        raise InvalidArgument(f"{owner}: {name} must be a pair ({parts}); got {value!r}.")
+    first, second = (number(owner, f"{name}[{i}]", v, low, high, below_high=below_high) for i, v in enumerate(value))
+    return first, second
+
+
+def betas_pair(owner: str, betas) -> tuple[float, float]:
+    """(beta1, beta2), each in [0, 1): what every real class taking `betas` checks."""
+    return pair(owner, "betas", betas, 0.0, 1.0, below_high=True, parts="beta1, beta2")
+
+
+def real(owner: str, name: str, value) -> float:
+    """`value` as a float, any sign: for a setting the real class takes unchecked (a negative one
+    is the user's choice), refusing only what is not a number at all."""
+    return number(owner, name, value, float("-inf"))
+
+
 def whole(owner: str, name: str, value, low: int = 0) -> int:
     """`value` as an int ≥ low, else InvalidArgument."""
     if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < low:

@@ -1,8 +1,13 @@
-"""cstorch.optim.SGD: torch.optim.SGD's update (momentum, dampening, nesterov, weight_decay) as a
-static program: the momentum buffer is made (zero) in preinitialize and updated in place. torch's
-"the first step copies the gradient into the buffer" needs nothing without dampening (0·m + g = g)
-and, with dampening, is a torch.where on the global step choosing the gradient's coefficient;
-so the state is torch's (`momentum_buffer`), plus `step` only with dampening."""
+"""cstorch.optim.SGD and ASGD, torch.optim's updates as static programs.
+
+SGD (momentum, dampening, nesterov, weight_decay): the momentum buffer is made (zero) in
+preinitialize and updated in place. torch's "the first step copies the gradient into the buffer"
+needs nothing without dampening (0·m + g = g) and, with dampening, is a torch.where on the global
+step choosing the gradient's coefficient; so the state is torch's (`momentum_buffer`), plus
+`step` only with dampening.
+
+ASGD, SGD's averaging variant, is here too: the same descent with a decaying step size and a
+running average of the parameter, all in tensors."""
 
 from __future__ import annotations
 
@@ -10,8 +15,9 @@ import torch
 
 from csadmin.errors import InvalidArgument
 
-from .checks import number
+from .checks import number, real
 from .optimizer import Optimizer, closure_loss
+from .update import descend, gradient
 
 
 class SGD(Optimizer):
@@ -57,10 +63,50 @@ class SGD(Optimizer):
         return loss
 
 
-def descend(p: torch.Tensor, update: torch.Tensor, lr, scratch: bool = False) -> None:
-    """p -= lr * update, with lr a number or (scheduled) a 0-d tensor. `scratch`: `update` is the
-    caller's own temporary, so lr * update may be formed in it (the same numbers, no new tensor)."""
-    if isinstance(lr, torch.Tensor):
-        p.sub_(update.mul_(lr) if scratch else update * lr)
-    else:
-        p.add_(update, alpha=-lr)
+
+class ASGD(Optimizer):
+    """ASGD(params, lr=1e-2, lambd=1e-4, alpha=0.75, t0=1e6, weight_decay=0, maximize=False):
+    averaged SGD, torch.optim.ASGD's numbers. Its per-parameter state is torch's: `eta` (the
+    step size, 0-d), `mu` (the averaging rate, 0-d), `ax` (the running average of the
+    parameter) and `step`. The step size decays as lr / (1 + lambd·lr·t)^alpha and averaging
+    starts after step t0; both are computed from the step tensor in float64 (torch's Python
+    floats) and written into the float32 state in place, so the captured step keeps decaying."""
+
+    def __init__(self, params, lr=1e-2, lambd=1e-4, alpha=0.75, t0=1e6, weight_decay=0, maximize=False):
+        owner = "ASGD"
+        # The real class checks only lr and weight_decay; lambd, alpha and t0 may take any value.
+        defaults = dict(lr=number(owner, "lr", lr), lambd=real(owner, "lambd", lambd),
+                        alpha=real(owner, "alpha", alpha), t0=real(owner, "t0", t0),
+                        weight_decay=number(owner, "weight_decay", weight_decay), maximize=bool(maximize))
+        super().__init__(params, defaults, enable_global_step=True)
+
+    def preinitialize(self) -> None:
+        for group in self.param_groups:
+            for p in group["params"]:
+                self.state[p]["eta"] = torch.tensor(float(group["lr"]), device=p.device)
+                self.state[p]["mu"] = torch.tensor(1.0, device=p.device)
+                self.state[p]["ax"] = torch.zeros_like(p, memory_format=torch.preserve_format)
+
+    def state_names_to_sparsify(self) -> list[str]:
+        return ["ax"]
+
+    @torch.no_grad()
+    def step(self, closure=None):
+        loss = closure_loss(closure)
+        for group in self.param_groups:
+            lr, lambd, decay = group["lr"], group["lambd"], group["weight_decay"]
+            for p in group["params"]:
+                if p.grad is None:  # static: which parameters get a gradient never changes
+                    continue
+                grad, state = gradient("ASGD", p, group["maximize"]), self.state[p]
+                step = self.increment_global_step(p).double()
+                if decay != 0:
+                    grad = grad.add(p, alpha=decay)
+                eta, mu, ax = state["eta"], state["mu"], state["ax"]
+                p.mul_(1 - lambd * eta)
+                p.sub_(grad * eta)
+                # torch copies p while mu is 1 (before t0) and averages after: a tensor choice here.
+                ax.copy_(torch.where(mu == 1, p, ax.add(p.sub(ax).mul_(mu))))
+                eta.copy_(lr / torch.pow(1 + lambd * lr * step, group["alpha"]))
+                mu.copy_(1 / torch.clamp(step - group["t0"], min=1))
+        return loss

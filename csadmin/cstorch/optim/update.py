@@ -1,0 +1,40 @@
+"""What every optimizer's step shares: the gradient it reads and the descent it applies.
+
+The learning rate is a Python number until a scheduler makes it a 0-d tensor (which it then
+writes in place every step), so each descent has two spellings with the same numbers: torch's
+scalar forms (`add_(alpha=…)`, `addcdiv_(value=…)`) for a number, and a tensor product for a
+tensor, which the captured program reads afresh at every replay.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from csadmin.errors import InvalidArgument
+
+
+def gradient(owner: str, p: torch.Tensor, maximize: bool = False) -> torch.Tensor:
+    """`p`'s gradient, negated with `maximize` (a new tensor then; p.grad itself is never changed).
+    A sparse gradient is refused: every update here is dense, as the real classes' are."""
+    grad = p.grad
+    if grad.is_sparse:
+        raise InvalidArgument(f"{owner} does not support sparse gradients.",
+                              hint="Use a dense gradient (e.g. nn.Embedding(sparse=False)).")
+    return -grad if maximize else grad
+
+
+def descend(p: torch.Tensor, update: torch.Tensor, lr, scratch: bool = False) -> None:
+    """p -= lr * update, with lr a number or (scheduled) a 0-d tensor. `scratch`: `update` is the
+    caller's own temporary, so lr * update may be formed in it (the same numbers, no new tensor)."""
+    if isinstance(lr, torch.Tensor):
+        p.sub_(update.mul_(lr) if scratch else update * lr)
+    else:
+        p.add_(update, alpha=-lr)
+
+
+def descend_ratio(p: torch.Tensor, numerator: torch.Tensor, denominator: torch.Tensor, lr) -> None:
+    """p -= lr * numerator / denominator (torch's `addcdiv_(…, value=-lr)` for a number lr)."""
+    if isinstance(lr, torch.Tensor):
+        p.sub_(torch.div(numerator, denominator).mul_(lr))
+    else:
+        p.addcdiv_(numerator, denominator, value=-lr)
