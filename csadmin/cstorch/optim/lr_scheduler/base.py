@@ -43,8 +43,8 @@ class LRScheduler(abc.ABC):
         self.total_iters = None if total_iters is None else whole(owner, "total_iters", total_iters, 1)
         self.last_epoch = torch.tensor(float(whole(owner, "last_epoch", last_epoch, -1)), dtype=LR_DTYPE)
         for group in optimizer.param_groups:
-            if not isinstance(group["lr"], torch.Tensor):
-                group["lr"] = torch.tensor(float(group["lr"]), dtype=LR_DTYPE)
+            if not isinstance(group["lr"], torch.Tensor):  # None (Adafactor's "no lr yet"): step() sets it now
+                group["lr"] = torch.tensor(float(group["lr"] or 0.0), dtype=LR_DTYPE)
         self.step()
 
     @abc.abstractmethod
