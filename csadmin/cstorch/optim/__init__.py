@@ -2,13 +2,22 @@
 
 Every optimizer here keeps its state in tensors made in `preinitialize` and updates them in place
 with torch ops, so the step captured once by `cstorch.compile_step` replays to the same numbers
-as torch.optim's eager step.
+as its eager step (and, where torch.optim has the same algorithm, as torch.optim's). The classes
+are the real package's, grouped by family: sgd (SGD, ASGD), adam (Adam, AdamW), adam_variants
+(Adamax, NAdam, RAdam), adaptive (Adagrad, Adadelta, RMSprop), sign (Lion, Rprop) and scaled
+(Lamb, Adafactor).
 """
 
 from .adam import Adam, AdamW
+from .adam_variants import Adamax, NAdam, RAdam
+from .adaptive import Adadelta, Adagrad, RMSprop
 from . import lr_scheduler
 from .configure import configure_lr_scheduler, configure_optimizer
 from .optimizer import Optimizer
-from .sgd import SGD
+from .scaled import Adafactor, Lamb
+from .sgd import ASGD, SGD
+from .sign import Lion, Rprop
 
-__all__ = ["Optimizer", "SGD", "Adam", "AdamW", "configure_optimizer", "configure_lr_scheduler", "lr_scheduler"]
+__all__ = ["Optimizer", "Adadelta", "Adafactor", "Adagrad", "Adamax", "Adam", "AdamW", "ASGD", "Lamb", "Lion",
+           "NAdam", "RAdam", "RMSprop", "Rprop", "SGD", "configure_optimizer", "configure_lr_scheduler",
+           "lr_scheduler"]

@@ -15,10 +15,13 @@ says what is valid.
 R1.8's runner hands configure_optimizer its whole `optimizer:` configuration, so the optimizer
 also takes that configuration's keys (`runner_arguments`): some are its own under another name
 (`learning_rate` → `lr` when it is a number; a schedule is the scheduler's, which writes `lr`;
-`weight_decay_rate` → `weight_decay`; `beta1`/`beta2` → `betas`; Adam's and AdamW's own
-`correct_bias`), the others (ELSEWHERE) belong to the grad scaler, the clipping or the runner's
+`weight_decay_rate` → `weight_decay`; a pair from its two keys (PAIRS: `beta1`/`beta2` → `betas`,
+Adafactor's `eps1`/`eps2`, Rprop's `eta1`/`eta2` and `step_size_min`/`step_size_max`); Adam's
+and AdamW's own `correct_bias`), the others (ELSEWHERE) belong to the grad scaler, the clipping or the runner's
 summaries, which the runner builds from the same configuration: accepted, not the optimizer's.
 Only a key with no meaning anywhere is refused.
+An optimizer whose lr has no default (Adafactor) is given lr=None when none is: its schedule
+sets it.
 """
 
 from __future__ import annotations
@@ -28,12 +31,26 @@ import inspect
 from csadmin.errors import InvalidArgument
 
 from .adam import Adam, AdamW
+from .adam_variants import Adamax, NAdam, RAdam
+from .adaptive import Adadelta, Adagrad, RMSprop
 from .lr_scheduler import (ChainedLR, ConstantLR, CosineDecayLR, ExponentialLR, LinearLR, LRScheduler, MultiStepLR,
                            PolynomialLR, SequentialLR, StepLR)
 from .optimizer import Optimizer
-from .sgd import SGD
+from .scaled import Adafactor, Lamb
+from .sgd import ASGD, SGD
+from .sign import Lion, Rprop
 
-OPTIMIZERS: dict[str, type[Optimizer]] = {cls.__name__: cls for cls in (SGD, Adam, AdamW)}
+# Every optimizer class of the real package, found by its name as the real configure_optimizer
+# finds them (case-insensitively).
+OPTIMIZERS: dict[str, type[Optimizer]] = {
+    cls.__name__: cls for cls in (SGD, ASGD, Adam, AdamW, Adamax, NAdam, RAdam, Adagrad, Adadelta, RMSprop, Lion,
+                                  Rprop, Lamb, Adafactor)
+}
+
+# A pair parameter and the two keys a runner's configuration spells it as (R1.8's names; the real
+# 2.x configure_optimizer lists the same ones as the old spellings of these parameters).
+PAIRS = {"betas": ("beta1", "beta2"), "eps": ("eps1", "eps2"), "etas": ("eta1", "eta2"),
+         "step_sizes": ("step_size_min", "step_size_max")}
 
 
 # Keys of a runner's optimizer configuration that configure other objects (see the module docstring).
@@ -52,7 +69,10 @@ ELSEWHERE = {
 def configure_optimizer(optimizer_type: str, params, **kwargs) -> Optimizer:
     """`optimizer_type`'s class built over `params` with `kwargs` (a runner's keys mapped)."""
     cls = lookup("optimizer", optimizer_type, OPTIMIZERS)
-    return cls(params, **arguments(cls, runner_arguments(cls, kwargs), runner_keys=True))
+    kwargs = arguments(cls, runner_arguments(cls, kwargs), runner_keys=True)
+    if "lr" not in kwargs and inspect.signature(cls).parameters["lr"].default is inspect.Parameter.empty:
+        kwargs["lr"] = None  # Adafactor's lr has no default: a schedule (configure_lr_scheduler) sets it
+    return cls(params, **kwargs)
 
 
 def _rename(kwargs: dict, old: str, new: str, owner: str) -> None:
@@ -74,12 +94,19 @@ def runner_arguments(cls, kwargs: dict) -> dict:
         if isinstance(rate, (int, float)) and not isinstance(rate, bool):
             kwargs["lr"] = rate  # a schedule (dict, list) is configure_lr_scheduler's: it writes lr
     _rename(kwargs, "weight_decay_rate", "weight_decay", owner)
-    if "betas" in takes and ({"beta1", "beta2"} & set(kwargs)):
-        if "betas" in kwargs:
-            raise InvalidArgument(f"{owner}: beta1/beta2 and betas are one parameter, given twice.", "Pass betas only.")
-        first, second = takes["betas"].default
-        kwargs["betas"] = (kwargs.pop("beta1", first), kwargs.pop("beta2", second))
+    for name, (one, two) in PAIRS.items():
+        default = takes[name].default if name in takes else None
+        if _is_pair(default) and ({one, two} & set(kwargs)):
+            if name in kwargs:
+                raise InvalidArgument(f"{owner}: {one}/{two} and {name} are one parameter, given twice.",
+                                      f"Pass {name} only.")
+            kwargs[name] = (kwargs.pop(one, default[0]), kwargs.pop(two, default[1]))
     return kwargs
+
+
+def _is_pair(default) -> bool:
+    """Whether a parameter's default is a pair (Adam's eps is one number, Adafactor's two)."""
+    return isinstance(default, tuple) and len(default) == 2
 
 
 def lookup(what: str, name, table: dict):
@@ -94,10 +121,13 @@ def arguments(cls, kwargs: dict, skip: int = 1, runner_keys: bool = False) -> di
     """`kwargs` if `cls(...)` takes every one of them (its first `skip` parameters are supplied by
     the caller), else an error naming the ones it does not take and the ones it does (and, for an
     optimizer, the runner's keys it also accepts)."""
-    names = list(inspect.signature(cls).parameters)[skip:]
+    taken = inspect.signature(cls).parameters
+    names = list(taken)[skip:]
     unknown = sorted(set(kwargs) - set(names))
     if unknown:
-        also = (f" (and a runner's learning_rate, weight_decay_rate, beta1, beta2, "
+        pairs = ", ".join(f"{one}, {two}" for name, (one, two) in PAIRS.items()
+                          if name in names and _is_pair(taken[name].default))
+        also = (f" (and a runner's learning_rate, weight_decay_rate, {pairs + ', ' if pairs else ''}"
                 f"{', '.join(ELSEWHERE)})" if runner_keys else "")
         raise InvalidArgument(f"{cls.__name__} does not take {', '.join(map(repr, unknown))}; it takes "
                               f"{', '.join(names)}{also}.")
