@@ -43,6 +43,7 @@ from typing import NamedTuple
 
 from csadmin.errors import InvalidState
 
+from .backend_type import BackendFacts
 from .csx_settings import CsxSettings
 from .run import Run
 
@@ -89,9 +90,10 @@ class Flag:
 KINDS = {"WSE_WS": "CSX", "WSE_PL": "CSX", "CSX": "CSX", "WSE": "CSX", "CPU": "CPU", "GPU": "GPU"}
 
 
-class Backend:
+class Backend(BackendFacts):
     """This process's cstorch state (see the module docstring). Made empty; filled in as the
-    script configures, compiles and steps."""
+    script configures, compiles and steps. BackendFacts adds the later releases' read-only
+    answers (`backend_type`, `is_e2e_execution`, `is_tracing`, `compile_only`, …)."""
 
     def __init__(self):
         self.config = None  # config.Config, once cstorch.configure ran
