@@ -19,7 +19,8 @@ is `compile_step`, `utils.data.DataExecutor` makes each run (several per process
 `checkpoint_closure` runs on its checkpoint steps. The later releases' top-level helpers are here
 too: `use_cs()`, `current_torch_device()`, `current_backend_impl()`, `get_backend_args(type)`,
 `Backend`/`BackendType`, the one-value tensor factories (`full`, `ones`, `zeros`, their `_like`s),
-`from_numpy`/`to_numpy`, `SyntheticDataset`, `DataLoader` and the `saver` module.
+`from_numpy`/`to_numpy`, `SyntheticDataset`, `DataLoader`, the `saver` module, and
+`summarize_tensor` beside `summarize_scalar`.
 
     backend = cstorch.backend("CSX", artifact_dir="out")          # or "CPU", "GPU": no system
     with backend.device:
@@ -46,10 +47,10 @@ from .state import Backend
 from .step import compile_step, step_closure, trace
 from .tensor_factories import full, full_like, ones, ones_like, zeros, zeros_like
 from .utils.data import DataLoader, SyntheticDataset, from_numpy, to_numpy
-from .utils.tensorboard import summarize_scalar
+from .utils.tensorboard import summarize_scalar, summarize_tensor
 
 __all__ = ["configure", "compile", "compile_step", "step_closure", "scalar_summary", "save_summaries", "save", "load",
            "optim", "amp", "metrics", "utils", "backend", "current_backend", "trace", "checkpoint_closure",
-           "summarize_scalar", "distributed", "backends", "saver", "Backend", "BackendType",
+           "summarize_scalar", "summarize_tensor", "distributed", "backends", "saver", "Backend", "BackendType",
            "use_cs", "current_torch_device", "current_backend_impl", "get_backend_args", "full", "full_like", "ones",
            "ones_like", "zeros", "zeros_like", "from_numpy", "to_numpy", "SyntheticDataset", "DataLoader"]

@@ -200,6 +200,7 @@ def test_a_script_reaches_every_name_under_the_real_packages_names(ws_csd, tmp_p
         from cerebras.pytorch import saver
         from cerebras.pytorch.saver import full, load, save
         from cerebras.pytorch.utils.data import SyntheticDataset, from_numpy, to_numpy
+        from cerebras.pytorch.utils.tensorboard import SummaryReader, summarize_tensor
 
         assert not cstorch.use_cs() and cstorch.current_torch_device() == torch.device("cpu")
         backend = cstorch.backend("CSX", artifact_dir="out")
@@ -208,7 +209,7 @@ def test_a_script_reaches_every_name_under_the_real_packages_names(ws_csd, tmp_p
         save({"w": full((2,), 4.0)}, "w.mdl")
         assert torch.equal(saver.load("w.mdl")["w"], cstorch.ones(2) * 4)
         assert to_numpy(from_numpy(to_numpy(cstorch.zeros_like(torch.ones(2))))).sum() == 0
-        assert len(SyntheticDataset(torch.ones(1), num_samples=3)) == 3 and cstorch.DataLoader
+        assert len(SyntheticDataset(torch.ones(1), num_samples=3)) == 3 and cstorch.DataLoader and summarize_tensor
         print("names ok")
     """))
     done = subprocess.run([sys.executable, "-m", "csadmin.cstorch", str(script)], env=ws_csd.env(), cwd=tmp_path,
