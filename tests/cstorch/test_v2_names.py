@@ -216,3 +216,14 @@ def test_a_script_reaches_every_name_under_the_real_packages_names(ws_csd, tmp_p
                           capture_output=True, text=True, timeout=180)
     assert done.returncode == 0, done.stderr
     assert "names ok" in done.stdout
+
+
+def test_is_cbfloat16_tensor_says_whether_a_tensor_stands_for_cb16_values():
+    stand_in = torch.zeros(2, dtype=torch.float16)
+    assert not cstorch.amp.is_cbfloat16_tensor(stand_in)  # float16 is float16's own dtype by default
+    assert cstorch.amp.set_half_dtype("cbfloat16") is torch.float16
+    assert cstorch.amp.is_cbfloat16_tensor(stand_in)
+    assert not cstorch.amp.is_cbfloat16_tensor(torch.zeros(2)) and not cstorch.amp.is_cbfloat16_tensor(
+        torch.zeros(2, dtype=torch.bfloat16))
+    cstorch.amp.set_half_dtype("bfloat16")
+    assert not cstorch.amp.is_cbfloat16_tensor(torch.zeros(2, dtype=torch.bfloat16))
