@@ -227,3 +227,29 @@ def test_is_cbfloat16_tensor_says_whether_a_tensor_stands_for_cb16_values():
         torch.zeros(2, dtype=torch.bfloat16))
     cstorch.amp.set_half_dtype("bfloat16")
     assert not cstorch.amp.is_cbfloat16_tensor(torch.zeros(2, dtype=torch.bfloat16))
+
+
+def _reporting_input(batch_size: int = 4):
+    """Batches whose features say, from the process that made them, is_master_ordinal() and
+    get_streaming_batch_size(batch_size)."""
+    said = [float(cstorch.distributed.is_master_ordinal()), float(cstorch.distributed.get_streaming_batch_size(batch_size))]
+    x = torch.tensor(said * 4).repeat(2 * batch_size, 1)
+    return torch.utils.data.DataLoader(torch.utils.data.TensorDataset(x, torch.zeros(2 * batch_size, dtype=torch.long)),
+                                       batch_size=batch_size, drop_last=True)
+
+
+def test_the_master_ordinal_and_the_streaming_batch_size(ws_csd, tmp_path):
+    assert cstorch.distributed.is_master_ordinal() is True
+    for bad in (0, -4, "4", True, 4.0):
+        with pytest.raises(errors.InvalidArgument, match="Expected effective batch size to be a"):
+            cstorch.distributed.get_streaming_batch_size(bad)
+    cluster = cstorch.distributed.ClusterConfig(mgmt_address=ws_csd.connection_file, credentials_path=ws_csd.admin_key,
+                                                num_workers_per_csx=2)
+    backend = csx(ws_csd, tmp_path, cluster_config=cluster)
+    trainer = Trainer(backend, model)
+    said = []
+    for x, y in cstorch.utils.data.DataExecutor(cstorch.DataLoader(_reporting_input), num_steps=2):
+        said.append(x[0, :2].tolist())
+        trainer.step((x, y))
+    assert said == [[0.0, 4.0], [0.0, 4.0]]  # made in input workers: not the master; the whole batch to one CS-2
+    assert cstorch.distributed.is_master_ordinal() is True
