@@ -253,3 +253,52 @@ def test_the_master_ordinal_and_the_streaming_batch_size(ws_csd, tmp_path):
         trainer.step((x, y))
     assert said == [[0.0, 4.0], [0.0, 4.0]]  # made in input workers: not the master; the whole batch to one CS-2
     assert cstorch.distributed.is_master_ordinal() is True
+
+
+def test_compute_num_steps_reckons_as_the_real_package():
+    compute = cstorch.utils.data.compute_num_steps
+    loader = torch.utils.data.DataLoader(range(10), batch_size=2)  # 5 batches
+    assert compute(loader, num_epochs=3) == 15
+    assert compute(loader, num_epochs=3, steps_per_epoch=2) == 6
+    assert compute(loader, num_epochs=3, grad_accum_steps=2) == 6  # 5 // 2 steps an epoch
+    assert compute(loader, num_steps=7, max_steps=10, initial_step=5) == 5
+    assert compute(loader, max_steps=4) == 4
+    assert compute(cstorch.DataLoader(_synthetic_input), num_epochs=2) == 4  # the cstorch DataLoader's length
+    endless = cstorch.SyntheticDataset(torch.ones(1))
+    assert compute(endless, num_steps=9) == 9
+    InvalidArgument = errors.InvalidArgument
+    refusals = [
+        (dict(num_epochs=1, num_steps=1), InvalidArgument, "Only one of `num_epochs` or"),
+        (dict(num_steps=0), InvalidArgument, "`num_steps` must be greater than zero"),
+        (dict(num_steps=2.0), InvalidArgument, "`num_steps` must be an integer, but got <class 'float'>"),
+        (dict(max_steps=-1), InvalidArgument, "`max_steps` cannot be negative, but got -1"),
+        (dict(), InvalidArgument, "One of num_epochs, num_steps, or max_steps must be provided"),
+        (dict(num_epochs=1, steps_per_epoch=6), InvalidArgument, "steps per epoch of 6 exceeds total steps in an "
+                                                                 "epoch, which is 5"),
+        (dict(num_epochs=1, grad_accum_steps=6), InvalidArgument, "Gradient accumulation steps of 6 is greater"),
+        (dict(max_steps=5, initial_step=5), errors.InvalidState, "Initial global step 5 already exceeds max step 5"),
+    ]
+    for kwargs, error, message in refusals:
+        with pytest.raises(error, match=message.replace("(", r"\(")):
+            compute(loader, **kwargs)
+    with pytest.raises(errors.InvalidArgument, match="Specifying num_epochs for datasets with unknown length"):
+        compute(endless, num_epochs=1)
+    with pytest.raises(errors.InvalidArgument, match="Dataloader does not generate any batches"):
+        compute([], num_steps=1)
+
+
+def test_infer_batch_size_refuses_mixed_sizes_on_csx_and_warns_elsewhere(ws_csd, tmp_path):
+    infer = cstorch.utils.data.infer_batch_size
+    assert infer({"x": torch.zeros(4, 3), "y": [torch.zeros(4)]}) == 4 and infer(torch.tensor(2.0)) == 1
+    with pytest.warns(UserWarning, match=r"non-uniform batch sizes within the same batch: \[3, 4\]"):
+        assert infer((torch.zeros(4), torch.zeros(3))) is None
+    with pytest.warns(UserWarning, match=r"non-uniform batch sizes between batches \(8 vs 4\)"):
+        assert infer(torch.zeros(4), batch_size=8) == 4
+    with pytest.raises(errors.InvalidArgument, match="could not detect any torch tensors"):
+        infer({"text": "no tensor"})
+    csx(ws_csd, tmp_path)
+    with pytest.raises(errors.InvalidArgument, match=r"batch with batch sizes \[3, 4\]"):
+        infer((torch.zeros(4), torch.zeros(3)))
+    with pytest.raises(errors.InvalidArgument, match="two different batches with batch sizes 8 and 4") as exc:
+        infer(torch.zeros(4), batch_size=8)
+    assert "drop_last=True" in exc.value.hint
