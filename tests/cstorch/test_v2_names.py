@@ -103,6 +103,9 @@ def test_backend_type_and_get_backend_args():
                                  "'CSX', 'WSE']. Got TPU.")
     with pytest.raises(errors.InvalidArgument, match="Expected backend_type to be of type BackendType"):
         cstorch.backend(3)
+    with pytest.raises(errors.InvalidState, match=r"cstorch.Backend\(...\) is not constructed directly") as exc:
+        cstorch.Backend(BackendType.CPU, artifact_dir="out")
+    assert 'cstorch.backend("CSX" | "CPU" | "GPU", ...)' in exc.value.hint
     csx_args = cstorch.get_backend_args("CSX")
     assert list(csx_args)[:7] == ["self", "backend_type", "artifact_dir", "compile_dir", "compile_only",
                                   "validate_only", "cluster_config"]
