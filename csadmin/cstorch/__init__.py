@@ -16,7 +16,11 @@
 
 The later releases' names are the same runtime: `backend` fills what `configure` fills, `trace`
 is `compile_step`, `utils.data.DataExecutor` makes each run (several per process, in turn),
-`checkpoint_closure` runs on its checkpoint steps.
+`checkpoint_closure` runs on its checkpoint steps. The later releases' top-level helpers are here
+too: `use_cs()`, `current_torch_device()`, `current_backend_impl()`, `get_backend_args(type)`,
+`Backend`/`BackendType`, the one-value tensor factories (`full`, `ones`, `zeros`, their `_like`s),
+`from_numpy`/`to_numpy`, `SyntheticDataset`, `DataLoader`, the `saver` module, and
+`summarize_tensor` beside `summarize_scalar`.
 
     backend = cstorch.backend("CSX", artifact_dir="out")          # or "CPU", "GPU": no system
     with backend.device:
@@ -30,16 +34,23 @@ Needs the optional extra `csadmin[cstorch]` (torch, h5py); `cs`, `csd` and `csad
 import it. docs/cstorch.md lists every name of the API with its status here.
 """
 
-from . import amp, backends, distributed, metrics, optim, utils
-from .backend_api import backend, current_backend
+from . import amp, backends, distributed, metrics, optim, saver, utils
+from .backend_api import (backend, current_backend, current_backend_impl, current_torch_device, get_backend_args,
+                          use_cs)
+from .backend_type import BackendType
 from .checkpoint import load, save
 from .closures import checkpoint_closure
 from .compiled import compile
 from .config import configure
 from .scalars import save_summaries, scalar_summary
+from .state import Backend
 from .step import compile_step, step_closure, trace
-from .utils.tensorboard import summarize_scalar
+from .tensor_factories import full, full_like, ones, ones_like, zeros, zeros_like
+from .utils.data import DataLoader, SyntheticDataset, from_numpy, to_numpy
+from .utils.tensorboard import summarize_scalar, summarize_tensor
 
 __all__ = ["configure", "compile", "compile_step", "step_closure", "scalar_summary", "save_summaries", "save", "load",
            "optim", "amp", "metrics", "utils", "backend", "current_backend", "trace", "checkpoint_closure",
-           "summarize_scalar", "distributed", "backends"]
+           "summarize_scalar", "summarize_tensor", "distributed", "backends", "saver", "Backend", "BackendType",
+           "use_cs", "current_torch_device", "current_backend_impl", "get_backend_args", "full", "full_like", "ones",
+           "ones_like", "zeros", "zeros_like", "from_numpy", "to_numpy", "SyntheticDataset", "DataLoader"]

@@ -6,6 +6,9 @@ process's backend — the same state.Backend that `cstorch.configure` fills in t
     backend = cstorch.backend("CPU")      # the same script, the math eagerly on this CPU, no system
     backend = cstorch.backend("GPU")      # … on the CUDA device
     cstorch.backend()                     # the backend made before (InvalidState if none)
+    cstorch.use_cs()                      # True exactly when that backend is CSX
+    cstorch.current_torch_device()        # its torch device (the CPU before any backend)
+    cstorch.get_backend_args("CSX")       # the parameters a CSX backend takes, by name
 
 One backend per process, as the real package has: a second `cstorch.backend(type, ...)`, or one
 after `cstorch.configure`, is refused ("Cannot instantiate multiple backends"), and so is a
@@ -33,12 +36,12 @@ import torch
 from csadmin.errors import CsError, InvalidArgument, InvalidState
 
 import csadmin.cstorch.state as state
+from .backend_type import BackendType
 from .config import PARAMETERS, configure
 from .csd_link import CsdLink
 from .distributed import ClusterConfig
 from .optim.optimizer import Optimizer
 
-TYPES = ("CPU", "GPU", "CSX", "WSE")  # the real BackendType's members ("WSE": CSX's old name)
 WEIGHT_STREAMING = "WEIGHT_STREAMING"
 NO_BACKEND = (
     "No active Cerebras backend found. Please make sure that your model has been prepared for compilation "
@@ -89,16 +92,11 @@ def backend(backend_type=None, *args, **kwargs) -> state.Backend:
 
 
 def backend_kind(backend_type) -> str:
-    """"CSX", "CPU" or "GPU" for a backend type as scripts give it; InvalidArgument otherwise."""
-    if not isinstance(backend_type, str):
-        raise InvalidArgument(f"cstorch.backend: expected the backend type as a string, got "
-                              f"{type(backend_type).__name__}.", hint='Pass "CSX", "CPU" or "GPU".')
-    name = backend_type.strip().upper()
-    if name not in TYPES:
-        raise InvalidArgument(f"Invalid Cerebras PyTorch backend type specified. Expected one of {list(TYPES)}. "
-                              f"Got {backend_type}.", hint='"CSX" runs on the system (csd); "CPU" and "GPU" run '
-                                                       "the same script without one.")
-    return "CSX" if name == "WSE" else name
+    """"CSX", "CPU" or "GPU" for a backend type as scripts give it (a name in any case, or a
+    BackendType member); InvalidArgument otherwise."""
+    if not isinstance(backend_type, BackendType):
+        backend_type = BackendType.from_str(backend_type)
+    return "CSX" if backend_type.is_csx else backend_type.name
 
 
 def current_backend(raise_exception: bool = True, raise_warning: bool = True) -> state.Backend | None:
@@ -114,6 +112,38 @@ def current_backend(raise_exception: bool = True, raise_warning: bool = True) ->
             raise InvalidState(NO_BACKEND, hint="Call cstorch.backend(\"CSX\", ...) at the start of the script.")
         return None
     return process
+
+
+def current_backend_impl(raise_exception: bool = True) -> state.Backend | None:
+    """The backend's implementation: the real package keeps it behind the backend object; here
+    they are one object, so this is `cstorch.backend()` (None before one is made, with
+    raise_exception=False; else InvalidState)."""
+    return current_backend(raise_exception=raise_exception, raise_warning=False)
+
+
+def current_torch_device() -> torch.device:
+    """The torch device the backend's tensors are on (`backend.torch_device`): the CPU for CSX
+    here (the real system's is its lazy device), CUDA for GPU; the CPU before any backend."""
+    process = current_backend(raise_exception=False, raise_warning=False)
+    return torch.device("cpu") if process is None else process.torch_device
+
+
+def use_cs() -> bool:
+    """True exactly when the process's backend runs on the system (CSX); False for CPU and GPU,
+    and before any backend is made."""
+    process = current_backend(raise_exception=False, raise_warning=False)
+    return process is not None and process.backend_type.is_csx
+
+
+def get_backend_args(backend_type):
+    """The parameters a backend of `backend_type` ("CSX", "CPU", "GPU" or a BackendType) takes,
+    as the real package lists them: its implementation's constructor's (`self`, `backend_type`,
+    then the keywords `cstorch.backend(type, ...)` accepts), a mapping of name to
+    inspect.Parameter. Scripts filter their settings with it."""
+    make = {"CSX": _csx, "CPU": _cpu, "GPU": _gpu}[backend_kind(backend_type)]
+    given = list(inspect.signature(make).parameters.values())[1:]  # without `process`, this module's own
+    head = [inspect.Parameter(name, inspect.Parameter.POSITIONAL_OR_KEYWORD) for name in ("self", "backend_type")]
+    return inspect.Signature(head + given).parameters
 
 
 def _configure(kind: str, **kwargs):

@@ -176,7 +176,8 @@ def parse_backend(backend) -> str:
 def _later_backend(process: state.Backend, backend) -> str | None:
     """The process backend's name when `backend` is the later releases' (a Backend, one of their
     type names, or None with such a backend made), making it if asked by name; else None."""
-    from .backend_api import TYPES, backend as make_backend, backend_kind
+    from .backend_api import backend as make_backend, backend_kind
+    from .backend_type import BackendType
 
     if isinstance(backend, state.Backend):
         if backend is not process:
@@ -193,7 +194,7 @@ def _later_backend(process: state.Backend, backend) -> str | None:
             return make_backend("CPU").target
         return None
     configured = process.config is not None and not process.executor_required  # the first release's
-    if isinstance(backend, str) and backend.strip().upper() in TYPES and not configured:
+    if isinstance(backend, str) and backend.strip().upper() in BackendType.__members__ and not configured:
         kind = backend_kind(backend)
         if process.target is None:
             make_backend(kind)

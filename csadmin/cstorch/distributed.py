@@ -15,13 +15,17 @@ default `$CS_CONNECT`), `credentials_path` your key file (default `$CS_KEY`). `m
 they are accepted and change nothing. `cstorch.utils.CSConfig` (2.0–2.1) is this class.
 
 `is_streamer()`, `get_streaming_rank()` and `num_streamers()` say whether this process is an
-input worker, which one and of how many (cstorch.utils.data.worker_info(), for sharding).
+input worker, which one and of how many (cstorch.utils.data.worker_info(), for sharding);
+`is_master_ordinal()` whether it is the script's own process, and `get_streaming_batch_size(n)`
+the batch an input worker streams to the one CS-2 (n itself).
 """
 
 from __future__ import annotations
 
 import dataclasses
 from typing import List, Optional
+
+from csadmin.errors import InvalidArgument
 
 import csadmin.cstorch.state as state
 
@@ -73,3 +77,25 @@ def get_streaming_rank() -> int:
 def num_streamers() -> int:
     """How many input workers feed the run (1 outside one)."""
     return state.current().worker.num_tasks
+
+
+def is_master_ordinal(local: bool = False) -> bool:
+    """Whether this process is the run's master task, the one that compiles and drives the run
+    (the script's own process), not an input worker. `local` is taken as the real one takes it,
+    for the XLA API's signature, and changes nothing."""
+    return not state.current().is_input_worker
+
+
+def get_streaming_batch_size(effective_batch_size: int, global_rank: int | None = None) -> int:
+    """The batch size an input worker streams to its CS-2 for a model of `effective_batch_size`:
+    that size itself here, as csd has one CS-2 (`num_csx` 1), which receives the whole batch;
+    the script's input function may call it on either side. Refused: a size that is not an
+    integer ≥ 1. `global_rank` (which task's size) has the same answer for every task."""
+    if isinstance(effective_batch_size, bool) or not isinstance(effective_batch_size, int):
+        raise InvalidArgument(f"Expected effective batch size to be an integer, but got type "
+                              f"{type(effective_batch_size)} with value {effective_batch_size}.",
+                              hint="Pass the model's batch size, a whole number.")
+    if effective_batch_size <= 0:
+        raise InvalidArgument(f"Expected effective batch size to be a positive integer, but got value "
+                              f"{effective_batch_size}.", hint="Pass the model's batch size, at least 1.")
+    return effective_batch_size

@@ -21,7 +21,8 @@ It is also the object scripts hold: R1.8's `compiled_model.backend` (`.name`, `.
 `.is_gpu()`, `.device`, `str()` the name compiled for) and the later releases' `cstorch.backend()` (`.is_csx`,
 `.is_cpu`, `.is_gpu` as properties): `is_csx` and `is_cpu` are booleans, as the later releases'
 are; `is_wse` and `is_gpu`, names of both releases, are Flags, true or false as a property and
-callable as a method, so both spellings read the same object.
+callable as a method, so both spellings read the same object. `cstorch.Backend` is this class
+(for isinstance); a script makes it with `cstorch.backend(...)`, never by calling the class.
 
 The later releases' `cstorch.backend("CSX" | "CPU" | "GPU", ...)` (backend_api.py) fills this same
 object: `kind` says what runs the math, `executor_required` that steps run inside a DataExecutor,
@@ -43,6 +44,7 @@ from typing import NamedTuple
 
 from csadmin.errors import InvalidState
 
+from .backend_type import BackendFacts
 from .csx_settings import CsxSettings
 from .run import Run
 
@@ -89,11 +91,15 @@ class Flag:
 KINDS = {"WSE_WS": "CSX", "WSE_PL": "CSX", "CSX": "CSX", "WSE": "CSX", "CPU": "CPU", "GPU": "GPU"}
 
 
-class Backend:
+class Backend(BackendFacts):
     """This process's cstorch state (see the module docstring). Made empty; filled in as the
-    script configures, compiles and steps."""
+    script configures, compiles and steps. BackendFacts adds the later releases' read-only
+    answers (`backend_type`, `is_e2e_execution`, `is_tracing`, `compile_only`, …)."""
 
-    def __init__(self):
+    def __init__(self, *args, **kwargs):
+        if args or kwargs:  # the real package's Backend(BackendType.CSX, ...) makes the backend
+            raise InvalidState("cstorch.Backend(...) is not constructed directly here.",
+                               hint='Make the backend with cstorch.backend("CSX" | "CPU" | "GPU", ...).')
         self.config = None  # config.Config, once cstorch.configure ran
         self.half_dtype = "float16"  # amp.precision's setting, by name
         self.target: str | None = None  # the compile backend's name ("wse_ws"), once compiled

@@ -24,6 +24,14 @@ def input_fn(n: int = 6, batch_size: int = 32, seed: int = 1):
     return torch.utils.data.DataLoader(torch.utils.data.TensorDataset(x, y), batch_size=batch_size, drop_last=True)
 
 
+def synthetic_input(batch_size: int = 32):
+    """Two batches of a separable problem from a cstorch.SyntheticDataset of index → sample callables."""
+    g = torch.Generator().manual_seed(3)
+    features = torch.randn(64, 8, generator=g)
+    dataset = cstorch.SyntheticDataset((lambda i: features[i], lambda i: (features[i, 0] > 0).long()), num_samples=64)
+    return torch.utils.data.DataLoader(dataset, batch_size=batch_size, drop_last=True)
+
+
 class Trainer:
     """The 2.x shape: the model built under `with backend.device:`, compiled for the backend, a
     cstorch optimizer, and a @cstorch.trace step over (inputs, targets) batches."""

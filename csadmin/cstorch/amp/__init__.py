@@ -4,7 +4,7 @@
 from .grad_scaler import GradScaler
 from .optimizer_step import optimizer_step
 from .precision import (autocast, check_float32_weights, get_half_dtype, get_half_dtype_str, half_dtype,
-                        set_half_dtype, use_bfloat16)
+                        is_cbfloat16_tensor, set_half_dtype, use_bfloat16)
 
 __all__ = ["GradScaler", "optimizer_step", "set_half_dtype", "get_half_dtype", "get_half_dtype_str", "use_bfloat16",
-           "half_dtype", "autocast", "check_float32_weights"]
+           "half_dtype", "autocast", "check_float32_weights", "is_cbfloat16_tensor"]

@@ -6,6 +6,7 @@ float16 (the default), bfloat16 or cbfloat16 (CB16) — with the casts inserted 
     cstorch.amp.get_half_dtype()                # the torch dtype standing for it: torch.float16 for CB16
     cstorch.amp.get_half_dtype_str()            # "cbfloat16"
     cstorch.amp.use_bfloat16(True)              # R1.8's spelling of set_half_dtype("bfloat16")
+    cstorch.amp.is_cbfloat16_tensor(t)          # t is float16 standing for CB16 values
 
 The setting is the process's and is read when the first step compiles: setting it after that is
 refused (the program is compiled). The half format itself (formats.py) — its rounding, the dtype
@@ -68,6 +69,12 @@ def get_half_dtype() -> torch.dtype:
 def get_half_dtype_str() -> str:
     """The half format's name: "float16", "bfloat16" or "cbfloat16"."""
     return half_format().name
+
+
+def is_cbfloat16_tensor(tensor: torch.Tensor) -> bool:
+    """Whether `tensor` stands for cbfloat16 values: the half dtype is cbfloat16 and the tensor
+    has its stand-in dtype (float16), as in a model written with get_half_dtype()."""
+    return tensor.dtype == get_half_dtype() and get_half_dtype_str() == "cbfloat16"
 
 
 def use_bfloat16(use: bool) -> None:
