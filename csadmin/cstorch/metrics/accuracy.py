@@ -17,7 +17,7 @@ import torch
 
 from csadmin.errors import InvalidArgument
 
-from . import inputs
+import csadmin.cstorch.metrics.inputs as inputs
 from .inputs import SUM
 from .metric import Metric
 

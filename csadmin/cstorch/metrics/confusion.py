@@ -15,8 +15,8 @@ import torch
 
 from csadmin.errors import InvalidArgument
 
+import csadmin.cstorch.metrics.inputs as inputs
 import csadmin.cstorch.state as state
-from . import inputs
 from .inputs import SUM
 from .metric import Metric
 

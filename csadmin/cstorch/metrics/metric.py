@@ -44,9 +44,9 @@ import torch
 
 from csadmin.errors import InvalidArgument
 
+import csadmin.cstorch.metrics.rules as rules
 import csadmin.cstorch.state as state
 from ..closures import dispatch, when_due
-from . import rules
 
 _WRAPPED = ("reset", "update", "compute")  # the methods each instance routes through this class
 
