@@ -66,7 +66,7 @@ def main():
         outputs = compiled_model(inputs)
         loss = loss_fn(outputs, labels)
         accuracy(labels=labels.clone(), predictions=outputs.argmax(-1).int())
-        perplexity(labels=labels.clone(), loss=loss)
+        perplexity(labels=labels.clone(), loss=loss * labels.numel())  # the metric adds the batch's total loss
         return loss
 
     total_loss = 0.0

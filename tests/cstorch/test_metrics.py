@@ -22,19 +22,28 @@ def test_accuracy_is_plain_pytorchs_over_all_batches():
         correct += (outputs.argmax(-1) == labels).sum().item()
         total += labels.numel()
     assert float(accuracy) == correct / total
+    # weights: a mask counts only the tokens of positive weight; other weights scale the correct ones and
+    # still count each such token once (the real package's sum(correct * w) / count(w > 0)).
     weighted = AccuracyMetric("weighted")
-    weighted(labels=torch.tensor([1, 2, 3]), predictions=torch.tensor([1, 0, 3]), weights=torch.tensor([1., 5., 2.]))
-    assert float(weighted) == 3 / 8
+    weighted(labels=torch.tensor([1, 2, 3, 4]), predictions=torch.tensor([1, 0, 3, 0]),
+             weights=torch.tensor([1., 1., 1., 0.]))
+    assert float(weighted) == 2 / 3
+    weighted(labels=torch.tensor([1, 2]), predictions=torch.tensor([1, 2]), weights=torch.tensor([0.5, 2.]))
+    assert float(weighted) == (2 + 0.5 + 2) / (3 + 2)
     weighted.reset()
     weighted(labels=torch.tensor([1]), predictions=torch.tensor([1]))
     assert float(weighted) == 1.0
 
 
 def test_perplexity_is_exp_of_the_mean_loss_per_token():
+    """`loss` is the batch's total loss (the real package adds it as given); the tokens are every
+    label, or those of positive weight."""
     perplexity = PerplexityMetric("perplexity", compute_on_system=True)
-    perplexity(labels=torch.zeros(2, 5), loss=torch.tensor(2.0))
-    perplexity(labels=torch.zeros(3, 10), loss=torch.tensor(1.0), weights=torch.ones(3, 10))
-    assert float(perplexity) == pytest.approx(math.exp((2.0 * 10 + 1.0 * 30) / 40), rel=1e-12)
+    perplexity(labels=torch.zeros(2, 5), loss=torch.tensor(2.0) * 10)
+    mask = torch.ones(3, 10)
+    mask[:, 7:] = 0  # 21 tokens of 30
+    perplexity(labels=torch.zeros(3, 10), loss=torch.tensor(1.0) * 21, weights=mask)
+    assert float(perplexity) == pytest.approx(math.exp((2.0 * 10 + 1.0 * 21) / 31), rel=1e-12)
 
 
 def test_compute_on_system_false_is_refused_in_weight_streaming(fresh_run):
