@@ -36,10 +36,13 @@ from .checkpoint import load, save
 from .closures import checkpoint_closure
 from .compiled import compile
 from .config import configure
+from .distributed import get_worker_state
 from .scalars import save_summaries, scalar_summary
 from .step import compile_step, step_closure, trace
+from .utils.data import DataLoader, DataLoaderCheckpoint, RestartableDataLoader
 from .utils.tensorboard import summarize_scalar
 
 __all__ = ["configure", "compile", "compile_step", "step_closure", "scalar_summary", "save_summaries", "save", "load",
            "optim", "amp", "metrics", "utils", "backend", "current_backend", "trace", "checkpoint_closure",
-           "summarize_scalar", "distributed", "backends"]
+           "summarize_scalar", "distributed", "backends", "DataLoader", "DataLoaderCheckpoint", "RestartableDataLoader",
+           "get_worker_state"]

@@ -4,6 +4,7 @@ input worker a process is.
     dataloader = cstorch.utils.data.DataLoader(input_fn, num_steps=1000, batch_size=32)
     executor = cstorch.utils.data.DataExecutor(dataloader, num_steps=1000, checkpoint_steps=100)
     info = cstorch.utils.data.worker_info()     # WorkerInfo(task_id, num_tasks), for sharding
+    dataloader.state_dict(), dataloader.load_state_dict(state)   # a RestartableDataLoader's position
 
 The input workers' machinery (processes, sockets, the trainer's pool, the launchers' roles) is
 private, in _utils/, as torch keeps torch/utils/data/_utils/.
@@ -12,6 +13,8 @@ private, in _utils/, as torch keeps torch/utils/data/_utils/.
 from .checkpoint_schedule import Schedule
 from .data_executor import DataExecutor
 from .dataloader import DataLoader
+from .restartable import DataLoaderCheckpoint, RestartableDataLoader
 from .worker_info import WorkerInfo, num_tasks, task_id, worker_info
 
-__all__ = ["DataLoader", "DataExecutor", "Schedule", "WorkerInfo", "worker_info", "task_id", "num_tasks"]
+__all__ = ["DataLoader", "DataExecutor", "Schedule", "WorkerInfo", "worker_info", "task_id", "num_tasks",
+           "DataLoaderCheckpoint", "RestartableDataLoader"]
