@@ -30,6 +30,8 @@ import signal
 import time
 import traceback
 
+import torch
+
 from csadmin import errors
 
 from ....csd_link import csd_client
@@ -60,8 +62,14 @@ def process_main(*args) -> None:
     """multiprocessing's target: run main() and end the process without the parent's atexit
     hooks (a forked copy of the trainer must never close the trainer's run). Ctrl-C at a
     terminal reaches the whole process group: the trainer owns it (it ends the run and stops
-    its workers), so a worker ignores SIGINT rather than report it as its own failure."""
+    its workers), so a worker ignores SIGINT rather than report it as its own failure.
+
+    torch runs single-threaded in a forked worker, as in torch's own DataLoader workers: the
+    parent's OpenMP thread pool does not survive the fork, and the first parallel op of a child
+    whose parent had used it (a 2.x DataLoader calls the input function in the trainer first)
+    would wait on it forever."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    torch.set_num_threads(1)
     os._exit(main(*args))
 
 
