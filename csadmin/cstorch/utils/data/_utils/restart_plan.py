@@ -43,9 +43,11 @@ class RestartPlan:
 
     def describe(self) -> str:
         """The captured steps, in words, for messages."""
-        steps = self.schedule.describe(self.num_steps)
-        return f"{steps} and the run's last, {self.num_steps}" if self.schedule.intervals else \
-            f"the run's last, {self.num_steps}"
+        if self.schedule.last(self.num_steps) == self.num_steps:
+            return self.schedule.describe(self.num_steps)
+        if self.schedule.last(self.num_steps) is None:
+            return f"the run's last step, {self.num_steps}"
+        return f"{self.schedule.describe(self.num_steps)} and the run's last, {self.num_steps}"
 
     def header(self) -> dict:
         return {"num_steps": self.num_steps, "kwargs": self.kwargs,
