@@ -77,15 +77,27 @@ def ids_of(batch) -> list[int]:
     return batch[0][:, 7].long().tolist()
 
 
+def global_batches(first: int, end: int) -> list[list[int]]:
+    """The ids of the stream's global batches first … end - 1."""
+    stream = Stream(0, 1)
+    stream.start = first
+    return [ids for ids, _ in zip(iter(stream), range(end - first))]
+
+
+def csx_with_workers(daemon, tmp_path, workers: int = 2):
+    """A 2.x trainer on a CSX backend whose input is fed by `workers` input workers (1: in-process)."""
+    cluster = cstorch.distributed.ClusterConfig(mgmt_address=daemon.connection_file,
+                                                credentials_path=daemon.admin_key, num_workers_per_csx=workers)
+    return v2.Trainer(v2.csx(daemon, tmp_path, cluster_config=cluster), model, lr=0.01)
+
+
 def run_process(daemon, tmp_path, num_steps: int, checkpoint_steps=None, resume=None, workers: int = 1):
     """One training process (a fresh backend): resume from `resume` (model, optimizer, input), run
     `num_steps` saving checkpoints with the input's state; the ids of each step's batch, the final
     weights and the saved input states by step."""
     state.reset()
     tmp_path.mkdir(parents=True, exist_ok=True)
-    cluster = cstorch.distributed.ClusterConfig(mgmt_address=daemon.connection_file,
-                                                credentials_path=daemon.admin_key, num_workers_per_csx=workers)
-    trainer = v2.Trainer(v2.csx(daemon, tmp_path, cluster_config=cluster), model, lr=0.01)
+    trainer = csx_with_workers(daemon, tmp_path, workers)
     dataloader = cstorch.utils.data.DataLoader(RestartableIds)
     if resume is not None:
         saved = cstorch.load(str(resume))
@@ -128,6 +140,25 @@ def test_a_resumed_run_sees_the_batches_an_uninterrupted_run_would_have_and_ends
     assert [again[0]["batches"], again[3]["batches"], again[6]["batches"]] == [4, 7, 10]
     for got, want in zip(resumed_weights, whole_weights):
         assert torch.equal(got, want)
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_data_executors_in_turn_continue_the_input_unless_a_state_is_loaded_between(ws_csd, tmp_path, workers):
+    trainer = csx_with_workers(ws_csd, tmp_path, workers)
+    dataloader = cstorch.utils.data.DataLoader(RestartableIds)
+
+    def run(num_steps):
+        seen = []
+        for batch in cstorch.utils.data.DataExecutor(dataloader, num_steps=num_steps):
+            seen.append(ids_of(batch))
+            trainer.step(batch)
+        return seen
+
+    assert run(4) == global_batches(0, 4)
+    assert dataloader.state_dict()["batches"] == 4  # after the loop, before the next
+    assert run(3) == global_batches(4, 7)
+    dataloader.load_state_dict({"batches": 20})
+    assert run(2) == global_batches(20, 22)
 
 
 # -- the protocol's pieces and its refusals ----------------------------------------------------------
@@ -219,23 +250,24 @@ def test_the_state_is_asked_for_on_checkpoint_steps_and_loaded_before_the_first_
 # -- with input workers ----------------------------------------------------------------------------
 
 
-def csx_with_workers(daemon, tmp_path, workers: int = 2):
-    cluster = cstorch.distributed.ClusterConfig(mgmt_address=daemon.connection_file,
-                                                credentials_path=daemon.admin_key, num_workers_per_csx=workers)
-    return v2.Trainer(v2.csx(daemon, tmp_path, cluster_config=cluster), model, lr=0.01)
-
-
 def test_the_workers_state_is_only_on_their_checkpoint_steps(ws_csd, tmp_path):
     trainer = csx_with_workers(ws_csd, tmp_path)
     dataloader = cstorch.utils.data.DataLoader(RestartableIds)
+    dataloader.load_state_dict({"batches": 10})
     for step, batch in enumerate(cstorch.utils.data.DataExecutor(dataloader, num_steps=6, checkpoint_steps=2),
                                  start=1):
         trainer.step(batch)
         if step == 3:
             break  # out of the loop every step's weights may be fetched, but the workers captured only theirs
     with pytest.raises(errors.InvalidState, match=r"requested at step 3, but this step was not preconfigured as a "
-                                                  r"checkpoint step: .* on steps 2, 4, 6\. Request it in .*checkpoint_closure"):
+                                                  r"checkpoint step: .* on steps 2, 4, 6\. Request it in "
+                                                  r".*checkpoint_closure"):
         dataloader.state_dict()
+    seen = []  # so the next run cannot continue that one: its workers start where that one's did
+    for batch in cstorch.utils.data.DataExecutor(dataloader, num_steps=2):
+        seen.append(ids_of(batch))
+        trainer.step(batch)
+    assert seen == global_batches(10, 12)
 
 
 def test_a_trainers_copy_that_cannot_load_warns_and_the_workers_resume(ws_csd, tmp_path):
@@ -254,14 +286,7 @@ def test_a_trainers_copy_that_cannot_load_warns_and_the_workers_resume(ws_csd, t
     for batch in cstorch.utils.data.DataExecutor(dataloader, num_steps=2):
         seen.append(ids_of(batch))
         trainer.step(batch)
-    assert seen == _global_batches(5, 7)
-
-
-def _global_batches(first: int, end: int) -> list[list[int]]:
-    """The ids of global batches first … end - 1 of the stream."""
-    stream = Stream(0, 1)
-    stream.start = first
-    return [ids for ids, _ in zip(iter(stream), range(end - first))]
+    assert seen == global_batches(5, 7)
 
 
 def test_a_worker_whose_input_is_not_restartable_or_whose_state_is_not_data_fails_the_run(ws_csd, tmp_path):

@@ -168,6 +168,7 @@ class DataLoader(StatefulInput):
                                         run, config.workers_rendezvous, restart=self._worker_plan(run, count))
             source = _from_pool(self._pool)
         else:
+            self._resume_in_process(run)
             source = repeated(self._local_input())
         for _ in range(count):
             try:

@@ -21,9 +21,13 @@ before its first step, after its loop), as the real one is; elsewhere it is refu
 start from it). It resumes the in-process loader at once (deaggregate_state_dict, then
 load_state_dict; `strict` when both take it); with input workers each worker does the same when
 the next run starts, and this process's copy of the loader is resumed too, a failure there being
-only a warning (the workers' is the one that counts), as on the real system. A run that completes
-leaves its workers' position to the next run of the same DataLoader (its last step is always
-captured); one left early (`break`) does not, and the next starts where that one did not.
+only a warning (the workers' is the one that counts), as on the real system.
+
+A DataLoader fed to several DataExecutors in turn continues its input: each run starts where the
+last one ended (its state captured there and loaded into the next run's input, as on the real
+system), unless a state was loaded in between. With input workers that is the state of the last
+run's final step, which they always capture: a run they fed that was left early (`break`) has
+none, and the next starts its workers where that one started them.
 
 R1.8's runs (configure, no DataExecutor) resume with `initial_step`; their input workers keep no
 state, so asking one for it is refused. The host class provides `_local_input()` (the input
@@ -51,8 +55,8 @@ class StatefulInput:
     """The DataLoader's restart methods (see the module docstring)."""
 
     _feed = (None, 0)  # (run, samples this DataLoader handed it): the in-process worker's streaming
-    _initial = None  # (state, load kwargs, pools made when loaded): where the next input workers start
-    _pools_made = 0  # input worker pools this DataLoader started
+    _initial = None  # (state, load kwargs, runs fed when loaded): where the next run's input starts
+    _runs_fed = 0  # runs this DataLoader began feeding (a state loaded since the last began is fresh)
 
     @property
     def is_restartable(self) -> bool:
@@ -98,7 +102,7 @@ class StatefulInput:
                                "started already.",
                                hint="Call load_state_dict() only before iterating the DataExecutor.")
         kwargs = load_kwargs(loader, strict)
-        self._initial = (copy.deepcopy(state_dict), kwargs, self._pools_made)
+        self._initial = (copy.deepcopy(state_dict), kwargs, self._runs_fed)
         try:
             load_into(loader, state_dict, kwargs)
         except Exception as exc:  # noqa: BLE001 — with workers, theirs is the load that counts
@@ -126,20 +130,41 @@ class StatefulInput:
         not restartable)."""
         loader = self._local_input()
         start = self._next_start(loader) if is_restartable(loader) else None
-        kwargs = self._initial[1] if self._initial is not None else {}
-        self._pools_made += 1
+        self._runs_fed += 1
         if not is_restartable(loader):
             return None
-        return RestartPlan(num_steps=count, schedule=run.checkpoint_schedule, start=start, kwargs=kwargs)
+        return RestartPlan(num_steps=count, schedule=run.checkpoint_schedule, start=start, kwargs=self._load_kwargs())
+
+    def _resume_in_process(self, run) -> None:
+        """Before the in-process loader feeds `run`: a restartable one resumes at its state after
+        the last run it fed (captured there, loaded now, as the workers' is), unless a state was
+        loaded since."""
+        loader = self._local_input()
+        fresh = self._initial is not None and self._initial[2] == self._runs_fed
+        fed_run, samples = self._feed
+        self._runs_fed += 1
+        if not is_restartable(loader) or fresh or fed_run is None or fed_run is run:
+            return
+        step = fed_run.step - fed_run.first_step
+        checkpoint = DataLoaderCheckpoint(local_worker_id=0, num_workers_per_csx=1, num_csx=1, wse_id=0,
+                                          appliance_step=step, worker_step=step, samples_streamed=samples,
+                                          user_state_dict=None)
+        load_into(loader, loader.aggregate_state_dict([worker_state_dict(loader, checkpoint)]), self._load_kwargs())
+
+    def _load_kwargs(self) -> dict:
+        return self._initial[1] if self._initial is not None else {}
 
     def _next_start(self, loader):
-        """Where the next input workers start: a state loaded since the last pool started, else
-        the last pool's final state (a completed run), else their input's beginning (None)."""
-        if self._initial is not None and self._initial[2] == self._pools_made:
+        """Where the next input workers start: a state loaded since the last run began, else the
+        last pool's final state (a completed run) or, that run left early, where it started, else
+        their input's beginning (None)."""
+        if self._initial is not None and self._initial[2] == self._runs_fed:
             return self._initial[0]
         pool = self._pool
-        if pool is None or pool.plan is None or len(pool.states.get(pool.plan.num_steps, {})) < pool.count:
+        if pool is None or pool.plan is None:
             return None
+        if pool.taken < pool.plan.num_steps:  # (its workers may have captured the last step: not reached)
+            return pool.plan.start
         return loader.aggregate_state_dict(pool.worker_states(pool.plan.num_steps))
 
     def _restartable(self, verb: str):
