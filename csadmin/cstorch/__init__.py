@@ -42,15 +42,17 @@ from .checkpoint import load, save
 from .closures import checkpoint_closure
 from .compiled import compile
 from .config import configure
+from .distributed import get_worker_state
 from .scalars import save_summaries, scalar_summary
 from .state import Backend
 from .step import compile_step, step_closure, trace
 from .tensor_factories import full, full_like, ones, ones_like, zeros, zeros_like
-from .utils.data import DataLoader, SyntheticDataset, from_numpy, to_numpy
+from .utils.data import DataLoader, DataLoaderCheckpoint, RestartableDataLoader, SyntheticDataset, from_numpy, to_numpy
 from .utils.tensorboard import summarize_scalar, summarize_tensor
 
 __all__ = ["configure", "compile", "compile_step", "step_closure", "scalar_summary", "save_summaries", "save", "load",
            "optim", "amp", "metrics", "utils", "backend", "current_backend", "trace", "checkpoint_closure",
            "summarize_scalar", "summarize_tensor", "distributed", "backends", "saver", "Backend", "BackendType",
            "use_cs", "current_torch_device", "current_backend_impl", "get_backend_args", "full", "full_like", "ones",
-           "ones_like", "zeros", "zeros_like", "from_numpy", "to_numpy", "SyntheticDataset", "DataLoader"]
+           "ones_like", "zeros", "zeros_like", "from_numpy", "to_numpy", "SyntheticDataset", "DataLoader",
+           "DataLoaderCheckpoint", "RestartableDataLoader", "get_worker_state"]

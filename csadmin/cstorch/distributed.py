@@ -18,6 +18,10 @@ they are accepted and change nothing. `cstorch.utils.CSConfig` (2.0–2.1) is th
 input worker, which one and of how many (cstorch.utils.data.worker_info(), for sharding);
 `is_master_ordinal()` whether it is the script's own process, and `get_streaming_batch_size(n)`
 the batch an input worker streams to the one CS-2 (n itself).
+
+`get_worker_state()` is for a restartable dataloader's `state_dict` (utils/data/restartable.py):
+there, and once per call, it returns the worker's DataLoaderCheckpoint (what it streamed in this
+run); anywhere else, or a second time, it is refused, as the real one refuses.
 """
 
 from __future__ import annotations
@@ -25,7 +29,7 @@ from __future__ import annotations
 import dataclasses
 from typing import List, Optional
 
-from csadmin.errors import InvalidArgument
+from csadmin.errors import InvalidArgument, InvalidState
 
 import csadmin.cstorch.state as state
 
@@ -99,3 +103,19 @@ def get_streaming_batch_size(effective_batch_size: int, global_rank: int | None 
         raise InvalidArgument(f"Expected effective batch size to be a positive integer, but got value "
                               f"{effective_batch_size}.", hint="Pass the model's batch size, at least 1.")
     return effective_batch_size
+
+
+def get_worker_state():
+    """This input worker's DataLoaderCheckpoint, inside its dataloader's state_dict at a
+    checkpoint step; InvalidState anywhere else, and on a second call in the same state_dict
+    (the state is handed out once, as the real API hands it)."""
+    backend = state.current()
+    checkpoint, backend.worker_state = backend.worker_state, None
+    if checkpoint is None:
+        raise InvalidState(
+            "Unable to fetch the input worker's state: cstorch.distributed.get_worker_state() must only be "
+            "called once, inside your dataloader's implementation of state_dict (which cstorch calls at a "
+            "checkpoint step).",
+            hint="Call it in the state_dict method of the RestartableDataLoader your input function returns, "
+                 "and save cstorch.utils.data.DataLoader.state_dict() in a @cstorch.checkpoint_closure.")
+    return checkpoint

@@ -110,6 +110,8 @@ class Backend(BackendFacts):
         self.worker = WorkerInfo(0, 1)  # an input worker process says who it is
         self.is_input_worker = False  # … and that it is one (cstorch.distributed.is_streamer())
         self.input_role = None  # `python -m csadmin.cstorch` in an input-only role (__main__)
+        self.worker_state = None  # the DataLoaderCheckpoint get_worker_state() answers once, inside a
+        # restartable dataloader's state_dict (utils/data/restartable.py offers it for that call)
         self.optimizer_guard = None  # torch's hook handle (optim/core_guard.py), once installed
         self.executor_required = False  # made by cstorch.backend(): steps run inside a DataExecutor
         self.executor = None  # the DataExecutor whose loop is running (utils/data/data_executor.py)

@@ -34,7 +34,8 @@ batch size goes.
 
 The later releases' `DataLoader(input_fn, *args, **kwargs)` is this class (their scripts pass
 only the input function's arguments): a DataExecutor does not iterate it by epochs but asks it
-for its run's batches (`batches_for`), the input restarted as often as the run needs.
+for its run's batches (`batches_for`), the input restarted as often as the run needs. Its
+`state_dict()` / `load_state_dict()` save and resume a restartable input (input_state.py).
 """
 
 from __future__ import annotations
@@ -49,12 +50,13 @@ from ._utils.batches import EMPTY, EMPTY_HINT, repeated, tensors
 from ._utils.pool import WorkerPool
 from ._utils.roles import InputTaken
 from ._utils.schedule import schedule
+from .input_state import StatefulInput
 
 ADVICE = ("To ensure a fixed batch size across all steps, set drop_last=True when batching in the input "
           "function (torch.utils.data.DataLoader(..., drop_last=True)).")
 
 
-class DataLoader:
+class DataLoader(StatefulInput):
     """See the module docstring."""
 
     def __init__(self, input_fn, *args, num_steps=None, max_steps=None, num_epochs=None, steps_per_epoch=None,
@@ -104,6 +106,7 @@ class DataLoader:
         if not hasattr(loader, "__iter__"):
             raise InvalidArgument(f"DataLoader: input_fn returned a {type(loader).__name__}, not an iterable "
                                   "of batches (e.g. a torch.utils.data.DataLoader).")
+        self._check_input(loader)
         return loader
 
     def _local_input(self):
@@ -154,19 +157,18 @@ class DataLoader:
         configuration's now (a DataExecutor's cluster config may have set them)."""
         config = state.current().config
         if config is not None and config.fed_by_workers:
-            if self._pool is not None and self._pool.run is not run:
-                if config.workers_rendezvous is not None:
+            if self._pool is None or self._pool.run is not run:  # (the last run's workers ended with it)
+                if self._pool is not None and config.workers_rendezvous is not None:
                     raise InvalidArgument(
                         "DataLoader: its input workers are the Slurm tasks of a csrun_wse job, which feed one run; "
                         "this is a second DataExecutor's run.",
                         hint="Give each DataExecutor its own process (its own csrun_wse job), or run it with "
                              "forked input workers (num_workers_per_csx without csrun_wse).")
-                self._pool = None  # the last run's workers ended with it
-            if self._pool is None:
                 self._pool = WorkerPool(self.input_fn, self.args, self.kwargs, config.num_workers_per_csx, config,
-                                        run, config.workers_rendezvous)
+                                        run, config.workers_rendezvous, restart=self._worker_plan(run, count))
             source = _from_pool(self._pool)
         else:
+            self._resume_in_process(run)
             source = repeated(self._local_input())
         for _ in range(count):
             try:
@@ -242,6 +244,7 @@ class DataLoader:
                                      f"first batch had {was} (the fabric is programmed for one batch shape).",
                                      hint=ADVICE)
         self._taken += 1
+        self._count_fed(batch)
 
     def _ended(self) -> None:
         """Every batch of the schedule was handed out: the input workers stream what was

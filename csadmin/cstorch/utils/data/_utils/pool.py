@@ -8,7 +8,14 @@ Order: the workers take turns (0, 1, …, N-1, 0, …). The turn's worker is wai
 another worker already has its whole prefetch (PREFETCH batches) waiting, which means the
 turn's worker is the one holding the run up: then the next worker in turn order with a batch
 ready goes first. While every worker keeps up, the order is strictly round-robin; a slow worker
-feeds fewer batches, and csd's fair-share report names it.
+feeds fewer batches, and csd's fair-share report names it. A restartable input (`restart`, a
+RestartPlan) is strictly round-robin, as the real system's: which batches a worker made by a
+checkpoint step must be known (restart_plan.py), so the turn's worker is always waited for.
+
+Restart: every worker is sent the `plan` when it says hello (empty without one); it starts its
+input at the plan's state and sends its dataloader's state for each checkpoint step (`state`,
+before the batch it was captured after). `worker_states(step)` gives them, in worker order, for
+the DataLoader to aggregate.
 
 Each taken batch is acknowledged to its worker, which counts those samples as consumed and
 streams them into the run (worker.py); the trainer streams nothing itself, so each sample is
@@ -30,11 +37,11 @@ import multiprocessing
 import signal
 import time
 
-from csadmin.errors import InputWorkerFailed
+from csadmin.errors import InputWorkerFailed, InvalidState
 
 from .batches import samples_of
 from .remote import publish, remote_tasks
-from .transport import TrainerSocket, unpack_batch
+from .transport import TrainerSocket, pack_batch, unpack_batch
 from .worker import PREFETCH, process_main
 
 HELLO_TIMEOUT = 60.0  # a worker process must start and say hello within this
@@ -52,8 +59,12 @@ def worker_name(task: int, where: str | None = None) -> str:
 class WorkerPool:
     """N input worker processes feeding this process (see the module docstring)."""
 
-    def __init__(self, input_fn, args: tuple, kwargs: dict, count: int, config, run, rendezvous: str | None = None):
+    def __init__(self, input_fn, args: tuple, kwargs: dict, count: int, config, run, rendezvous: str | None = None,
+                 restart=None):
         self.count = count
+        self.plan = restart  # restart_plan.RestartPlan of a restartable input (None: none)
+        self.states: dict[int, dict[int, object]] = {}  # checkpoint step -> task -> its dataloader's state
+        self.taken = 0  # batches taken, from every worker
         self.run = run  # the cstorch run (run.Run) the workers feed: it finishes the pool before it closes
         self.remote = rendezvous is not None
         self.socket = TrainerSocket(linger_ms=1000 if self.remote else 0)
@@ -102,7 +113,7 @@ class WorkerPool:
     def _pick(self) -> int | None:
         if self.queues[self.turn]:
             return self.turn
-        if not any(len(q) >= PREFETCH for q in self.queues):
+        if self.plan is not None or not any(len(q) >= PREFETCH for q in self.queues):
             return None  # nobody is held up by the turn's worker yet: wait for it
         order = [(self.turn + k) % self.count for k in range(1, self.count)]
         return next(t for t in order if self.queues[t])
@@ -118,7 +129,26 @@ class WorkerPool:
         self.socket.send(self.identities[task], "ack", {"samples": samples})
         self.fed[task] += samples
         self.turn = (task + 1) % self.count
+        self.taken += 1  # states are asked for at the last completed step (taken - 1) or later, never before
+        self.states = {step: got for step, got in self.states.items() if step >= self.taken - 1}
         return batch
+
+    def worker_states(self, step: int) -> list:
+        """Every worker's dataloader state for checkpoint step `step`, in worker order (waiting
+        for those not here yet: a worker that feeds no batch up to `step` sends its at its start)."""
+        if not self.plan.captures(step):
+            raise InvalidState(
+                f"DataLoader state was requested at step {step}, but this step was not preconfigured as a "
+                f"checkpoint step: the input workers capture their state on {self.plan.describe()}.",
+                hint="Request it in a function decorated with @cstorch.checkpoint_closure: it runs on the "
+                     "DataExecutor's checkpoint steps only.")
+        deadline = time.monotonic() + BYE_TIMEOUT
+        while len(got := self.states.get(step, {})) < self.count:
+            if self.closed or time.monotonic() > deadline:
+                self._fail(f"input worker(s) {sorted(set(range(self.count)) - set(got))} sent no dataloader state "
+                           f"for step {step}")
+            self._wait()
+        return [got[task] for task in range(self.count)]
 
     # -- the run -------------------------------------------------------------------------------
 
@@ -183,12 +213,22 @@ class WorkerPool:
                 self.identities[task] = identity
                 if isinstance(header.get("where"), str):
                     self.where[task] = header["where"][:100]
+                plan = self.plan
+                self.socket.send(identity, "plan", {} if plan is None else plan.header(),
+                                 None if plan is None or plan.start is None else pack_batch(plan.start))
             return
         task = next((t for t, i in self.identities.items() if i == identity), None)
         if task is None:
             return  # not one of this run's workers: ignored
         if kind == "batch" and payload is not None:
             self.queues[task].append((header, payload))
+        elif kind == "state" and payload is not None and isinstance(header.get("step"), int):
+            try:
+                self.states.setdefault(header["step"], {})[task] = unpack_batch(payload)
+            except Exception as exc:  # noqa: BLE001 — as a batch's: the worker is at fault
+                self._fail(f"input worker {task} sent a dataloader state that is not tensors, numbers, strings or "
+                           f"containers of them ({type(exc).__name__}: {str(exc)[:200]})",
+                           short=f"input worker {task} sent a dataloader state that could not be read")
         elif kind == "bye":
             self.byes[task] = header
         elif kind == "error":

@@ -10,11 +10,14 @@ token) reach a worker in its `Spec`, never on a command line.
 
 Messages are multipart: the kind, then a JSON header, then (a batch) the tensors, serialized with
 torch.save and read with torch.load(weights_only=True), which builds tensors, dicts, lists and
-tuples and refuses anything else (no code runs from a worker's bytes).
+tuples and refuses anything else (no code runs from a worker's bytes); a restartable input's
+states travel the same way, both ways.
 
   worker → trainer   hello {task, pid, secret}      batch {seq, samples} <tensors>
                      error {traceback}              bye {produced, consumed, streamed}
-  trainer → worker   ack {samples}                  join {run_id, token, name}      stop {}
+                     state {step} <its dataloader's state>
+  trainer → worker   plan {num_steps, intervals, kwargs} [<start state>]   ack {samples}
+                     join {run_id, token, name}      stop {}
 """
 
 from __future__ import annotations
@@ -91,8 +94,8 @@ class TrainerSocket:
         return [Spec(self.endpoint, self.server_public, self.client_public, self.client_secret,
                      self.hello_secret, task, count) for task in range(count)]
 
-    def send(self, identity: bytes, kind: str, header: dict) -> None:
-        self.socket.send_multipart([identity] + encode(kind, header))
+    def send(self, identity: bytes, kind: str, header: dict, payload: bytes | None = None) -> None:
+        self.socket.send_multipart([identity] + encode(kind, header, payload))
 
     def recv(self, timeout_ms: int) -> tuple[bytes, str, dict, bytes | None] | None:
         """The next message (identity, kind, header, payload), or None after `timeout_ms`."""
