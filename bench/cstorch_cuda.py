@@ -1,5 +1,5 @@
-"""One shot on a machine with a CUDA device: the CUDA tests, then a short timing of the bench model
-there — plain float32 eager PyTorch against the cstorch loop in float16 and in cbfloat16.
+"""One shot on a machine with a CUDA device: the CUDA tests (CUDA_TESTS), then a short timing of
+the bench model there — plain float32 eager PyTorch against the cstorch loop in float16 and in cbfloat16.
 
     python bench/cstorch_cuda.py            # from the repo root; about a minute and a half
     python bench/cstorch_cuda.py --no-tests # the timing only
@@ -22,6 +22,7 @@ import sys
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+CUDA_TESTS = ("tests/cstorch/test_cuda.py", "tests/cstorch/test_v2_gpu.py", "tests/cstorch/test_v2_gpu_library.py")
 NEEDED = ("torch", "zmq", "h5py", "yaml", "pytest", "structlog", "transitions", "prompt_toolkit", "prometheus_client")
 
 
@@ -57,8 +58,8 @@ def main(argv: list[str]) -> int:
     if not args.no_tests:
         start = time.perf_counter()
         done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-rs", "-p", "no:cacheprovider",
-                               "tests/cstorch/test_cuda.py"], cwd=ROOT, timeout=150)
-        print(f"== tests/cstorch/test_cuda.py: exit status {done.returncode} in {time.perf_counter() - start:.0f} s",
+                               *CUDA_TESTS], cwd=ROOT, timeout=300)
+        print(f"== the CUDA tests: exit status {done.returncode} in {time.perf_counter() - start:.0f} s",
               flush=True)
         status = done.returncode
     figures = {}
