@@ -21,6 +21,7 @@ pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA d
                                 "backend runs where torch.cuda.is_available()")
 
 STEPS = 6
+HALF_EPS = torch.finfo(torch.float16).eps
 TWINS = {  # ours, torch.optim's, the arguments both take
     "ASGD": (cstorch.optim.ASGD, torch.optim.ASGD, dict(lr=0.02, t0=2)),
     "Adadelta": (cstorch.optim.Adadelta, torch.optim.Adadelta, dict(lr=0.5, rho=0.8)),
@@ -41,7 +42,8 @@ def test_a_later_optimizer_on_the_gpu_takes_torch_optims_steps(tmp_path, name):
     ours, theirs, kwargs = TWINS[name]
     backend = _gpu(tmp_path)
     with backend.device:
-        net = model(0)
+        net = model(0)  # initialised by the CUDA generator: the reference starts from its copy
+    start = [p.detach().clone() for p in net.parameters()]
     compiled = cstorch.compile(net, backend)
     optimizer = ours(net.parameters(), **kwargs)
 
@@ -61,25 +63,32 @@ def test_a_later_optimizer_on_the_gpu_takes_torch_optims_steps(tmp_path, name):
     assert states and all(t.device.type == "cuda" for t in states)
 
     reference = model(0).cuda()
+    with torch.no_grad():
+        for p, value in zip(reference.parameters(), start):
+            p.copy_(value)
     twin = theirs(reference.parameters(), foreach=False, **kwargs)
     for inputs, targets in batches(STEPS, seed=1):
         with torch.autocast("cuda", dtype=torch.float16):
             torch.nn.functional.cross_entropy(reference(inputs.cuda()), targets.cuda()).backward()
             twin.step()
             twin.zero_grad()
+    # The same math in a different order (torch's fused expressions, float64 step factors here)
+    # rounds differently; float16 products carry that through six steps: held to the numerics
+    # contract, a float16 epsilon.
     for a, b in zip(net.parameters(), reference.parameters()):
-        torch.testing.assert_close(a, b, rtol=1e-4, atol=1e-5)
-    assert any(not torch.equal(a.cpu(), b) for a, b in zip(net.parameters(), model(0).parameters()))
+        torch.testing.assert_close(a, b, rtol=HALF_EPS, atol=HALF_EPS / 10)
+    assert any(not torch.equal(a, b) for a, b in zip(net.parameters(), start))  # it trained
 
 
 def test_metrics_on_the_gpu_are_the_values_computed_by_hand(tmp_path):
     backend = _gpu(tmp_path)
-    with backend.device:
+    with backend.device:  # the metrics' state too, as scripts make them in the model's __init__
         net = model(3)
+        error, accuracy, dice = (ProbabilityError("probability_error"), cstorch.metrics.AccuracyMetric("accuracy"),
+                                 cstorch.metrics.DiceCoefficientMetric(2))
+    assert error.total.device.type == "cuda"
     compiled = cstorch.compile(net, backend)
     compiled.eval()
-    error, accuracy, dice = (ProbabilityError("probability_error"), cstorch.metrics.AccuracyMetric("accuracy"),
-                             cstorch.metrics.DiceCoefficientMetric(2))
 
     @cstorch.trace
     def eval_step(batch):
