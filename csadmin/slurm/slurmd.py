@@ -19,6 +19,7 @@ that first waits for the reboot program (and the shell slurmd started it with) t
 
 from __future__ import annotations
 
+import math
 import os
 import signal
 import subprocess
@@ -158,7 +159,17 @@ def restart_in_place(pid: int, say: Reporter) -> bool:
     return True
 
 
+def boot_second_after(started: float) -> float:
+    """The earliest time slurmd may start again so that Slurm sees a boot after the reboot request
+    (made before `started`, when this restarter began). slurmctld takes a node's boot time as
+    the registration's second minus its uptime, which slurmd -b reports as 1 s, and waits for a
+    boot time not before the request's second: a slurmd registering within a second of the
+    request leaves the node "still waiting for boot" until ResumeTimeout fails the job."""
+    return math.floor(started) + 2
+
+
 def main(argv: list[str]) -> int:
+    not_before = boot_second_after(time.time())
     say = Reporter("reboot")
     slurmd_pid, *wait_for = (int(a) for a in argv)
     if not _wait_gone(wait_for, WAIT_SECONDS):
@@ -167,6 +178,7 @@ def main(argv: list[str]) -> int:
     if not alive(slurmd_pid):
         say(f"slurmd (pid {slurmd_pid}) is gone already; not starting another", error=True)
         return 1
+    time.sleep(max(0.0, not_before - time.time()))
     ok = restart_with_systemd(say) if under_systemd(slurmd_pid) else restart_in_place(slurmd_pid, say)
     return 0 if ok else 1
 
