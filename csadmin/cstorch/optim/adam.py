@@ -8,7 +8,7 @@ import torch
 
 from .checks import betas_pair, number
 from .optimizer import Optimizer, closure_loss
-from .update import descend
+from .update import descend, with_gradients, zeros
 
 
 class _AdamBase(Optimizer):
@@ -25,10 +25,10 @@ class _AdamBase(Optimizer):
     def preinitialize(self) -> None:
         for group in self.param_groups:
             for p in group["params"]:
-                self.state[p]["exp_avg"] = torch.zeros_like(p, memory_format=torch.preserve_format)
-                self.state[p]["exp_avg_sq"] = torch.zeros_like(p, memory_format=torch.preserve_format)
+                self.state[p]["exp_avg"] = zeros(p)
+                self.state[p]["exp_avg_sq"] = zeros(p)
                 if group["amsgrad"]:
-                    self.state[p]["max_exp_avg_sq"] = torch.zeros_like(p, memory_format=torch.preserve_format)
+                    self.state[p]["max_exp_avg_sq"] = zeros(p)
 
     def state_names_to_sparsify(self) -> list[str]:
         names = ["exp_avg", "exp_avg_sq"]
@@ -40,9 +40,7 @@ class _AdamBase(Optimizer):
         for group in self.param_groups:
             beta1, beta2 = group["betas"]
             lr, decay = group["lr"], group["weight_decay"]
-            for p in group["params"]:
-                if p.grad is None:  # static: which parameters get a gradient never changes
-                    continue
+            for p in with_gradients(group["params"]):
                 grad, state = p.grad, self.state[p]
                 step = self.increment_global_step(p).double()
                 if decay != 0:

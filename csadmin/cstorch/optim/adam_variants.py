@@ -18,11 +18,8 @@ import torch
 
 from .checks import betas_pair, number, real
 from .optimizer import Optimizer, closure_loss
-from .update import descend, gradient
+from .update import descend, gradient, with_gradients, zeros
 
-
-def _zeros(p: torch.Tensor) -> torch.Tensor:
-    return torch.zeros_like(p, memory_format=torch.preserve_format)
 
 
 class Adamax(Optimizer):
@@ -41,8 +38,8 @@ class Adamax(Optimizer):
     def preinitialize(self) -> None:
         for group in self.param_groups:
             for p in group["params"]:
-                self.state[p]["exp_avg"] = _zeros(p)
-                self.state[p]["exp_inf"] = _zeros(p)
+                self.state[p]["exp_avg"] = zeros(p)
+                self.state[p]["exp_inf"] = zeros(p)
                 self.state[p]["beta1_power"] = torch.tensor(group["betas"][0], device=p.device)
 
     def state_names_to_sparsify(self) -> list[str]:
@@ -53,9 +50,7 @@ class Adamax(Optimizer):
         loss = closure_loss(closure)
         for group in self.param_groups:
             beta1, beta2 = group["betas"]
-            for p in group["params"]:
-                if p.grad is None:  # static: which parameters get a gradient never changes
-                    continue
+            for p in with_gradients(group["params"]):
                 grad, state = gradient("Adamax", p, group["maximize"]), self.state[p]
                 if group["weight_decay"] != 0:
                     grad = grad.add(p, alpha=group["weight_decay"])
@@ -85,8 +80,8 @@ class NAdam(Optimizer):
         for group in self.param_groups:
             for p in group["params"]:
                 self.state[p]["mu_product"] = torch.tensor(1.0, device=p.device)
-                self.state[p]["exp_avg"] = _zeros(p)
-                self.state[p]["exp_avg_sq"] = _zeros(p)
+                self.state[p]["exp_avg"] = zeros(p)
+                self.state[p]["exp_avg_sq"] = zeros(p)
 
     def state_names_to_sparsify(self) -> list[str]:
         return ["exp_avg", "exp_avg_sq"]
@@ -97,9 +92,7 @@ class NAdam(Optimizer):
         for group in self.param_groups:
             beta1, beta2 = group["betas"]
             lr, decay, momentum_decay = group["lr"], group["weight_decay"], group["momentum_decay"]
-            for p in group["params"]:
-                if p.grad is None:
-                    continue
+            for p in with_gradients(group["params"]):
                 grad, state = gradient("NAdam", p), self.state[p]
                 step = self.increment_global_step(p).double()
                 if decay != 0:
@@ -136,8 +129,8 @@ class RAdam(Optimizer):
     def preinitialize(self) -> None:
         for group in self.param_groups:
             for p in group["params"]:
-                self.state[p]["exp_avg"] = _zeros(p)
-                self.state[p]["exp_avg_sq"] = _zeros(p)
+                self.state[p]["exp_avg"] = zeros(p)
+                self.state[p]["exp_avg_sq"] = zeros(p)
 
     def state_names_to_sparsify(self) -> list[str]:
         return ["exp_avg", "exp_avg_sq"]
@@ -148,9 +141,7 @@ class RAdam(Optimizer):
         for group in self.param_groups:
             beta1, beta2 = group["betas"]
             rho_inf = 2 / (1 - beta2) - 1
-            for p in group["params"]:
-                if p.grad is None:
-                    continue
+            for p in with_gradients(group["params"]):
                 grad, state = gradient("RAdam", p), self.state[p]
                 step = self.increment_global_step(p).double()
                 if group["weight_decay"] != 0:

@@ -12,11 +12,8 @@ import torch
 
 from .checks import number
 from .optimizer import Optimizer, closure_loss
-from .update import descend, descend_ratio, gradient
+from .update import descend, descend_ratio, gradient, with_gradients, zeros
 
-
-def _zeros(p: torch.Tensor) -> torch.Tensor:
-    return torch.zeros_like(p, memory_format=torch.preserve_format)
 
 
 class Adagrad(Optimizer):
@@ -49,9 +46,7 @@ class Adagrad(Optimizer):
         loss = closure_loss(closure)
         for group in self.param_groups:
             lr, lr_decay, decay = group["lr"], group["lr_decay"], group["weight_decay"]
-            for p in group["params"]:
-                if p.grad is None:  # static: which parameters get a gradient never changes
-                    continue
+            for p in with_gradients(group["params"]):
                 grad = gradient("Adagrad", p, group["maximize"])
                 step = self.increment_global_step(p).double()
                 if decay != 0:
@@ -80,8 +75,8 @@ class Adadelta(Optimizer):
     def preinitialize(self) -> None:
         for group in self.param_groups:
             for p in group["params"]:
-                self.state[p]["square_avg"] = _zeros(p)
-                self.state[p]["acc_delta"] = _zeros(p)
+                self.state[p]["square_avg"] = zeros(p)
+                self.state[p]["acc_delta"] = zeros(p)
 
     def state_names_to_sparsify(self) -> list[str]:
         return ["square_avg", "acc_delta"]
@@ -91,9 +86,7 @@ class Adadelta(Optimizer):
         loss = closure_loss(closure)
         for group in self.param_groups:
             rho, eps, decay = group["rho"], group["eps"], group["weight_decay"]
-            for p in group["params"]:
-                if p.grad is None:
-                    continue
+            for p in with_gradients(group["params"]):
                 grad, state = gradient("Adadelta", p, group["maximize"]), self.state[p]
                 if decay != 0:
                     grad = grad.add(p, alpha=decay)
@@ -123,11 +116,11 @@ class RMSprop(Optimizer):
     def preinitialize(self) -> None:
         for group in self.param_groups:
             for p in group["params"]:
-                self.state[p]["square_avg"] = _zeros(p)
+                self.state[p]["square_avg"] = zeros(p)
                 if group["momentum"] > 0:
-                    self.state[p]["momentum_buffer"] = _zeros(p)
+                    self.state[p]["momentum_buffer"] = zeros(p)
                 if group["centered"]:
-                    self.state[p]["grad_avg"] = _zeros(p)
+                    self.state[p]["grad_avg"] = zeros(p)
 
     def state_names_to_sparsify(self) -> list[str]:
         names = ["square_avg"]
@@ -142,9 +135,7 @@ class RMSprop(Optimizer):
         loss = closure_loss(closure)
         for group in self.param_groups:
             alpha, eps, decay, momentum = group["alpha"], group["eps"], group["weight_decay"], group["momentum"]
-            for p in group["params"]:
-                if p.grad is None:
-                    continue
+            for p in with_gradients(group["params"]):
                 grad, state = gradient("RMSprop", p), self.state[p]
                 if decay != 0:
                     grad = grad.add(p, alpha=decay)

@@ -20,7 +20,7 @@ from csadmin.errors import InvalidArgument
 
 from .checks import betas_pair, number, real
 from .optimizer import Optimizer, closure_loss
-from .update import descend, gradient
+from .update import descend, gradient, with_gradients, zeros
 
 
 class Lamb(Optimizer):
@@ -38,8 +38,8 @@ class Lamb(Optimizer):
     def preinitialize(self) -> None:
         for group in self.param_groups:
             for p in group["params"]:
-                self.state[p]["exp_avg"] = torch.zeros_like(p, memory_format=torch.preserve_format)
-                self.state[p]["exp_avg_sq"] = torch.zeros_like(p, memory_format=torch.preserve_format)
+                self.state[p]["exp_avg"] = zeros(p)
+                self.state[p]["exp_avg_sq"] = zeros(p)
 
     def state_names_to_sparsify(self) -> list[str]:
         return ["exp_avg", "exp_avg_sq"]
@@ -49,9 +49,7 @@ class Lamb(Optimizer):
         loss = closure_loss(closure)
         for group in self.param_groups:
             beta1, beta2 = group["betas"]
-            for p in group["params"]:
-                if p.grad is None:  # static: which parameters get a gradient never changes
-                    continue
+            for p in with_gradients(group["params"]):
                 grad, state = gradient("Lamb", p), self.state[p]
                 exp_avg, exp_avg_sq = state["exp_avg"], state["exp_avg_sq"]
                 exp_avg.mul_(beta1).add_(grad, alpha=1 - beta1)
@@ -112,7 +110,7 @@ class Adafactor(Optimizer):
                     self.state[p]["exp_avg_sq_row"] = torch.zeros(shape[:-1], device=p.device)
                     self.state[p]["exp_avg_sq_col"] = torch.zeros(shape[:-2] + shape[-1:], device=p.device)
                 else:
-                    self.state[p]["exp_avg_sq"] = torch.zeros_like(p, memory_format=torch.preserve_format)
+                    self.state[p]["exp_avg_sq"] = zeros(p)
 
     def state_names_to_sparsify(self) -> list[str]:
         """Only the unfactored moments are shaped like their parameters."""
@@ -127,9 +125,7 @@ class Adafactor(Optimizer):
                                       hint="Pass lr to the constructor, or schedule it with a "
                                            "cstorch.optim.lr_scheduler (which sets it).")
             eps_square, eps_scale = group["eps"]
-            for p in group["params"]:
-                if p.grad is None:
-                    continue
+            for p in with_gradients(group["params"]):
                 grad, state = gradient("Adafactor", p), self.state[p]
                 step = self.increment_global_step(p)
                 lr = group["lr"]

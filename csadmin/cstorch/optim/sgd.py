@@ -17,7 +17,7 @@ from csadmin.errors import InvalidArgument
 
 from .checks import number, real
 from .optimizer import Optimizer, closure_loss
-from .update import descend, gradient
+from .update import descend, gradient, with_gradients, zeros
 
 
 class SGD(Optimizer):
@@ -37,7 +37,7 @@ class SGD(Optimizer):
         for group in self.param_groups:
             if group["momentum"] != 0:
                 for p in group["params"]:
-                    self.state[p]["momentum_buffer"] = torch.zeros_like(p, memory_format=torch.preserve_format)
+                    self.state[p]["momentum_buffer"] = zeros(p)
 
     def state_names_to_sparsify(self) -> list[str]:
         return ["momentum_buffer"] if any(group["momentum"] != 0 for group in self.param_groups) else []
@@ -47,9 +47,7 @@ class SGD(Optimizer):
         loss = closure_loss(closure)
         for group in self.param_groups:
             momentum, dampening, decay = group["momentum"], group["dampening"], group["weight_decay"]
-            for p in group["params"]:
-                if p.grad is None:  # static: which parameters get a gradient never changes
-                    continue
+            for p in with_gradients(group["params"]):
                 d_p = p.grad if decay == 0 else p.grad.add(p, alpha=decay)
                 if momentum != 0:
                     buf = self.state[p]["momentum_buffer"]
@@ -85,7 +83,7 @@ class ASGD(Optimizer):
             for p in group["params"]:
                 self.state[p]["eta"] = torch.tensor(float(group["lr"]), device=p.device)
                 self.state[p]["mu"] = torch.tensor(1.0, device=p.device)
-                self.state[p]["ax"] = torch.zeros_like(p, memory_format=torch.preserve_format)
+                self.state[p]["ax"] = zeros(p)
 
     def state_names_to_sparsify(self) -> list[str]:
         return ["ax"]
@@ -95,9 +93,7 @@ class ASGD(Optimizer):
         loss = closure_loss(closure)
         for group in self.param_groups:
             lr, lambd, decay = group["lr"], group["lambd"], group["weight_decay"]
-            for p in group["params"]:
-                if p.grad is None:  # static: which parameters get a gradient never changes
-                    continue
+            for p in with_gradients(group["params"]):
                 grad, state = gradient("ASGD", p, group["maximize"]), self.state[p]
                 step = self.increment_global_step(p).double()
                 if decay != 0:

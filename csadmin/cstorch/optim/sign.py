@@ -12,7 +12,7 @@ import torch
 
 from .checks import betas_pair, number, pair
 from .optimizer import Optimizer, closure_loss
-from .update import descend, gradient
+from .update import descend, gradient, with_gradients, zeros
 
 
 class Lion(Optimizer):
@@ -29,7 +29,7 @@ class Lion(Optimizer):
     def preinitialize(self) -> None:
         for group in self.param_groups:
             for p in group["params"]:
-                self.state[p]["exp_avg"] = torch.zeros_like(p, memory_format=torch.preserve_format)
+                self.state[p]["exp_avg"] = zeros(p)
 
     def state_names_to_sparsify(self) -> list[str]:
         return ["exp_avg"]
@@ -40,9 +40,7 @@ class Lion(Optimizer):
         for group in self.param_groups:
             lr, decay = group["lr"], group["weight_decay"]
             beta1, beta2 = group["betas"]
-            for p in group["params"]:
-                if p.grad is None:  # static: which parameters get a gradient never changes
-                    continue
+            for p in with_gradients(group["params"]):
                 grad, exp_avg = gradient("Lion", p), self.state[p]["exp_avg"]
                 if decay != 0:
                     p.mul_(1 - lr * decay)
@@ -70,7 +68,7 @@ class Rprop(Optimizer):
     def preinitialize(self) -> None:
         for group in self.param_groups:
             for p in group["params"]:
-                self.state[p]["prev"] = torch.zeros_like(p, memory_format=torch.preserve_format)
+                self.state[p]["prev"] = zeros(p)
                 self.state[p]["step_size"] = torch.full_like(p, float(group["lr"]),
                                                              memory_format=torch.preserve_format)
 
@@ -83,9 +81,7 @@ class Rprop(Optimizer):
         for group in self.param_groups:
             etaminus, etaplus = group["etas"]
             smallest, largest = group["step_sizes"]
-            for p in group["params"]:
-                if p.grad is None:
-                    continue
+            for p in with_gradients(group["params"]):
                 grad, state = gradient("Rprop", p), self.state[p]
                 prev, step_size = state["prev"], state["step_size"]
                 agreement = grad.mul(prev).sign()

@@ -1,4 +1,5 @@
-"""What every optimizer's step shares: the gradient it reads and the descent it applies.
+"""What every optimizer shares: its zeroed state, the parameters a step updates, the gradient it
+reads and the descent it applies.
 
 The learning rate is a Python number until a scheduler makes it a 0-d tensor (which it then
 writes in place every step), so each descent has two spellings with the same numbers: torch's
@@ -11,6 +12,18 @@ from __future__ import annotations
 import torch
 
 from csadmin.errors import InvalidArgument
+
+
+def zeros(p: torch.Tensor) -> torch.Tensor:
+    """A state tensor for `p`: zeros of its shape, dtype, device and memory format."""
+    return torch.zeros_like(p, memory_format=torch.preserve_format)
+
+
+def with_gradients(params):
+    """The parameters of `params` that have a gradient: the ones a step updates. Static: which
+    parameters get a gradient never changes from step to step, so the captured program skips
+    the same ones at every replay."""
+    return (p for p in params if p.grad is not None)
 
 
 def gradient(owner: str, p: torch.Tensor, maximize: bool = False) -> torch.Tensor:
