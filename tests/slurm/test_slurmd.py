@@ -65,3 +65,13 @@ def test_the_unit_must_pass_the_flag_through_the_shipped_drop_in(systemd):
 
 def test_a_process_not_started_by_slurmd_finds_no_slurmd():
     assert slurmd.find_slurmd() is None  # pytest's ancestors are no slurmd
+
+
+@pytest.mark.parametrize("request_at", [100.0, 100.34, 100.999])
+def test_slurmd_starts_again_late_enough_to_look_booted_after_the_request(request_at):
+    """slurmctld waits for a boot time (the registration's second minus slurmd -b's uptime, 1 s)
+    not before the reboot request's second; the restarter begins at or after the request."""
+    for started in (request_at, request_at + 0.5, request_at + 3):
+        registered = slurmd.boot_second_after(started)  # at the earliest
+        assert int(registered) - 1 >= int(request_at)
+        assert registered - started <= 2  # and no later than needed
