@@ -1,6 +1,6 @@
 """Capture one step as a static program: every aten op the first (eager) call runs, as an FX graph.
 
-    cap = Capture(inputs, step_name)
+    cap = Capture(inputs, step_fn.described)
     with cap:                             # records forward, backward and optimizer ops
         result = step_fn(*args)
     cap.output(tensors)                   # the graph returns the result's and the grads' nodes
@@ -68,9 +68,10 @@ def _user_line() -> str:
     return ""
 
 
-def read_error(operation: str, step_name: str) -> InvalidState:
+def read_error(operation: str, step: str) -> InvalidState:
+    """`step` is how the script named the step ("compile_step function 'train_step'")."""
     return InvalidState(
-        f"{operation} inside the compile_step function {step_name!r}{_user_line()}: {READ_RULE}.",
+        f"{operation} inside the {step}{_user_line()}: {READ_RULE}.",
         "Pass the tensor to a function decorated with @cstorch.step_closure and read it there: it runs "
         "after the step, with the value materialized.",
     )
@@ -79,14 +80,14 @@ def read_error(operation: str, step_name: str) -> InvalidState:
 class _ReadGuard(TorchFunctionMode):
     """Refuses the Python-level reads of READS while the step is captured."""
 
-    def __init__(self, step_name: str):
+    def __init__(self, step: str):
         super().__init__()
-        self.step_name = step_name
+        self.step = step
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
         name = getattr(func, "__name__", None)
         if name in READS and args and isinstance(args[0], torch.Tensor):
-            raise read_error(READS[name], self.step_name)
+            raise read_error(READS[name], self.step)
         return func(*args, **(kwargs or {}))
 
 
@@ -102,9 +103,9 @@ def _key(t: torch.Tensor):
 class Capture(TorchDispatchMode):
     """Records the aten ops run under it into an FX graph over (inputs, state)."""
 
-    def __init__(self, inputs: list[torch.Tensor], step_name: str, execute=None):
+    def __init__(self, inputs: list[torch.Tensor], step: str, execute=None):
         super().__init__()
-        self.step_name = step_name
+        self.step = step
         # How an op runs while it is recorded: (func, args, kwargs) -> result (amp/emulation.py's
         # capture_executor); PyTorch's own kernel when None.
         self._execute = execute
@@ -121,7 +122,7 @@ class Capture(TorchDispatchMode):
         self.state: list[torch.Tensor] = []  # persistent tensors, in first-sight order
         self._before: list[torch.Tensor] = []  # their values at first sight
         self.op_count = 0
-        self._guard = _ReadGuard(step_name)
+        self._guard = _ReadGuard(step)
         self._rng = torch.get_rng_state()
         # A model on a CUDA device draws from CUDA's generators: put them back too.
         self._cuda_rng = torch.cuda.get_rng_state_all() if torch.cuda.is_initialized() else None
@@ -147,12 +148,12 @@ class Capture(TorchDispatchMode):
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
         if func is aten._local_scalar_dense.default:
-            raise read_error("Reading a tensor's value (aten._local_scalar_dense)", self.step_name)
+            raise read_error("Reading a tensor's value (aten._local_scalar_dense)", self.step)
         if func.namespace == "profiler":  # record_function markers (torch.optim's step): no math
             return func(*args, **kwargs)
         op = data_dependent_op(func, args, kwargs)
         if op is not None:  # the static-graph rule (static_shapes.py)
-            raise data_dependent_error(op, self.step_name, _user_line())
+            raise data_dependent_error(op, self.step, _user_line())
         flat, spec = tree_flatten((args, kwargs))
         node_args, node_kwargs = spec.unflatten(
             [self.node_for(x) if isinstance(x, torch.Tensor) else x for x in flat])

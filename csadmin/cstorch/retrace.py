@@ -35,7 +35,7 @@ def check(step_fn, backend, run, args: tuple, kwargs: dict, inputs: list) -> Non
     """Capture this call of `step_fn` again and refuse it if its ops differ from the first step's."""
     params = backend.parameters()
     grads_before = [p.grad for p in params]
-    cap = Capture(inputs, step_fn.name, execute=capture_executor(half_format()))  # as the first capture
+    cap = Capture(inputs, step_fn.described, execute=capture_executor(half_format()))  # as the first capture
     run.capture, run.captured_closures = cap, []
     try:
         with backend.stepping(), cap, mixed_precision([*params, *inputs]):

@@ -45,23 +45,23 @@ class Signature:
                 return leaf[1][0] if leaf[1] else 1
         return 1
 
-    def tensors(self, args: tuple, kwargs: dict, step_name: str) -> list[torch.Tensor]:
+    def tensors(self, args: tuple, kwargs: dict, step: str) -> list[torch.Tensor]:
         """The tensor leaves of a call's arguments; raises ReprogramForbidden if the call does
         not match this signature."""
         flat, spec = tree_flatten((args, kwargs))
         if spec != self.spec or len(flat) != len(self.leaves):
-            self._refuse(step_name, "the arguments' structure changed "
+            self._refuse(step, "the arguments' structure changed "
                                     f"({len(self.leaves)} leaves → {len(flat)}: {spec} vs {self.spec})")
         out = []
         for i, (x, leaf) in enumerate(zip(flat, self.leaves)):
             if leaf[0] == "tensor":
                 if not isinstance(x, torch.Tensor):
-                    self._refuse(step_name, f"argument leaf {i}: a tensor → {_describe(x)}")
+                    self._refuse(step, f"argument leaf {i}: a tensor → {_describe(x)}")
                 if tuple(x.shape) != leaf[1] or x.dtype != leaf[2]:
-                    self._refuse(step_name, self._tensor_change(i, leaf, x))
+                    self._refuse(step, self._tensor_change(i, leaf, x))
                 out.append(x)
             elif isinstance(x, torch.Tensor) or not (x is leaf[1] or _same(x, leaf[1])):
-                self._refuse(step_name, f"argument leaf {i}: {_describe(leaf[1])} → {_describe(x)}")
+                self._refuse(step, f"argument leaf {i}: {_describe(leaf[1])} → {_describe(x)}")
         return out
 
     def _tensor_change(self, i: int, leaf: tuple, x: torch.Tensor) -> str:
@@ -74,9 +74,9 @@ class Signature:
         return f"tensor {i}: shape {tuple(shape)} → {tuple(x.shape)}"
 
     @staticmethod
-    def _refuse(step_name: str, what: str):
+    def _refuse(step: str, what: str):
         raise ReprogramForbidden(
-            f"The compile_step function {step_name!r} was called with a step that would need another "
+            f"The {step} was called with a step that would need another "
             f"program: {what}. The fabric is programmed once per run and cannot be reprogrammed.",
             "Give every step the same batch shape, dtype and non-tensor arguments; run a different "
             "program in a separate process (one run per process).",

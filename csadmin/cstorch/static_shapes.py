@@ -57,8 +57,8 @@ def data_dependent_op(func, args: tuple, kwargs: dict) -> str | None:
     return None
 
 
-def data_dependent_error(op: str, step_name: str, where: str) -> ReprogramForbidden:
+def data_dependent_error(op: str, step: str, where: str) -> ReprogramForbidden:
     """The refusal of `op` at capture; `where` is ' (at file:line)' of the user's call, or ''."""
     return ReprogramForbidden(
-        f"{op} inside the compile_step function {step_name!r}{where} makes a tensor whose shape depends on "
+        f"{op} inside the {step}{where} makes a tensor whose shape depends on "
         f"the data: {STATIC_RULE}.", _FIX)

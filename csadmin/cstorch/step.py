@@ -69,6 +69,11 @@ class StepFunction:
         self.name = getattr(fn, "__name__", "step")
         functools.update_wrapper(self, fn)
 
+    @property
+    def described(self) -> str:
+        """How messages name it: "compile_step function 'train_step'" (or "trace function …")."""
+        return f"{self.decorator} function {self.name!r}"
+
     def __get__(self, instance, owner=None):
         """A compile_step method: the instance is the step's first (non-tensor) argument."""
         return self if instance is None else functools.partial(self, instance)
@@ -82,7 +87,7 @@ class StepFunction:
         run = backend.run
         if backend.executor_required and backend.executor is None:
             raise InvalidState(
-                f"Detected that a data executor was not used: the {self.decorator} function {self.name!r} was called "
+                f"Detected that a data executor was not used: the {self.described} was called "
                 f"outside a DataExecutor's loop.",
                 "Wrap your dataloader in a Cerebras DataExecutor (executor = cstorch.utils.data.DataExecutor("
                 "dataloader, ...)) and call the step inside `for batch in executor:`.")
@@ -92,10 +97,10 @@ class StepFunction:
             return self._compile(backend, config, run, args, kwargs)
         if run.program.step_fn is not self:
             raise ReprogramForbidden(
-                f"The compile_step function {self.name!r} would be a second program in this run, which "
+                f"The {self.described} would be a second program in this run, which "
                 f"runs {run.program.name!r}: the fabric is programmed once per run and cannot be reprogrammed.",
-                "Put everything the system runs in one compile_step function; run another in a separate process.")
-        inputs = run.program.signature.tensors(args, kwargs, self.name)
+                f"Put everything the system runs in one {self.decorator} function; run another in a separate process.")
+        inputs = run.program.signature.tensors(args, kwargs, self.described)
         if config.compile_only or config.validate_only:
             return run.first_result
         if backend.csx.debug.retrace_every_iteration:
@@ -139,7 +144,7 @@ class StepFunction:
         grads_before = [p.grad for p in params]
         versions = [p._version for p in params]  # an in-place update bumps it: the step trains them
         half = half_format()
-        cap = Capture(inputs, self.name, execute=capture_executor(half))
+        cap = Capture(inputs, self.described, execute=capture_executor(half))
         run.capture, run.captured_closures = cap, []
         try:
             # 001: the system computes in half precision with the casts inserted for it, so the

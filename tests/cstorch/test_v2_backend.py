@@ -161,6 +161,24 @@ def test_a_graph_that_stays_the_same_on_retrace_runs(ws_csd, tmp_path):
     assert len(losses) == 5 and losses[-1] < losses[0]
 
 
+def test_a_read_inside_a_traced_step_is_refused_naming_the_trace(ws_csd, tmp_path):
+    """The refusals name the step as the script wrote it: a `@cstorch.trace` function, not R1.8's
+    compile_step."""
+    t = Trainer(csx(ws_csd, tmp_path), model)
+
+    @cstorch.trace
+    def training_step(batch):
+        loss = t.body(batch)
+        print(loss.item())  # a read of a value the system has not computed yet
+        return loss
+
+    with pytest.raises(errors.InvalidState) as exc:
+        for batch in cstorch.utils.data.DataExecutor(cstorch.utils.data.DataLoader(input_fn), num_steps=2):
+            training_step(batch)
+    assert "inside the trace function 'training_step' (at test_v2_backend.py:" in exc.value.message
+    assert "compile_step" not in exc.value.message and "@cstorch.step_closure" in exc.value.hint
+
+
 def test_load_state_dict_with_assign_after_compile_is_refused(ws_csd, tmp_path):
     backend = csx(ws_csd, tmp_path)
     t = Trainer(backend, model)
