@@ -18,7 +18,7 @@ from torch import fx
 from csadmin.errors import ReprogramForbidden
 
 from .amp.emulation import capture_executor
-from .amp.precision import half_format, mixed_precision
+from .amp.precision import half_format, step_autocast
 from .capture import Capture
 
 NEXT = ("This will cause a second compile which is currently not allowed. Ensure that all controls lead to the "
@@ -38,7 +38,7 @@ def check(step_fn, backend, run, args: tuple, kwargs: dict, inputs: list) -> Non
     cap = Capture(inputs, step_fn.described, execute=capture_executor(half_format()))  # as the first capture
     run.capture, run.captured_closures = cap, []
     try:
-        with backend.stepping(), cap, mixed_precision([*params, *inputs]):
+        with backend.stepping(), cap, step_autocast([*params, *inputs]):
             step_fn.fn(*args, **kwargs)
         now = ops(cap.graph)
     finally:

@@ -102,6 +102,7 @@ class Backend(BackendFacts):
                                hint='Make the backend with cstorch.backend("CSX" | "CPU" | "GPU", ...).')
         self.config = None  # config.Config, once cstorch.configure ran
         self.half_dtype = "float16"  # amp.precision's setting, by name
+        self.mixed_precision = False  # amp.floating_point's flag: set_half_dtype turns it on
         self.target: str | None = None  # the compile backend's name ("wse_ws"), once compiled
         self.execmode: str | None = None  # the execution mode it targets
         self.models: list = []  # compiled.CompiledModel, in compile order

@@ -32,7 +32,7 @@ from csadmin.errors import InvalidState, ReprogramForbidden, RunAborted
 
 import csadmin.cstorch.state as state
 from .amp.emulation import capture_executor
-from .amp.precision import half_format, mixed_precision
+from .amp.precision import half_format, step_autocast
 from .artifacts import lookup as lookup_artifacts, record as record_compile
 from .bindings import Bindings
 from .capture import Capture
@@ -151,7 +151,7 @@ class StepFunction:
             # step runs under autocast (for each device the model lives on) and the program holds
             # its casts (a user's own autocast inside is the same context again). The weight
             # update stays float32: optimizers' elementwise ops are not among the ops autocast casts.
-            with backend.stepping(), cap, mixed_precision([*params, *inputs]):
+            with backend.stepping(), cap, step_autocast([*params, *inputs]):
                 result = self.fn(*args, **kwargs)
             run.traced_ops = traced_ops(cap.graph)
             outputs: list = []

@@ -45,6 +45,11 @@ def set_half_dtype(value) -> torch.dtype:
     Returns the torch dtype that stands for it in the model (torch.float16 for cbfloat16, whose
     values this runtime carries in float32). Refused once a step has compiled."""
     backend = state.current()
+    if backend.is_input_worker:
+        raise InvalidState("Setting half dtype in the dataloader is not allowed as it might conflict with what the "
+                           "model was compiled with.",
+                           hint="Set the half dtype in the script, before it constructs the model, not in the "
+                                "input function.")
     name = _BY_DTYPE.get(value) if isinstance(value, torch.dtype) else value
     if not isinstance(name, str) or name not in FORMATS:
         raise InvalidArgument(
@@ -58,6 +63,7 @@ def set_half_dtype(value) -> torch.dtype:
             hint="Call set_half_dtype before the first compile_step call; run another half dtype in a separate "
                  "process.")
     backend.half_dtype = name  # the backend's setting: state.reset() returns it to float16
+    backend.mixed_precision = True  # setting the half dtype means mixed precision, as in the real package
     return FORMATS[name].proxy
 
 
@@ -95,7 +101,7 @@ def autocast(device_type: str = "cpu") -> torch.autocast:
 
 
 @contextlib.contextmanager
-def mixed_precision(tensors):
+def step_autocast(tensors):
     """autocast() on every device type `tensors` (a step's parameters and inputs) live on, the
     CPU's always: a step whose model lives on a CUDA device gets CUDA's casts, by torch's list for
     that device."""
