@@ -31,6 +31,13 @@ CASES = {
         lambda ps: cstorch.optim.AdamW(ps, lr=0.01),
         lambda o: schedules.ChainedLR(o, [schedules.ConstantLR(o, 0.01),
                                           schedules.CosineDecayLR(o, 1.0, 0.1, total_iters=8)])),
+    "SGD+OneCycleLR-three-phase": (
+        lambda ps: cstorch.optim.SGD(ps, lr=0.1, momentum=0.9),
+        lambda o: schedules.OneCycleLR(o, 0.01, 0.1, total_steps=12, pct_start=0.25, three_phase=True)),
+    "Adam+ScalePerParamLR(CyclicLR)": (
+        lambda ps: cstorch.optim.Adam([{"params": list(ps), "adjust_learning_rate": 0.5}], lr=0.01),
+        lambda o: schedules.ScalePerParamLR(o, schedules.CyclicLR(o, 0.001, 0.01, step_size_up=3,
+                                                                  mode="exp_range", gamma=0.9))),
 }
 
 

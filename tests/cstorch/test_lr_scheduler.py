@@ -156,7 +156,8 @@ def test_configure_lr_scheduler_takes_the_documents_three_forms():
     ({"scheduler": "Warmup"}, "Unknown scheduler 'Warmup'. Valid schedulers: "),
     ({"scheduler": "StepLR", "initial_learning_rate": 0.1}, "StepLR needs step_size"),
     ({"scheduler": "StepLR", "initial_learning_rate": 0.1, "step_size": 2, "decay": 1},
-     "StepLR does not take 'decay'; it takes initial_learning_rate, step_size, gamma, last_epoch"),
+     "StepLR does not take 'decay'; it takes initial_learning_rate, step_size, gamma, param_group_tags, "
+     "last_epoch"),
     ({"scheduler": "LinearLR", "initial_learning_rate": 0.1, "end_learning_rate": 0, "total_iters": 0},
      "LinearLR: total_iters must be a whole number ≥ 1; got 0"),
     ({"scheduler": "CosineDecayLR", "initial_learning_rate": -1, "end_learning_rate": 0, "total_iters": 5},

@@ -33,8 +33,10 @@ from csadmin.errors import InvalidArgument
 from .adam import Adam, AdamW
 from .adam_variants import Adamax, NAdam, RAdam
 from .adaptive import Adadelta, Adagrad, RMSprop
-from .lr_scheduler import (ChainedLR, ConstantLR, CosineDecayLR, ExponentialLR, LinearLR, LRScheduler, MultiStepLR,
-                           PolynomialLR, SequentialLR, StepLR)
+from .lr_scheduler import (ChainedLR, ConstantLR, CosineAnnealingLR, CosineAnnealingWarmRestarts, CosineDecayLR,
+                           CyclicLR, ExponentialLR, InverseExponentialTimeDecayLR, InverseSquareRootDecayLR, LambdaLR,
+                           LinearLR, LRScheduler, MultiplicativeLR, MultiStepLR, OneCycleLR, PiecewiseConstantLR,
+                           PolynomialLR, ScalePerParamLR, SequentialLR, StepLR)
 from .optimizer import Optimizer
 from .scaled import Adafactor, Lamb
 from .sgd import ASGD, SGD
@@ -136,7 +138,9 @@ def arguments(cls, kwargs: dict, skip: int = 1, runner_keys: bool = False) -> di
 
 SCHEDULERS: dict[str, type[LRScheduler]] = {
     cls.__name__: cls for cls in (ConstantLR, PolynomialLR, LinearLR, ExponentialLR, StepLR, MultiStepLR,
-                                  CosineDecayLR, SequentialLR, ChainedLR)
+                                  CosineDecayLR, SequentialLR, ChainedLR, InverseExponentialTimeDecayLR,
+                                  InverseSquareRootDecayLR, PiecewiseConstantLR, CosineAnnealingLR, LambdaLR,
+                                  CosineAnnealingWarmRestarts, MultiplicativeLR, CyclicLR, OneCycleLR, ScalePerParamLR)
 }
 # The configuration may also name a schedule without its "LR" suffix ("Linear", "CosineDecay").
 _SCHEDULER_NAMES = {**SCHEDULERS, **{name.removesuffix("LR"): cls for name, cls in SCHEDULERS.items()}}
@@ -169,6 +173,9 @@ def _one(optimizer, config, where: str) -> LRScheduler:
     cls = lookup("scheduler", config["scheduler"], _SCHEDULER_NAMES)
     if cls in (SequentialLR, ChainedLR):
         raise InvalidArgument(f"{where} names {cls.__name__}: give its parts as a list of dicts instead: {_FORMS}.")
+    if cls is ScalePerParamLR:  # it wraps a scheduler object, which a configuration cannot hold
+        raise InvalidArgument(f"{where} names ScalePerParamLR, which wraps a built scheduler: configure the "
+                              "schedule, then wrap it: ScalePerParamLR(optimizer, scheduler).")
     try:
         return cls(optimizer, **arguments(cls, kwargs))
     except InvalidArgument as e:

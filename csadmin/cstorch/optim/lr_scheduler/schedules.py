@@ -22,9 +22,9 @@ def _lr(owner: str, name: str, value) -> float:
 class ConstantLR(LRScheduler):
     """lr(s) = learning_rate. (torch's ConstantLR is a factor for total_iters steps instead.)"""
 
-    def __init__(self, optimizer, learning_rate, total_iters=None, last_epoch=-1):
+    def __init__(self, optimizer, learning_rate, total_iters=None, param_group_tags=None, last_epoch=-1):
         self.learning_rate = _lr("ConstantLR", "learning_rate", learning_rate)
-        super().__init__(optimizer, total_iters, last_epoch)
+        super().__init__(optimizer, total_iters, last_epoch, param_group_tags)
 
     def _get_closed_form_lr(self):
         return torch.full((), self.learning_rate, dtype=LR_DTYPE)
@@ -36,13 +36,13 @@ class PolynomialLR(LRScheduler):
     (torch's PolynomialLR is this with end_learning_rate=0 and no cycle.)"""
 
     def __init__(self, optimizer, initial_learning_rate, end_learning_rate, total_iters, power=1.0,
-                 cycle=False, last_epoch=-1):
+                 cycle=False, param_group_tags=None, last_epoch=-1):
         owner = type(self).__name__
         self.initial_learning_rate = _lr(owner, "initial_learning_rate", initial_learning_rate)
         self.end_learning_rate = _lr(owner, "end_learning_rate", end_learning_rate)
         self.power = number(owner, "power", power)
         self.cycle = bool(cycle)
-        super().__init__(optimizer, whole(owner, "total_iters", total_iters, 1), last_epoch)
+        super().__init__(optimizer, whole(owner, "total_iters", total_iters, 1), last_epoch, param_group_tags)
 
     def _get_closed_form_lr(self):
         s = self.last_epoch
@@ -59,20 +59,23 @@ class LinearLR(PolynomialLR):
     """lr(s) = initial + (end - initial) * min(s, T)/T. (torch's LinearLR is the same line given
     as start/end factors of the optimizer's lr.)"""
 
-    def __init__(self, optimizer, initial_learning_rate, end_learning_rate, total_iters, cycle=False, last_epoch=-1):
-        super().__init__(optimizer, initial_learning_rate, end_learning_rate, total_iters, 1.0, cycle, last_epoch)
+    def __init__(self, optimizer, initial_learning_rate, end_learning_rate, total_iters, cycle=False,
+                 param_group_tags=None, last_epoch=-1):
+        super().__init__(optimizer, initial_learning_rate, end_learning_rate, total_iters, 1.0, cycle,
+                         param_group_tags, last_epoch)
 
 
 class ExponentialLR(LRScheduler):
     """lr(s) = initial * decay_rate ** (s / total_iters), the exponent floored with staircase=True.
     (torch's ExponentialLR(gamma) is total_iters=1, decay_rate=gamma.)"""
 
-    def __init__(self, optimizer, initial_learning_rate, total_iters, decay_rate, staircase=False, last_epoch=-1):
+    def __init__(self, optimizer, initial_learning_rate, total_iters, decay_rate, staircase=False,
+                 param_group_tags=None, last_epoch=-1):
         owner = "ExponentialLR"
         self.initial_learning_rate = _lr(owner, "initial_learning_rate", initial_learning_rate)
         self.decay_rate = number(owner, "decay_rate", decay_rate)
         self.staircase = bool(staircase)
-        super().__init__(optimizer, whole(owner, "total_iters", total_iters, 1), last_epoch)
+        super().__init__(optimizer, whole(owner, "total_iters", total_iters, 1), last_epoch, param_group_tags)
 
     def _get_closed_form_lr(self):
         power = self.last_epoch / self.total_iters
@@ -84,11 +87,11 @@ class ExponentialLR(LRScheduler):
 class StepLR(LRScheduler):
     """lr(s) = initial * gamma ** floor(s / step_size), as torch's StepLR."""
 
-    def __init__(self, optimizer, initial_learning_rate, step_size, gamma=0.1, last_epoch=-1):
+    def __init__(self, optimizer, initial_learning_rate, step_size, gamma=0.1, param_group_tags=None, last_epoch=-1):
         self.initial_learning_rate = _lr("StepLR", "initial_learning_rate", initial_learning_rate)
         self.step_size = whole("StepLR", "step_size", step_size, 1)
         self.gamma = number("StepLR", "gamma", gamma)
-        super().__init__(optimizer, None, last_epoch)
+        super().__init__(optimizer, None, last_epoch, param_group_tags)
 
     def _get_closed_form_lr(self):
         drops = torch.floor(self.last_epoch / self.step_size)
@@ -98,14 +101,14 @@ class StepLR(LRScheduler):
 class MultiStepLR(LRScheduler):
     """lr(s) = initial * gamma ** (how many milestones are ≤ s), as torch's MultiStepLR."""
 
-    def __init__(self, optimizer, initial_learning_rate, milestones, gamma=0.1, last_epoch=-1):
+    def __init__(self, optimizer, initial_learning_rate, milestones, gamma=0.1, param_group_tags=None, last_epoch=-1):
         owner = "MultiStepLR"
         self.initial_learning_rate = _lr(owner, "initial_learning_rate", initial_learning_rate)
         if not isinstance(milestones, (list, tuple)) or not milestones:
             raise InvalidArgument(f"{owner}: milestones must be a non-empty list of steps; got {milestones!r}.")
         self.milestones = sorted(whole(owner, "milestones[]", m, 1) for m in milestones)
         self.gamma = number(owner, "gamma", gamma)
-        super().__init__(optimizer, None, last_epoch)
+        super().__init__(optimizer, None, last_epoch, param_group_tags)
 
     def _get_closed_form_lr(self):
         passed = (self.last_epoch >= torch.tensor(self.milestones, dtype=LR_DTYPE)).sum().to(LR_DTYPE)
@@ -116,11 +119,12 @@ class CosineDecayLR(LRScheduler):
     """lr(s) = end + (initial - end) * (1 + cos(pi * min(s, T)/T)) / 2, T = total_iters. (torch's
     CosineAnnealingLR(T_max=T, eta_min=end) up to T; it rises again after, this one holds.)"""
 
-    def __init__(self, optimizer, initial_learning_rate, end_learning_rate, total_iters, last_epoch=-1):
+    def __init__(self, optimizer, initial_learning_rate, end_learning_rate, total_iters,
+                 param_group_tags=None, last_epoch=-1):
         owner = "CosineDecayLR"
         self.initial_learning_rate = _lr(owner, "initial_learning_rate", initial_learning_rate)
         self.end_learning_rate = _lr(owner, "end_learning_rate", end_learning_rate)
-        super().__init__(optimizer, whole(owner, "total_iters", total_iters, 1), last_epoch)
+        super().__init__(optimizer, whole(owner, "total_iters", total_iters, 1), last_epoch, param_group_tags)
 
     def _get_closed_form_lr(self):
         progress = torch.clamp(self.last_epoch, max=float(self.total_iters)) / self.total_iters
