@@ -170,7 +170,7 @@ def test_configure_lr_scheduler_takes_the_documents_three_forms():
      r"main_scheduler \['Parallel'\] is not ChainedLR or SequentialLR"),
     ([{"scheduler": "ConstantLR", "learning_rate": 0.1, "main_scheduler": "ChainedLR"},
       {"scheduler": "ConstantLR", "learning_rate": 0.0}], r"ChainedLR: schedulers\[1\] starts at learning rate 0"),
-    ({"scheduler": "MultiStepLR", "initial_learning_rate": 0.1, "milestones": 5}, "milestones must be a non-empty"),
+    ({"scheduler": "MultiStepLR", "initial_learning_rate": 0.1, "gamma": 0.5, "milestones": 5}, "milestones must be a non-empty"),
 ])
 def test_a_malformed_configuration_is_a_clear_error(learning_rate, message):
     with pytest.raises(InvalidArgument, match=message):

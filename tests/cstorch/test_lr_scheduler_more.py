@@ -194,6 +194,10 @@ def test_every_schedule_is_an_lr_scheduler_with_the_real_signature_tail():
     for cls in (InverseExponentialTimeDecayLR, InverseSquareRootDecayLR, PiecewiseConstantLR, CosineAnnealingLR,
                 LambdaLR, CosineAnnealingWarmRestarts, MultiplicativeLR, CyclicLR, OneCycleLR, ScalePerParamLR):
         assert issubclass(cls, LRScheduler) and "param_group_tags" in inspect.signature(cls).parameters
+    # The earlier schedules too, where scripts pass arguments by position.
+    from csadmin.cstorch.optim.lr_scheduler import MultiStepLR, StepLR
+    assert list(inspect.signature(MultiStepLR).parameters)[1:4] == ["initial_learning_rate", "gamma", "milestones"]
+    assert list(inspect.signature(StepLR).parameters)[1:4] == ["initial_learning_rate", "step_size", "gamma"]
     assert list(inspect.signature(OneCycleLR).parameters)[1:] == [
         "initial_learning_rate", "max_lr", "total_steps", "pct_start", "final_div_factor", "three_phase",
         "anneal_strategy", "param_group_tags"]

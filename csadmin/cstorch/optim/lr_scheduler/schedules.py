@@ -99,9 +99,10 @@ class StepLR(LRScheduler):
 
 
 class MultiStepLR(LRScheduler):
-    """lr(s) = initial * gamma ** (how many milestones are ≤ s), as torch's MultiStepLR."""
+    """lr(s) = initial * gamma ** (how many milestones are ≤ s), as torch's MultiStepLR. The real
+    class's argument order (gamma before milestones), for scripts that pass them by position."""
 
-    def __init__(self, optimizer, initial_learning_rate, milestones, gamma=0.1, param_group_tags=None, last_epoch=-1):
+    def __init__(self, optimizer, initial_learning_rate, gamma, milestones, param_group_tags=None, last_epoch=-1):
         owner = "MultiStepLR"
         self.initial_learning_rate = _lr(owner, "initial_learning_rate", initial_learning_rate)
         if not isinstance(milestones, (list, tuple)) or not milestones:
