@@ -127,10 +127,7 @@ class RAdam(Optimizer):
         super().__init__(params, defaults, enable_global_step=True)
 
     def preinitialize(self) -> None:
-        for group in self.param_groups:
-            for p in group["params"]:
-                self.state[p]["exp_avg"] = zeros(p)
-                self.state[p]["exp_avg_sq"] = zeros(p)
+        self.zero_state("exp_avg", "exp_avg_sq")
 
     def state_names_to_sparsify(self) -> list[str]:
         return ["exp_avg", "exp_avg_sq"]

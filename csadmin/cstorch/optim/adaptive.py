@@ -73,10 +73,7 @@ class Adadelta(Optimizer):
         super().__init__(params, defaults)
 
     def preinitialize(self) -> None:
-        for group in self.param_groups:
-            for p in group["params"]:
-                self.state[p]["square_avg"] = zeros(p)
-                self.state[p]["acc_delta"] = zeros(p)
+        self.zero_state("square_avg", "acc_delta")
 
     def state_names_to_sparsify(self) -> list[str]:
         return ["square_avg", "acc_delta"]

@@ -35,6 +35,7 @@ from csadmin.errors import InvalidArgument, InvalidState
 
 import csadmin.cstorch.state as state
 from .checks import plain_value
+from .update import zeros
 
 STATE_RULE = "no state variables may be initialized outside of the preinitialize method"
 
@@ -84,6 +85,12 @@ class Optimizer(torch.optim.Optimizer, abc.ABC):
         """Every parameter of every group, in order."""
         for group in self.param_groups:
             yield from group["params"]
+
+    def zero_state(self, *names: str) -> None:
+        """For preinitialize: the state tensors `names` of every parameter, zeros shaped like it."""
+        for p in self.parameters():
+            for name in names:
+                self.state[p][name] = zeros(p)
 
     def increment_global_step(self, p: torch.Tensor) -> torch.Tensor:
         """Advance `p`'s global step in place and return it (needs enable_global_step=True)."""

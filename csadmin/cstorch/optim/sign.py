@@ -27,9 +27,7 @@ class Lion(Optimizer):
         super().__init__(params, defaults)
 
     def preinitialize(self) -> None:
-        for group in self.param_groups:
-            for p in group["params"]:
-                self.state[p]["exp_avg"] = zeros(p)
+        self.zero_state("exp_avg")
 
     def state_names_to_sparsify(self) -> list[str]:
         return ["exp_avg"]
