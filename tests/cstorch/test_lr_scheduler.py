@@ -7,8 +7,8 @@ import pytest
 import torch
 
 from csadmin.cstorch.optim import SGD, Adam, configure_lr_scheduler
-from csadmin.cstorch.optim.lr_scheduler import (ChainedLR, ConstantLR, CosineDecayLR, ExponentialLR, LinearLR,
-                                                LRScheduler, MultiStepLR, PolynomialLR, SequentialLR, StepLR)
+from csadmin.cstorch.optim.lr_scheduler import (ChainedLR, ChainedScheduler, ConstantLR, CosineDecayLR, ExponentialLR,
+                                                LinearLR, LRScheduler, MultiStepLR, PolynomialLR, SequentialLR, StepLR)
 from csadmin.errors import InvalidArgument
 
 STEPS = 40
@@ -74,8 +74,14 @@ def test_cosine_decay_is_torchs_cosine_annealing_until_its_end_then_holds():
     (lambda o: ChainedLR(o, [ConstantLR(o, 0.1), StepLR(o, 2.0, step_size=10, gamma=0.5),
                              ExponentialLR(o, 1.0, total_iters=20, decay_rate=0.25)]),
      lambda s: 0.1 * 0.5 ** (s // 10) * 0.25 ** (s / 20)),
+    # 2.x's form: the schedulers alone (the optimizer is theirs), also under torch's name
+    (lambda o: ChainedLR([ConstantLR(o, 0.1), StepLR(o, 2.0, step_size=10, gamma=0.5)]),
+     lambda s: 0.1 * 0.5 ** (s // 10)),
+    (lambda o: ChainedScheduler(schedulers=[ConstantLR(o, 0.1), ExponentialLR(o, 1.0, total_iters=20,
+                                                                              decay_rate=0.25)]),
+     lambda s: 0.1 * 0.25 ** (s / 20)),
 ], ids=["exponential-staircase", "exponential", "polynomial", "polynomial-cycle", "linear", "sequential",
-        "chained"])
+        "chained", "chained-2x", "chained-scheduler"])
 def test_each_schedule_is_its_closed_form(make, formula):
     assert _ours(make(_optimizer())) == pytest.approx([formula(s) for s in range(STEPS)], rel=1e-9, abs=1e-15)
 

@@ -6,13 +6,13 @@ cyclic (CyclicLR, OneCycleLR) and composite (schedules made of schedules).
 """
 
 from .base import LRScheduler
-from .composite import ChainedLR, ScalePerParamLR, SequentialLR
+from .composite import ChainedLR, ChainedScheduler, ScalePerParamLR, SequentialLR
 from .cyclic import CyclicLR, OneCycleLR
 from .decay import (CosineAnnealingLR, CosineAnnealingWarmRestarts, InverseExponentialTimeDecayLR,
                     InverseSquareRootDecayLR, LambdaLR, MultiplicativeLR, PiecewiseConstantLR)
 from .schedules import ConstantLR, CosineDecayLR, ExponentialLR, LinearLR, MultiStepLR, PolynomialLR, StepLR
 
 __all__ = ["LRScheduler", "ConstantLR", "PolynomialLR", "LinearLR", "ExponentialLR", "StepLR", "MultiStepLR",
-           "CosineDecayLR", "SequentialLR", "ChainedLR", "InverseExponentialTimeDecayLR", "InverseSquareRootDecayLR",
+           "CosineDecayLR", "SequentialLR", "ChainedLR", "ChainedScheduler", "InverseExponentialTimeDecayLR", "InverseSquareRootDecayLR",
            "PiecewiseConstantLR", "CosineAnnealingLR", "LambdaLR", "CosineAnnealingWarmRestarts", "MultiplicativeLR",
            "CyclicLR", "OneCycleLR", "ScalePerParamLR"]

@@ -67,9 +67,18 @@ class SequentialLR(_Composite):
 
 class ChainedLR(_Composite):
     """The first schedule scaled by every later one's factor: lr(s) = schedulers[0](s) *
-    Π schedulers[i](s) / schedulers[i](0) (torch's ChainedScheduler, for closed forms)."""
+    Π schedulers[i](s) / schedulers[i](0) (torch's ChainedScheduler, for closed forms).
 
-    def __init__(self, optimizer, schedulers, last_epoch=-1, param_group_tags=None):
+    Both releases' forms: `ChainedLR(schedulers, param_group_tags=None)` (2.x: the optimizer is
+    the one its parts schedule) and `ChainedLR(optimizer, schedulers)` (the first release's)."""
+
+    def __init__(self, optimizer=None, schedulers=None, last_epoch=-1, param_group_tags=None):
+        if isinstance(optimizer, (list, tuple)):  # 2.x: (schedulers, param_group_tags)
+            if schedulers is not None:
+                param_group_tags = schedulers
+            optimizer, schedulers = None, optimizer
+        if optimizer is None and isinstance(schedulers, (list, tuple)) and schedulers:
+            optimizer = getattr(schedulers[0], "optimizer", None)
         self._schedulers = _parts("ChainedLR", optimizer, schedulers, param_group_tags)
         zero = torch.zeros((), dtype=LR_DTYPE)
         self._starts = [float(part._closed_form_at(zero)) for part in self._schedulers]
@@ -85,6 +94,10 @@ class ChainedLR(_Composite):
         for part, start in zip(self._schedulers[1:], self._starts[1:]):
             lr = lr * (part._closed_form_at(s) / start)
         return lr
+
+
+class ChainedScheduler(ChainedLR):
+    """torch's name for ChainedLR, as the real package aliases it."""
 
 
 class ScalePerParamLR(LRScheduler):
