@@ -41,10 +41,15 @@ def test_ctrl_d_typed_while_events_are_printed_above_the_prompt_leaves(csd):
         # prompt blocks, in cooked mode. How many that takes depends on the kernel's pty buffer
         # (about 64 KiB here, and 300 events print about as much), so it is a condition, not a
         # count.
-        cooked_now = lambda: termios.tcgetattr(tty)[3] & termios.ICANON
+        def cooked():
+            """In cooked mode and still there 0.2 s on: blocked, not one of the brief writes."""
+            settled = time.monotonic() + 0.2
+            while termios.tcgetattr(tty)[3] & termios.ICANON:
+                if time.monotonic() > settled:
+                    return True
+                time.sleep(0.01)
+            return False
 
-        def cooked():  # and staying so: blocked, not one of the brief unblocked writes
-            return cooked_now() and not any(time.sleep(0.05) or not cooked_now() for _ in range(4))
         deadline = time.monotonic() + 60
         with csd.client() as other:
             while not cooked():
