@@ -67,12 +67,10 @@ class StepFunction:
         self.fn = fn
         self.decorator = decorator  # how the script named it, for messages
         self.name = getattr(fn, "__name__", "step")
+        #: how messages name it: "compile_step function 'train_step'" (or "trace function …");
+        #: made once, as every replayed step hands it to the signature check
+        self.described = f"{decorator} function {self.name!r}"
         functools.update_wrapper(self, fn)
-
-    @property
-    def described(self) -> str:
-        """How messages name it: "compile_step function 'train_step'" (or "trace function …")."""
-        return f"{self.decorator} function {self.name!r}"
 
     def __get__(self, instance, owner=None):
         """A compile_step method: the instance is the step's first (non-tensor) argument."""
