@@ -3,12 +3,17 @@ and configure() pointed at a test csd."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 
 import torch
+from torch.utils._python_dispatch import TorchDispatchMode
+from torch.utils._pytree import tree_flatten, tree_map
 
 import csadmin.cstorch as cstorch
 from tests.harness import Daemon
+
+aten = torch.ops.aten
 
 
 def weight_streaming(daemon: Daemon) -> None:
@@ -23,11 +28,41 @@ def weight_streaming(daemon: Daemon) -> None:
         c.wait_for(state="ACTIVE", execmode="WEIGHT_STREAMING", timeout=20)
 
 
+# The products the numerics contract defines itself (docs/cstorch.md, point 4): half-rounded
+# inputs, a float32 sum, one rounding of the result.
+_PRODUCTS = {
+    aten.mm.default, aten.addmm.default, aten.bmm.default, aten.baddbmm.default, aten.addbmm.default,
+    aten.mv.default, aten.addmv.default, aten.dot.default, aten.convolution.default,
+    aten.convolution_backward.default,
+}
+
+
+class _ProductsInFloat32(TorchDispatchMode):
+    """Matrix products and convolutions on half tensors summed as the contract says: in float32 on
+    the half values, the result rounded once to the half dtype. Eager autocast's own half kernels
+    sum in an order of their own that depends on the processor (on one with AVX512-FP16 a 32-term
+    float16 dot product already rounds differently from float32's MKL order now and then), so a
+    baseline that left them to the kernel would hold bit for bit on some CPUs only."""
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        flat, _ = tree_flatten((args, kwargs))
+        halves = {x.dtype for x in flat if isinstance(x, torch.Tensor) and x.dtype in (torch.float16, torch.bfloat16)}
+        if func not in _PRODUCTS or len(halves) != 1:
+            return func(*args, **kwargs)
+        half = halves.pop()
+        wide = tree_map(lambda x: x.float() if isinstance(x, torch.Tensor) and x.dtype == half else x, (args, kwargs))
+        return tree_map(lambda x: x.to(half) if isinstance(x, torch.Tensor) else x, func(*wide[0], **wide[1]))
+
+
+@contextlib.contextmanager
 def as_the_system():
     """The numerics the runtime gives a step, for an eager baseline: CPU autocast to float16 (001:
-    the computation other than the weight update happens in float16, the casts inserted for you).
-    Spelled in plain torch, not through cstorch, so a baseline does not lean on what it checks."""
-    return torch.autocast("cpu", dtype=torch.float16)
+    the computation other than the weight update happens in float16, the casts inserted for you),
+    its products summed in float32 as the contract defines them (_ProductsInFloat32). Spelled in
+    plain torch, not through cstorch, so a baseline does not lean on what it checks."""
+    with torch.autocast("cpu", dtype=torch.float16), _ProductsInFloat32():
+        yield
 
 
 def eagerly(step):
