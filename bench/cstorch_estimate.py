@@ -27,7 +27,7 @@ import time
 import torch
 
 import csadmin.cstorch as cstorch
-from csadmin.cstorch import state
+from csadmin.cstorch.backend import process_backend
 from tests.cstorch.helpers import weight_streaming
 from tests.harness import Daemon
 
@@ -37,7 +37,7 @@ BUSY = ("import torch\ntorch.set_num_threads(1)\na = torch.randn(512, 512)\n"
 
 def compile_once(daemon, root: str, n: int, width: int, batch_size: int, build, make_step) -> tuple[float, float]:
     """One compile_only compile of the bench step: (its estimate, the wall clock's on the same program)."""
-    state.reset()
+    process_backend.reset()
     directory = os.path.join(root, str(n))
     cstorch.configure(model_dir=directory, compile_dir=os.path.join(directory, "compile"), compile_only=True,
                       mgmt_address=daemon.connection_file, key=daemon.admin_key)
@@ -47,7 +47,7 @@ def compile_once(daemon, root: str, n: int, width: int, batch_size: int, build, 
     g = torch.Generator().manual_seed(1)
     x, y = torch.randn(batch_size, 512, generator=g), torch.randint(0, 10, (batch_size,), generator=g)
     step(x, y)
-    program = state.current().run.program
+    program = process_backend.current().run.program
     scratch = [t.detach().clone() for t in program.state]
     best = float("inf")
     for _ in range(3):  # the estimate as it was: the fastest of 3 executions by the wall clock
@@ -100,6 +100,6 @@ def main(argv: list[str]) -> int:
         for process in busy:
             process.kill()
             process.wait()
-        state.reset()
+        process_backend.reset()
         daemon.cleanup()
     return 0

@@ -86,8 +86,10 @@ def _imports(module: str) -> set[str]:
             if node.level:
                 parts = package.split(".")
                 base = ".".join(parts[: len(parts) - node.level + 1] + ([base] if base else []))
-            names.add(base)
-            names |= {f"{base}.{alias.name}" for alias in node.names}
+            # `from P import m, n`: the modules m and n when they are modules (what the importer
+            # uses; a package's own __init__ is its doorway), else P itself for its names.
+            found = {f"{base}.{alias.name}" for alias in node.names} & MODULES.keys()
+            names |= found if len(found) == len(node.names) else found | {base}
     return {name for name in names if name in MODULES}
 
 

@@ -35,18 +35,18 @@ import it. docs/cstorch.md lists every name of the API with its status here.
 """
 
 from . import amp, backends, distributed, metrics, optim, saver, utils
-from .backend_api import (backend, current_backend, current_backend_impl, current_torch_device, get_backend_args,
+from .backend import (backend, current_backend, current_backend_impl, current_torch_device, get_backend_args,
                           use_cs)
-from .backend_type import BackendType
-from .checkpoint import load, save
-from .closures import checkpoint_closure
-from .compiled import compile
-from .config import configure
+from .backend.backend_type import BackendType
+from .storage.checkpoint import load, save
+from .utils.step_closures import checkpoint_closure
+from .core.compile import compile
+from .backend.config import configure
 from .distributed import get_worker_state
-from .scalars import save_summaries, scalar_summary
-from .state import Backend
-from .step import compile_step, step_closure, trace
-from .tensor_factories import full, full_like, ones, ones_like, zeros, zeros_like
+from .utils.tensorboard.scalar_summary import save_summaries, scalar_summary
+from .backend.process_backend import Backend
+from .core.trace import compile_step, step_closure, trace
+from .utils.tensor import full, full_like, ones, ones_like, zeros, zeros_like
 from .utils.data import DataLoader, DataLoaderCheckpoint, RestartableDataLoader, SyntheticDataset, from_numpy, to_numpy
 from .utils.tensorboard import summarize_scalar, summarize_tensor
 

@@ -8,7 +8,7 @@ sys.modules before the script runs as `__main__`. `cerebras_pytorch` is a module
 csadmin.cstorch's names plus `experimental`, and `cerebras` a namespace holding `pytorch`
 (`import a.b as c` looks `b` up as an attribute of `a`). The names R1.8 scripts import from
 `cerebras_appliance` for configure (ExecutionStrategy, DebugArgs, get_debug_args) are
-csadmin.cstorch.appliance, registered the same way. Nothing named cerebras is installed; other
+csadmin.cstorch.backend.appliance, registered the same way. Nothing named cerebras is installed; other
 processes see nothing.
 
 A launcher may give the process an input-only role through its environment (an input worker task
@@ -55,7 +55,7 @@ def alias_modules() -> list[str]:
             aliased = alias + name[len("csadmin.cstorch"):]
             sys.modules.setdefault(aliased, sys.modules[name])
             made.append(aliased)
-    from csadmin.cstorch import appliance  # what scripts pass to configure from cerebras_appliance
+    from csadmin.cstorch.backend import appliance  # what scripts pass to configure from cerebras_appliance
 
     return made + appliance.alias()
 
@@ -69,10 +69,10 @@ def main(argv: list[str]) -> int:
         print(f"python -m csadmin.cstorch: no such script: {script}\n{USAGE}", file=sys.stderr)
         return 2
     alias_modules()
-    from csadmin.cstorch import state
+    from csadmin.cstorch.backend import process_backend
     from csadmin.cstorch.utils.data._utils import roles
 
-    backend = state.current()
+    backend = process_backend.current()
     backend.input_role = role = roles.from_environment()
     sys.argv = list(argv)
     sys.path.insert(0, os.path.dirname(os.path.abspath(script)))

@@ -31,7 +31,7 @@ from typing import List, Optional
 
 from csadmin.errors import InvalidArgument, InvalidState
 
-import csadmin.cstorch.state as state
+from .backend import process_backend
 
 # ClusterConfig's field → configure's parameter, where the names differ.
 _RENAMED = {"credentials_path": "key"}
@@ -70,24 +70,24 @@ class ClusterConfig:
 
 def is_streamer() -> bool:
     """Whether this process is an input worker (it streams batches to the system)."""
-    return state.current().is_input_worker
+    return process_backend.current().is_input_worker
 
 
 def get_streaming_rank() -> int:
     """This input worker's index among the input workers (0 outside one)."""
-    return state.current().worker.task_id
+    return process_backend.current().worker.task_id
 
 
 def num_streamers() -> int:
     """How many input workers feed the run (1 outside one)."""
-    return state.current().worker.num_tasks
+    return process_backend.current().worker.num_tasks
 
 
 def is_master_ordinal(local: bool = False) -> bool:
     """Whether this process is the run's master task, the one that compiles and drives the run
     (the script's own process), not an input worker. `local` is taken as the real one takes it,
     for the XLA API's signature, and changes nothing."""
-    return not state.current().is_input_worker
+    return not process_backend.current().is_input_worker
 
 
 def get_streaming_batch_size(effective_batch_size: int, global_rank: int | None = None) -> int:
@@ -109,7 +109,7 @@ def get_worker_state():
     """This input worker's DataLoaderCheckpoint, inside its dataloader's state_dict at a
     checkpoint step; InvalidState anywhere else, and on a second call in the same state_dict
     (the state is handed out once, as the real API hands it)."""
-    backend = state.current()
+    backend = process_backend.current()
     checkpoint, backend.worker_state = backend.worker_state, None
     if checkpoint is None:
         raise InvalidState(

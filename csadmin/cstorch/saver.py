@@ -6,7 +6,7 @@ HDF5 checkpoints), and the one-value tensor factories the real package defines b
 (`full`, `ones`, `zeros` and their `_like`s) are tensor_factories.py's.
 """
 
-from .checkpoint import load, save
-from .tensor_factories import full, full_like, ones, ones_like, zeros, zeros_like
+from .storage.checkpoint import load, save
+from .utils.tensor import full, full_like, ones, ones_like, zeros, zeros_like
 
 __all__ = ["save", "load", "full", "full_like", "ones", "ones_like", "zeros", "zeros_like"]

@@ -24,7 +24,7 @@ try:  # the real API's names, under `python -m csadmin.cstorch`
     from cerebras_appliance.run_utils import get_debug_args
 except ImportError:
     import csadmin.cstorch as cstorch
-    from csadmin.cstorch.appliance import ExecutionStrategy, get_debug_args
+    from csadmin.cstorch.backend.appliance import ExecutionStrategy, get_debug_args
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from data import CLASSES, FEATURES, dataset  # noqa: E402

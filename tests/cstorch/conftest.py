@@ -1,11 +1,11 @@
 """Fixtures for csadmin.cstorch against a real csd: one csd in weight streaming per module (runs
 end between tests, so they share it), and a fresh cstorch backend for every test (configure is
-once per process; state.reset() closes any run still open, as the process's end would)."""
+once per process; process_backend.reset() closes any run still open, as the process's end would)."""
 
 import pytest
 import torch
 
-from csadmin.cstorch import state
+from csadmin.cstorch.backend import process_backend
 from tests.cstorch.helpers import weight_streaming
 from tests.harness import Daemon
 
@@ -26,6 +26,6 @@ def ws_csd():
 
 @pytest.fixture(autouse=True)
 def fresh_runtime():
-    state.reset()
+    process_backend.reset()
     yield
-    state.reset()
+    process_backend.reset()

@@ -1,4 +1,4 @@
-"""A fresh cstorch backend for each library test (the backend is process-wide, csadmin.cstorch.state).
+"""A fresh cstorch backend for each library test (the backend is process-wide, csadmin.cstorch.backend.process_backend).
 
     from tests.cstorch.run_state import fresh_run  # noqa: F401  (pytest finds the fixture by name)
 
@@ -8,10 +8,10 @@ The fixture is the new backend: a test sets what it needs of the run on it (`fre
 
 import pytest
 
-from csadmin.cstorch import state
+from csadmin.cstorch.backend import process_backend
 
 
 @pytest.fixture(autouse=True)
 def fresh_run():
-    yield state.reset()
-    state.reset()
+    yield process_backend.reset()
+    process_backend.reset()

@@ -5,7 +5,7 @@ as the vendor runner's logging closure and its parameter-norm summary use them."
 import torch
 
 import csadmin.cstorch as cstorch
-from csadmin.cstorch import state
+from csadmin.cstorch.backend import process_backend
 from tests.cstorch.helpers import Trainer, as_the_system, batches, configure, model
 
 
@@ -13,7 +13,7 @@ def test_compiled_model_backend_is_the_processs_backend_as_the_runner_reads_it(w
     configure(ws_csd, tmp_path)
     t = Trainer(model())
     backend = t.compiled.backend
-    assert backend is state.current()
+    assert backend is process_backend.current()
     assert backend.name == "WSE_WS" and str(backend) == "wse_ws"
     assert backend.is_wse() and not backend.is_gpu() and backend.is_csx and not backend.is_cpu
     # backend.device is where tensors are made (the later releases' `with backend.device:`, "CSX");

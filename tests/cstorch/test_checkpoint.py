@@ -9,7 +9,7 @@ import h5py
 import pytest
 import torch
 
-from csadmin.cstorch.checkpoint import load, save
+from csadmin.cstorch.storage.checkpoint import load, save
 from csadmin.errors import BadCheckpoint, InvalidArgument, NotFound
 
 DTYPES = [torch.float32, torch.float64, torch.float16, torch.bfloat16, torch.int8, torch.uint8, torch.int16,
@@ -214,7 +214,7 @@ def test_hostile_structures_are_refused_not_crashed_on(tmp_path):
 
 SAVER = """
 import sys, torch
-from csadmin.cstorch.checkpoint import save
+from csadmin.cstorch.storage.checkpoint import save
 path = sys.argv[1]
 save({"version": 1, "w": torch.zeros(16, 1024, 1024)}, path)
 print("saved", flush=True)

@@ -11,7 +11,7 @@ import yaml
 
 import csadmin.cstorch as cstorch
 from csadmin import errors
-from csadmin.cstorch import config, csd_link, state
+from csadmin.cstorch.backend import config, csd_link, process_backend
 from tests.cstorch.helpers import Trainer, batches, configure, model
 
 
@@ -37,7 +37,7 @@ def test_every_parameter_is_accepted_and_checkpoint_steps_reach_the_run_state(tm
         job_labels=["team=ml", "purpose=test"], max_act_per_csx=2, mgmt_address="tcp://127.0.0.1:1", key="k")
     assert c.labels == {"team": "ml", "purpose": "test"}
     assert str(tmp_path) in sys.path  # this process is the worker: it imports from python_paths
-    assert state.current().checkpoint_steps == 100
+    assert process_backend.current().checkpoint_steps == 100
     assert os.path.isdir(tmp_path / "m") and os.path.isdir(tmp_path / "c")
 
 
@@ -89,7 +89,7 @@ def test_bad_values_are_refused_with_what_to_do(tmp_path, kwargs, message):
         cstorch.configure(**kwargs)
     assert exc.value.message == message
     assert exc.value.hint
-    assert state.current().config is None  # nothing was configured: a corrected call may follow
+    assert process_backend.current().config is None  # nothing was configured: a corrected call may follow
 
 
 def test_compile_before_configure_is_refused():
@@ -110,9 +110,9 @@ def test_compile_refuses_an_unknown_backend_and_a_non_module(ws_csd, tmp_path):
 
 def test_compile_accepts_the_backend_in_any_case_and_sets_the_execution_mode(ws_csd, tmp_path):
     configure(ws_csd, tmp_path)
-    assert state.current().execmode is None
+    assert process_backend.current().execmode is None
     cstorch.compile(model(), backend="WSE_WS")
-    assert state.current().execmode == "WEIGHT_STREAMING"
+    assert process_backend.current().execmode == "WEIGHT_STREAMING"
 
 
 def test_compile_refuses_a_backend_for_another_execution_mode(ws_csd, tmp_path):
@@ -179,7 +179,7 @@ def test_the_runners_keywords_seed_torch_limit_the_run_and_are_recorded(ws_csd, 
     """R1.8's runner: seed (torch seeded before the model is built), job_time_sec (the run's
     limit, on the Config for csd), and the appliance client's settings: accepted, in the run's
     yaml, said once on stderr to change nothing here."""
-    from csadmin.cstorch.appliance import ExecutionStrategy, get_debug_args, update_debug_args_with_autogen_policy
+    from csadmin.cstorch.backend.appliance import ExecutionStrategy, get_debug_args, update_debug_args_with_autogen_policy
 
     (tmp_path / "debug.txt").write_text("debug_usr { }\n")
     debug_args = get_debug_args(str(tmp_path / "debug.txt"))
@@ -210,7 +210,7 @@ def test_the_runners_keywords_seed_torch_limit_the_run_and_are_recorded(ws_csd, 
 
 
 def test_an_execution_strategy_for_another_mode_is_refused_at_compile(ws_csd, tmp_path):
-    from csadmin.cstorch.appliance import ExecutionStrategy
+    from csadmin.cstorch.backend.appliance import ExecutionStrategy
 
     configure(ws_csd, tmp_path, execution_strategy=ExecutionStrategy.ES_PIPELINE)
     with pytest.raises(errors.InvalidArgument) as exc:
@@ -220,7 +220,7 @@ def test_an_execution_strategy_for_another_mode_is_refused_at_compile(ws_csd, tm
 
 
 def test_the_appliance_helpers_refuse_what_they_cannot_read(tmp_path):
-    from csadmin.cstorch.appliance import get_debug_args, update_debug_args_with_autogen_policy
+    from csadmin.cstorch.backend.appliance import get_debug_args, update_debug_args_with_autogen_policy
 
     with pytest.raises(errors.NotFound, match="no debug args file"):
         get_debug_args(str(tmp_path / "missing.txt"))

@@ -8,7 +8,8 @@ import pytest
 import torch
 
 import csadmin.cstorch as cstorch
-from csadmin.cstorch import amp, state
+from csadmin.cstorch import amp
+from csadmin.cstorch.backend import process_backend
 from csadmin.cstorch.amp.formats import FORMATS
 from tests.cstorch.helpers import Trainer, batches, configure, model
 
@@ -47,7 +48,7 @@ def test_an_eval_step_on_cuda_is_the_contracts_number_there(ws_csd, tmp_path, ha
             want = r(torch.addmm(r(l2.bias), hidden, r(l2.weight).t()))
             assert logits.device.type == "cuda" and logits.dtype == fmt.visible
             assert torch.equal(logits.float(), want)
-    program = state.current().run.program
+    program = process_backend.current().run.program
     assert program.half == half and program.est_samples_per_sec > 0
     assert all(t.device.type == "cuda" for t in program.state)
 
@@ -60,7 +61,7 @@ def test_training_on_cuda_keeps_float32_weights_there_and_agrees_with_the_cpus_p
     fmt = FORMATS[half]
     losses, first_logits = {}, {}
     for device in ("cpu", "cuda"):
-        state.reset()  # one run per process: a new "process" for each device
+        process_backend.reset()  # one run per process: a new "process" for each device
         amp.set_half_dtype(half)
         configure(ws_csd, tmp_path / device)
         t = Trainer(model().to(device), logits=True)
@@ -72,7 +73,7 @@ def test_training_on_cuda_keeps_float32_weights_there_and_agrees_with_the_cpus_p
             first_logits.setdefault(device, logits.float().cpu())
             losses[device].append(loss.item())
         assert all(p.device.type == device and p.dtype == p.grad.dtype == torch.float32 for p in t.net.parameters())
-        state.current().run.finish()
+        process_backend.current().run.finish()
     a, b = first_logits["cpu"], first_logits["cuda"]
     assert ((a - b).abs() <= ulp(torch.maximum(a.abs(), b.abs()), half)).all()
     for device in ("cpu", "cuda"):

@@ -7,7 +7,7 @@ from torch.utils.data import DataLoader as TorchLoader
 from torch.utils.data import IterableDataset, TensorDataset
 
 import csadmin.cstorch as cstorch
-from csadmin.cstorch.config import Config
+from csadmin.cstorch.backend.config import Config
 from csadmin.cstorch.utils.data import DataLoader
 from csadmin.errors import InvalidArgument, ReprogramForbidden
 from tests.cstorch.run_state import fresh_run  # noqa: F401

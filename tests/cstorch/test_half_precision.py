@@ -21,7 +21,8 @@ import pytest
 import torch
 
 import csadmin.cstorch as cstorch
-from csadmin.cstorch import amp, state
+from csadmin.cstorch import amp
+from csadmin.cstorch.backend import process_backend
 from csadmin.cstorch.amp.formats import FORMATS
 from csadmin.errors import InvalidArgument, InvalidState
 from tests.cstorch.helpers import Trainer, batches, configure, model
@@ -234,7 +235,7 @@ def test_what_a_step_returns_and_a_closure_receives(ws_csd, tmp_path, half, visi
         assert (logits.dtype, loss.dtype, count.dtype) == (visible, torch.float32, torch.int64)
         assert all(p.dtype == p.grad.dtype == torch.float32 for p in t.net.parameters())
     assert seen == [(visible, torch.float32, torch.int64)] * 2
-    assert state.current().run.program.half == half
+    assert process_backend.current().run.program.half == half
 
 
 def test_cbfloat16_keeps_values_beyond_float16s_range(ws_csd, tmp_path):
@@ -278,7 +279,7 @@ def test_set_half_dtype_takes_the_real_apis_names_and_is_refused_after_the_first
     with pytest.raises(InvalidState):
         amp.use_bfloat16(True)
     amp.set_half_dtype("cbfloat16")  # what it is: nothing changes, nothing to refuse
-    assert amp.get_half_dtype_str() == "cbfloat16" and state.current().run.program.half == "cbfloat16"
+    assert amp.get_half_dtype_str() == "cbfloat16" and process_backend.current().run.program.half == "cbfloat16"
 
 
 def test_each_half_dtype_is_its_own_program(ws_csd, tmp_path):
@@ -286,12 +287,12 @@ def test_each_half_dtype_is_its_own_program(ws_csd, tmp_path):
     but not the same program: another checksum, its half dtype in program.json and the log."""
     checksums = []
     for half in ("float16", "cbfloat16", "bfloat16"):
-        state.reset()
+        process_backend.reset()
         amp.set_half_dtype(half)
         configure(ws_csd, tmp_path)
         t = Trainer(model())
         t.step(*batches(1)[0])
-        program = state.current().run.program
+        program = process_backend.current().run.program
         checksums.append(program.checksum)
         directory = tmp_path / "compile" / f"cs_{program.checksum[:16]}"
         assert json.loads((directory / "program.json").read_text())["half_dtype"] == half

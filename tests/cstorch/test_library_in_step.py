@@ -9,7 +9,7 @@ import torch
 
 import csadmin.cstorch as cstorch
 from csadmin import errors
-from csadmin.cstorch import state
+from csadmin.cstorch.backend import process_backend
 from csadmin.cstorch.metrics import AccuracyMetric, PerplexityMetric
 from csadmin.cstorch.optim import lr_scheduler as schedules
 from csadmin.cstorch.utils.data import DataLoader
@@ -66,7 +66,7 @@ def test_each_optimizer_and_schedule_replays_as_its_eager_steps(ws_csd, tmp_path
         assert torch.equal(ours, theirs)
     for ours, theirs in zip(optimizer.state.values(), eager_optimizer.state.values()):
         assert all(torch.equal(ours[name], theirs[name]) for name in ours)
-    assert scheduler.last_epoch.item() == 12 and state.current().run.step == 12
+    assert scheduler.last_epoch.item() == 12 and process_backend.current().run.step == 12
 
 
 def test_the_grad_scaler_skips_overflowing_replayed_steps_as_eagerly(ws_csd, tmp_path):
@@ -166,7 +166,7 @@ def test_the_dataloader_refuses_a_short_batch_before_the_step_runs(ws_csd, tmp_p
         for xb, yb in loader:
             step(xb, yb)
             ran += 1
-    assert ran == 2 and state.current().run.step == 2
+    assert ran == 2 and process_backend.current().run.step == 2
 
 
 def _everything(seed):
@@ -197,7 +197,7 @@ def test_a_checkpoint_saved_in_a_step_closure_resumes_to_the_same_weights(ws_csd
             save_checkpoint(i)
     final = [p.detach().clone() for p in net.parameters()]
 
-    state.reset()  # a new process, as a resumed job would be
+    process_backend.reset()  # a new process, as a resumed job would be
     configure(ws_csd, tmp_path / "second", checkpoint_steps=3)
     net, optimizer, scheduler, scaler = _everything(1)
     saved = cstorch.load(tmp_path / "checkpoint_3.mdl")

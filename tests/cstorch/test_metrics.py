@@ -6,7 +6,7 @@ import math
 import pytest
 import torch
 
-from csadmin.cstorch import state
+from csadmin.cstorch.backend import process_backend
 from csadmin.cstorch.metrics import AccuracyMetric, PerplexityMetric
 from csadmin.errors import InvalidArgument, InvalidState
 from tests.cstorch.run_state import fresh_run  # noqa: F401
@@ -64,7 +64,7 @@ def test_compute_on_system_false_is_refused_in_weight_streaming(fresh_run):
 def test_only_the_final_value_is_readable(fresh_run):
     accuracy = AccuracyMetric("accuracy")
     fresh_run.execmode, fresh_run.run.last_step = "WEIGHT_STREAMING", 10
-    with state.current().stepping():
+    with process_backend.current().stepping():
         accuracy(labels=torch.ones(4), predictions=torch.ones(4))
         with pytest.raises(InvalidState, match="'accuracy' was read inside a step: Eval metrics are only allowed "
                                                "to return a single result value"):

@@ -11,7 +11,9 @@ import yaml
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
 import csadmin.cstorch as cstorch
-from csadmin.cstorch import model_dir, state, summaries
+from csadmin.cstorch.core import model_dir
+from csadmin.cstorch.backend import process_backend
+from csadmin.cstorch.utils.tensorboard import run_events as summaries
 from tests.cstorch.helpers import batches, configure, files, model, run_record
 
 STEPS = 25
@@ -63,7 +65,7 @@ def test_tensorboard_scalars_read_back_with_tensorboards_reader(ws_csd, tmp_path
 
 def test_the_compile_directory_and_the_yaml_round_trip(ws_csd, tmp_path):
     config, (net, loader), _ = train(ws_csd, tmp_path)
-    rt = state.current().run
+    rt = process_backend.current().run
     checksum = rt.program.checksum[:16]
     link = tmp_path / "model" / f"cs_{checksum}"
     assert os.path.islink(link) and os.path.realpath(link) == str(tmp_path / "compile" / f"cs_{checksum}")
@@ -71,7 +73,7 @@ def test_the_compile_directory_and_the_yaml_round_trip(ws_csd, tmp_path):
     path = tmp_path / "model" / "train" / "params_train.yaml"
     loaded = yaml.safe_load(path.read_text())
     record = run_record(ws_csd)
-    expected = model_dir.run_params(state.current(), rt.program, {"run_id": record["runId"],
+    expected = model_dir.run_params(process_backend.current(), rt.program, {"run_id": record["runId"],
                                                                   "system": rt.csd.serial, "backend": "wse_ws"})
     expected["optimizer"][0]["lr"] = loaded["optimizer"][0]["lr"]  # the yaml has the lr at the first step
     assert loaded == expected
@@ -89,7 +91,7 @@ def test_the_compile_directory_and_the_yaml_round_trip(ws_csd, tmp_path):
 def test_cs_runs_show_names_the_model_dir_and_the_compile_checksum(ws_csd, tmp_path):
     train(ws_csd, tmp_path)
     record = run_record(ws_csd)
-    checksum = state.current().run.program.checksum[:16]
+    checksum = process_backend.current().run.program.checksum[:16]
     assert record["modelDir"] == str(tmp_path / "model")
     shown = ws_csd.cs("runs", "show", record["runId"])
     assert shown.returncode == 0, shown.stderr

@@ -6,8 +6,8 @@ import copy
 import pytest
 import torch
 
-from csadmin.cstorch import state
-from csadmin.cstorch.config import Config
+from csadmin.cstorch.backend import process_backend
+from csadmin.cstorch.backend.config import Config
 from csadmin.cstorch.optim import SGD, Adam, AdamW, Optimizer, configure_optimizer, core_guard
 from csadmin.errors import InvalidArgument, InvalidState
 from tests.cstorch.run_state import fresh_run  # noqa: F401
@@ -217,19 +217,19 @@ def test_configure_optimizer_builds_by_name_and_refuses_clearly():
 
 
 def test_a_core_torch_optimizer_stepped_inside_a_step_is_refused_with_the_documents_reason():
-    core_guard.install(state.current())
+    core_guard.install(process_backend.current())
     try:
         model = _model()
         torch_sgd, ours = torch.optim.SGD(model.parameters(), lr=0.1), SGD(model.parameters(), lr=0.1)
         model(torch.randn(2, 6)).sum().backward()
         torch_sgd.step()  # outside a step: eager PyTorch as usual
-        with state.current().stepping():
+        with process_backend.current().stepping():
             ours.step()
             with pytest.raises(InvalidState, match="torch.optim.sgd.SGD was stepped inside a compiled step: the core "
                                                    "PyTorch optimizers were designed for eager execution"):
                 torch_sgd.step()
     finally:
-        state.reset()  # removes the guard
+        process_backend.reset()  # removes the guard
 
 
 def test_a_copied_or_pickled_optimizer_keeps_its_state_and_its_rules():
@@ -270,7 +270,7 @@ def test_a_hyperparameter_set_inside_a_step_is_refused_as_a_torch_scheduler_woul
     sgd = SGD(_model().parameters(), lr=0.1)
     torch_schedule = torch.optim.lr_scheduler.StepLR(sgd, step_size=1)  # built outside a step: fine
     sgd.param_groups[0]["momentum"] = 0.0  # outside a step: a plain setting
-    with state.current().stepping():
+    with process_backend.current().stepping():
         with pytest.raises(InvalidState, match=r"param_groups\[...\]\['lr'\] was set inside a compiled step: .*"
                                                "the vanilla PyTorch learning rate schedulers are not compatible"):
             torch_schedule.step()

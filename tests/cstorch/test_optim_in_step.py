@@ -11,7 +11,7 @@ import pytest
 import torch
 
 import csadmin.cstorch as cstorch
-from csadmin.cstorch import state
+from csadmin.cstorch.backend import process_backend
 from tests.cstorch import optim_references as references
 from tests.cstorch.helpers import as_the_system, batches, configure, model
 
@@ -50,7 +50,7 @@ def _compiled(ws_csd, tmp_path, make_optimizer):
 
     for x, y in batches(STEPS):
         training_step(x, y)
-    assert state.current().run.step == STEPS
+    assert process_backend.current().run.step == STEPS
     return net, optimizer
 
 

@@ -10,7 +10,8 @@ from torch import fx
 from torch.utils._pytree import tree_flatten
 
 import csadmin.cstorch as cstorch
-from csadmin.cstorch import amp, state
+from csadmin.cstorch import amp
+from csadmin.cstorch.backend import process_backend
 from tests.cstorch.helpers import Trainer, as_the_system, batches, configure, model
 
 HALF = (torch.float16, torch.bfloat16)
@@ -74,7 +75,7 @@ def test_a_training_step_computes_in_float16_unasked_and_updates_float32_weights
             assert torch.equal(p, q)
     assert all(t.dtype == torch.float32 for s in optimizer.state.values() for t in s.values())
 
-    program = state.current().run.program
+    program = process_backend.current().run.program
     code = (tmp_path / "compile" / f"cs_{program.checksum[:16]}" / "program.py").read_text()
     assert "dtype = torch.float16" in code  # the captured program holds the casts
     log = (tmp_path / "compile" / f"cs_{program.checksum[:16]}" / "compile.log").read_text()
@@ -107,12 +108,12 @@ def test_an_eval_step_computes_in_the_half_type_chosen(ws_csd, tmp_path, bfloat1
                 with torch.autocast("cpu", dtype=half):  # plain PyTorch with the same numerics
                     expected = net(x)
                 assert logits.dtype == half and torch.equal(logits, expected)
-        program = state.current().run.program
+        program = process_backend.current().run.program
         assert {dtype for op, _, dtypes in _program_ops(program, (batches(1)[0][0],))
                 if op is torch.ops.aten.addmm.default for dtype in dtypes} == {half}
         assert all(p.dtype == torch.float32 for p in net.parameters())
     finally:
-        state.reset()  # the run's end (a new process): the precision may change again
+        process_backend.reset()  # the run's end (a new process): the precision may change again
         amp.use_bfloat16(False)
 
 
@@ -121,7 +122,7 @@ def test_a_steps_own_autocast_is_the_same_program(ws_csd, tmp_path):
     program (same checksum) and the same numbers."""
     results, checksums = [], []
     for own in (False, True):
-        state.reset()  # one run per process: a new "process" for each
+        process_backend.reset()  # one run per process: a new "process" for each
         configure(ws_csd, tmp_path / str(own))
         t = Trainer(model())
 
@@ -133,7 +134,7 @@ def test_a_steps_own_autocast_is_the_same_program(ws_csd, tmp_path):
 
         step = cstorch.compile_step(body)
         results.append([step(x, y) for x, y in batches(4)] + [p.detach().clone() for p in t.net.parameters()])
-        checksums.append(state.current().run.program.checksum)
+        checksums.append(process_backend.current().run.program.checksum)
     assert checksums[0] == checksums[1]
     assert all(torch.equal(a, b) for a, b in zip(*results))
 

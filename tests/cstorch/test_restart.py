@@ -14,7 +14,7 @@ import torch
 
 import csadmin.cstorch as cstorch
 from csadmin import errors
-from csadmin.cstorch import state
+from csadmin.cstorch.backend import process_backend
 from tests.cstorch import v2
 from tests.cstorch.helpers import configure, model
 from tests.harness import ROOT
@@ -95,7 +95,7 @@ def run_process(daemon, tmp_path, num_steps: int, checkpoint_steps=None, resume=
     """One training process (a fresh backend): resume from `resume` (model, optimizer, input), run
     `num_steps` saving checkpoints with the input's state; the ids of each step's batch, the final
     weights and the saved input states by step."""
-    state.reset()
+    process_backend.reset()
     tmp_path.mkdir(parents=True, exist_ok=True)
     trainer = csx_with_workers(daemon, tmp_path, workers)
     dataloader = cstorch.utils.data.DataLoader(RestartableIds)
@@ -305,7 +305,7 @@ def test_a_worker_whose_input_is_not_restartable_or_whose_state_is_not_data_fail
         def state_dict(self):
             return {"sampler": self.stream}  # an object, not data
 
-    state.reset()  # a new process
+    process_backend.reset()  # a new process
     trainer = csx_with_workers(ws_csd, tmp_path / "again")
     with pytest.raises(errors.InputWorkerFailed, match="sent a dataloader state that is not tensors, numbers, "
                                                        "strings or containers of them"):

@@ -14,7 +14,7 @@ import pytest
 import zmq
 
 from csadmin import errors
-from csadmin.cstorch import csd_link, state
+from csadmin.cstorch.backend import csd_link, process_backend
 from tests.cstorch.helpers import Trainer, batches, configure, model, run_record
 from tests.harness import ROOT, wait_until
 
@@ -38,7 +38,7 @@ def started(ws_csd, tmp_path) -> tuple[Trainer, str]:
     configure(ws_csd, tmp_path)
     t = Trainer(model())
     t.step(*batches(1)[0])
-    return t, state.current().csd.run.id
+    return t, process_backend.current().csd.run.id
 
 
 def test_an_admin_abort_raises_run_aborted_with_its_reason(ws_csd, tmp_path):
@@ -47,7 +47,7 @@ def test_an_admin_abort_raises_run_aborted_with_its_reason(ws_csd, tmp_path):
         c.runs_abort(run_id, reason="wafer maintenance at noon")
     # csd's event is pushed; how many steps run while it is in flight depends on the machine's
     # load, so wait for it to reach this process: then the very next step raises.
-    events = state.current().csd._events
+    events = process_backend.current().csd._events
     wait_until(lambda: events.get(zmq.EVENTS) & zmq.POLLIN, what="csd's abort event to reach the runtime")
     exc, ran = step_until_aborted(t)
     assert exc.message == f"Run {run_id} was aborted on the system: wafer maintenance at noon."
@@ -55,7 +55,7 @@ def test_an_admin_abort_raises_run_aborted_with_its_reason(ws_csd, tmp_path):
     assert ran == 0
     with pytest.raises(errors.RunAborted):  # and every later step
         t.step(*batches(1)[0])
-    state.reset()  # the process's end: nothing left to close, no error
+    process_backend.reset()  # the process's end: nothing left to close, no error
 
 
 def test_a_forced_standby_raises_run_aborted(ws_csd, tmp_path):
@@ -88,7 +88,7 @@ def test_a_critical_fault_raises_run_aborted_naming_it(ws_csd, tmp_path):
 
 def test_an_abort_the_event_missed_still_comes_from_the_next_stream(ws_csd, tmp_path):
     t, run_id = started(ws_csd, tmp_path)
-    s = state.current().csd
+    s = process_backend.current().csd
     s._events.close()  # as if every pushed event were lost: the next run.stream says it
     s._events = None
     s.run.stop_heartbeats()
@@ -193,7 +193,7 @@ def test_a_fabric_held_by_another_run_is_busy_and_the_step_may_be_retried(ws_csd
         with pytest.raises(errors.Busy, match="someone-else"):
             t.step(x, y)
         held.close()
-    assert state.current().run.program is None and all(p.grad is None for p in t.net.parameters())
+    assert process_backend.current().run.program is None and all(p.grad is None for p in t.net.parameters())
     t.step(x, y)  # captured again, and this time the run opens
     assert run_record(ws_csd)["owner"].startswith("cstorch ")
 
@@ -234,10 +234,10 @@ def test_a_run_past_its_job_time_sec_is_aborted_by_csd_with_that_reason(ws_csd, 
     configure(ws_csd, tmp_path, job_time_sec=1)
     t = Trainer(model())
     t.step(*batches(1)[0])
-    run_id = state.current().csd.run.id
+    run_id = process_backend.current().csd.run.id
     with ws_csd.client() as c:
         assert c.runs_show(run_id)["timeLimitUntil"] is not None
-    events = state.current().csd._events
+    events = process_backend.current().csd._events
     wait_until(lambda: events.get(zmq.EVENTS) & zmq.POLLIN, what="csd's abort event to reach the runtime")
     exc, ran = step_until_aborted(t)
     assert exc.message == (f"Run {run_id} was aborted on the system: time limit exceeded (job_time_sec: the run "

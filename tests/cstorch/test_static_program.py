@@ -10,7 +10,7 @@ import torch
 
 import csadmin.cstorch as cstorch
 from csadmin import errors
-from csadmin.cstorch import state
+from csadmin.cstorch.backend import process_backend
 from tests.cstorch.helpers import Trainer, as_the_system, batches, configure, model, run_record
 
 NEXT = ("Make such changes before the first step, or start a new run (a new process) for the changed model; "
@@ -34,7 +34,7 @@ def test_a_parameter_frozen_between_steps_is_refused_at_the_next_step(ws_csd, tm
     assert torch.equal(t.net[0].weight, frozen)  # the refused step ran nothing
     t.net[0].weight.requires_grad_(True)  # as it was compiled: the run goes on
     t.step(*data[1])
-    assert state.current().run.step == 2
+    assert process_backend.current().run.step == 2
 
 
 def test_a_parameter_unfrozen_between_steps_is_refused_too(ws_csd, tmp_path):

@@ -13,7 +13,7 @@ import torch
 
 import csadmin.cstorch as cstorch
 from csadmin import errors
-from csadmin.cstorch import csd_link, state
+from csadmin.cstorch.backend import csd_link, process_backend
 from tests.cstorch.helpers import Trainer, as_the_system, batches, configure, eagerly, files, model, run_record
 
 READ_RULE = "it is not allowed to read a tensor's contents outside of a step closure"
@@ -35,7 +35,7 @@ def test_the_replayed_step_trains_exactly_as_eager_pytorch(ws_csd, tmp_path):
         assert torch.equal(ours, theirs)
         assert torch.equal(ours.grad, theirs.grad)  # the step's gradients are left on the parameters
     assert losses[-1] < losses[0] / 3  # it learns
-    assert state.current().run.step == 30
+    assert process_backend.current().run.step == 30
 
 
 def test_one_run_programmed_once_with_every_sample_and_performance_json(ws_csd, tmp_path):
@@ -43,7 +43,7 @@ def test_one_run_programmed_once_with_every_sample_and_performance_json(ws_csd, 
     t = Trainer(model())
     for x, y in batches(25):
         t.step(x, y)
-    rt = state.current().run
+    rt = process_backend.current().run
     # At most one run.stream per STREAM_EVERY_STEPS steps (how many depends on how fast the steps
     # ran: each waits STREAM_EVERY_SECONDS too), and what is left goes at the close, in one more.
     during = rt.csd.round_trips
@@ -141,7 +141,7 @@ def test_another_batch_size_is_refused_as_reprogramming(ws_csd, tmp_path):
     assert exc.value.message.endswith("The fabric is programmed once per run and cannot be reprogrammed.")
     with pytest.raises(errors.ReprogramForbidden, match=r"tensor 0: dtype float32 → float64"):
         t.step(x.double(), y)
-    assert state.current().run.step == 1
+    assert process_backend.current().run.step == 1
 
 
 def test_another_model_or_a_second_step_function_is_refused_as_reprogramming(ws_csd, tmp_path):
@@ -225,7 +225,7 @@ def test_weights_are_fetched_only_on_checkpoint_steps_and_the_last(ws_csd, tmp_p
     configure(ws_csd, tmp_path, checkpoint_steps=3)
     t = Trainer(model())
     t.net.state_dict()  # before the first step: allowed
-    state.current().run.last_step = 5
+    process_backend.current().run.last_step = 5
     data = batches(5)
     t.step(*data[0])
     with pytest.raises(errors.InvalidState) as exc:
@@ -309,7 +309,7 @@ def test_an_eval_script_that_never_calls_eval_opens_an_eval_run(ws_csd, tmp_path
         for step, (x, y) in enumerate(cstorch.utils.data.DataLoader(lambda: data), 1):
             evaluation_step(x, y)
             if step == 3:  # the module is not switched behind the script's back, nor may the script switch it
-                assert net.training and state.current().run.mode == "eval"
+                assert net.training and process_backend.current().run.mode == "eval"
                 with pytest.raises(errors.ReprogramForbidden, match=r"^compiled_model.eval\(\) after the first "
                                                                     r"step: the program was captured with the "
                                                                     r"module in training mode"):
@@ -434,7 +434,7 @@ def test_streaming_batches_csd_round_trips(ws_csd, tmp_path, monkeypatch):
     programmed = time.monotonic()
     for i in range(1, 100):
         t.step(*data[i % 5])
-    s = state.current().csd
+    s = process_backend.current().csd
     start = programmed - 0.001  # (not s._last_stream: on a loaded machine a stream may already have moved it)
     assert s.round_trips <= min(10, int((time.monotonic() - start) / csd_link.STREAM_EVERY_SECONDS) + 1)
     monkeypatch.setattr(csd_link, "STREAM_EVERY_SECONDS", 0.0)  # now only the ten-step bound holds

@@ -12,7 +12,7 @@ from torch.utils.tensorboard import SummaryWriter
 
 import csadmin.cstorch as cstorch
 from csadmin import errors
-from csadmin.cstorch import state
+from csadmin.cstorch.backend import process_backend
 from tests.cstorch.helpers import as_the_system, batches, configure, model, run_record
 
 STEPS = 12
@@ -64,7 +64,7 @@ def test_scalar_summaries_in_and_after_the_step_reach_tensorboard_at_the_steps_s
         assert got["loss"][step - 1][1] == pytest.approx(loss, rel=1e-6)
         assert got["weight_sum"][step - 1][1] == pytest.approx(weight_sum, rel=1e-6)
         assert got["grad_norm"][step - 1][1] == pytest.approx(grad_norm, rel=1e-5)
-    assert state.current().run.scalars == {}  # written once: nothing pending
+    assert process_backend.current().run.scalars == {}  # written once: nothing pending
     assert run_record(ws_csd)["totalSamples"] == STEPS * 32
 
 

@@ -16,7 +16,7 @@ import torch
 
 import csadmin.cstorch as cstorch
 from csadmin import errors
-from csadmin.cstorch import state
+from csadmin.cstorch.backend import process_backend
 from tests.cstorch.helpers import configure, model
 from tests.cstorch.v2 import Trainer, csx, input_fn, train_saving_checkpoints
 from tests.harness import ROOT
@@ -27,7 +27,7 @@ def test_backend_is_the_process_backend_and_backend_returns_it(ws_csd, tmp_path)
         cstorch.backend()
     assert cstorch.current_backend(raise_exception=False, raise_warning=False) is None
     backend = csx(ws_csd, tmp_path)
-    assert backend is state.current() and cstorch.backend() is backend
+    assert backend is process_backend.current() and cstorch.backend() is backend
     assert (backend.is_csx, backend.is_cpu, backend.is_gpu, backend.kind) == (True, False, False, "CSX")
     assert backend.artifact_dir == str(tmp_path / "out") and os.path.isdir(tmp_path / "out")
     assert str(backend.device) == "CSX" and backend.device.torch_device == torch.device("cpu")
@@ -44,7 +44,7 @@ def test_a_second_backend_and_a_backend_after_configure_are_refused(ws_csd, tmp_
     assert exc.value.message == ("Cannot instantiate multiple backends: a backend with type CSX has already been "
                                  "instantiated in this process.")
     assert "Use cstorch.backend() to access the existing backend" in exc.value.hint
-    state.reset()
+    process_backend.reset()
     configure(ws_csd, tmp_path / "r18")
     with pytest.raises(errors.InvalidState, match=r"type CSX \(cstorch.configure\) has already been instantiated"):
         cstorch.backend("CSX")
@@ -59,7 +59,7 @@ def test_the_backend_must_exist_before_an_optimizer(ws_csd, tmp_path):
                                         "Cerebras backend found when it was made")
     assert exc.value.hint == ("Create the backend first, then build the model (with backend.device:), compile it, "
                               "and only then make the optimizer.")
-    assert state.current().config is None  # nothing was made: the corrected script may follow
+    assert process_backend.current().config is None  # nothing was made: the corrected script may follow
     with pytest.raises(errors.InvalidState, match="after a cstorch optimizer was built"):
         cstorch.compile(net, "CSX")  # compile makes the backend: the same rule
     del optimizer
@@ -126,7 +126,7 @@ def test_the_csx_settings_are_the_backends_and_checked(ws_csd, tmp_path):
     log = "".join((tmp_path / "compile" / d / "compile.log").read_text() for d in os.listdir(tmp_path / "compile"))
     assert "'optimization_level': 2" in log and "'micro_batch_size': None" in log
     assert "'execute_crd_memory_gi': 32" in log and "'transfer_processes': 4" in log
-    state.reset()
+    process_backend.reset()
     assert cstorch.backends.csx.precision.optimization_level == 1  # the next backend starts afresh
 
 
@@ -210,7 +210,7 @@ def test_a_cpu_backend_runs_the_same_script_without_a_system(tmp_path, capsys):
 
     saved = train_saving_checkpoints(t, training_step, tmp_path, num_steps=12, checkpoint_steps=5)
     assert saved == [5, 10, 12] and values[-1] < values[0] / 2
-    assert state.current().csd is None
+    assert process_backend.current().csd is None
 
 
 def test_a_2x_script_runs_unmodified_under_python_m_csadmin_cstorch(ws_csd, tmp_path):

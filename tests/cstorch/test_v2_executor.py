@@ -14,7 +14,7 @@ import torch
 
 import csadmin.cstorch as cstorch
 from csadmin import errors
-from csadmin.cstorch import state
+from csadmin.cstorch.backend import process_backend
 from tests.cstorch.helpers import model
 from tests.cstorch.v2 import Trainer, csx, input_fn
 
@@ -312,7 +312,7 @@ def test_summaries_go_to_the_executors_writer(ws_csd, tmp_path):
     scalars = events.Scalars("loss")
     assert [s.step for s in scalars] == [1, 2, 3, 4]
     assert [round(s.value, 5) for s in scalars] == [round(v, 5) for v in losses]
-    state.reset()
+    process_backend.reset()
 
 
 def test_a_checkpoint_schedule_is_reckoned_from_its_intervals_not_walked_step_by_step(monkeypatch):

@@ -13,7 +13,7 @@ import torch
 
 import csadmin.cstorch as cstorch
 from csadmin import errors
-from csadmin.cstorch import state
+from csadmin.cstorch.backend import process_backend
 from tests.cstorch.helpers import model
 from tests.cstorch.v2 import Trainer, csx, synthetic_input
 
@@ -33,7 +33,7 @@ def test_before_a_backend_the_queries_answer_no_backend_and_the_factories_are_to
     assert cstorch.current_backend_impl(raise_exception=False) is None
     with pytest.raises(errors.InvalidState, match=r"^No active Cerebras backend found"):
         cstorch.current_backend_impl()
-    assert state.current().backend_type is None
+    assert process_backend.current().backend_type is None
     for label, make in FACTORIES:
         ours, theirs = make(getattr(cstorch, _torch_name(label))), make(getattr(torch, _torch_name(label)))
         assert ours.dtype == theirs.dtype and torch.equal(ours, theirs), label

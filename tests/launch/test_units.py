@@ -95,7 +95,7 @@ def test_the_system_node_is_the_one_whose_settings_name_its_csd(tmp_path):
 
 
 def test_artifacts_lookup(tmp_path):
-    from csadmin.cstorch import artifacts
+    from csadmin.cstorch.core import artifacts
 
     checksum = "ab" * 32
     directory = tmp_path / f"cs_{checksum[:16]}"

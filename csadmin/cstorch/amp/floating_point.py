@@ -25,7 +25,7 @@ import torch
 
 from csadmin.errors import InvalidArgument, InvalidState
 
-import csadmin.cstorch.state as state
+from ..backend import process_backend
 from .precision import get_half_dtype, get_half_dtype_str
 
 _IN_WORKER = ("Enabling/disabling mixed precision in the dataloader is not allowed as it might conflict with what "
@@ -34,12 +34,12 @@ _IN_WORKER = ("Enabling/disabling mixed precision in the dataloader is not allow
 
 def mixed_precision() -> bool:
     """Whether mixed precision is on: set_half_dtype or enable_mixed_precision(True) was called."""
-    return state.current().mixed_precision
+    return process_backend.current().mixed_precision
 
 
 def enable_mixed_precision(enable: bool = True) -> bool:
     """Turn mixed precision on or off (before the model is built); returns the new setting."""
-    backend = state.current()
+    backend = process_backend.current()
     if backend.is_input_worker:
         raise InvalidState(_IN_WORKER, hint="Enable or disable mixed precision in the script, before it "
                                             "constructs the model, not in the input function.")

@@ -15,7 +15,7 @@ import torch
 
 from csadmin.errors import InvalidArgument
 
-import csadmin.cstorch.state as state
+from ..backend import process_backend
 
 from ..optim.checks import number
 from .grad_scaler import GradScaler
@@ -35,7 +35,7 @@ def optimizer_step(loss: torch.Tensor, optimizer, grad_scaler: GradScaler | None
     if grad_scaler is not None and not isinstance(grad_scaler, GradScaler):
         raise InvalidArgument(f"optimizer_step: grad_scaler is a {type(grad_scaler).__name__}, not a "
                               "cstorch.amp.GradScaler (or None).")
-    if max_gradient_norm is None and grad_scaler is not None and state.current().execmode == "PIPELINED":
+    if max_gradient_norm is None and grad_scaler is not None and process_backend.current().execmode == "PIPELINED":
         max_gradient_norm = grad_scaler.max_gradient_norm
     optimizer.zero_grad()
     if grad_scaler is None:

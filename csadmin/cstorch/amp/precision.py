@@ -11,7 +11,7 @@ float16 (the default), bfloat16 or cbfloat16 (CB16) — with the casts inserted 
 The setting is the process's and is read when the first step compiles: setting it after that is
 refused (the program is compiled). The half format itself (formats.py) — its rounding, the dtype
 a step hands its values back in — is `half_format()`. The setting is the backend's (state.py:
-`state.reset()` returns it to float16), read and written only through `half_format()` and
+`process_backend.reset()` returns it to float16), read and written only through `half_format()` and
 `set_half_dtype()`.
 
 `autocast()` is torch's autocast to `get_half_dtype()`, which inserts the casts (001: "you do
@@ -29,7 +29,7 @@ import torch
 
 from csadmin.errors import InvalidArgument, InvalidState
 
-import csadmin.cstorch.state as state
+from ..backend import process_backend
 from .formats import FORMATS, HalfFormat
 
 _BY_DTYPE = {torch.float16: "float16", torch.bfloat16: "bfloat16"}
@@ -37,14 +37,14 @@ _BY_DTYPE = {torch.float16: "float16", torch.bfloat16: "bfloat16"}
 
 def half_format() -> HalfFormat:
     """The half format the steps of this process compute in."""
-    return FORMATS[state.current().half_dtype]
+    return FORMATS[process_backend.current().half_dtype]
 
 
 def set_half_dtype(value) -> torch.dtype:
     """Compute in `value`: "float16", "bfloat16", "cbfloat16", torch.float16 or torch.bfloat16.
     Returns the torch dtype that stands for it in the model (torch.float16 for cbfloat16, whose
     values this runtime carries in float32). Refused once a step has compiled."""
-    backend = state.current()
+    backend = process_backend.current()
     if backend.is_input_worker:
         raise InvalidState("Setting half dtype in the dataloader is not allowed as it might conflict with what the "
                            "model was compiled with.",
@@ -62,7 +62,7 @@ def set_half_dtype(value) -> torch.dtype:
             f"and a compiled program keeps its precision.",
             hint="Call set_half_dtype before the first compile_step call; run another half dtype in a separate "
                  "process.")
-    backend.half_dtype = name  # the backend's setting: state.reset() returns it to float16
+    backend.half_dtype = name  # the backend's setting: process_backend.reset() returns it to float16
     backend.mixed_precision = True  # setting the half dtype means mixed precision, as in the real package
     return FORMATS[name].proxy
 

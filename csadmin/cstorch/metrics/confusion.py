@@ -16,7 +16,7 @@ import torch
 from csadmin.errors import InvalidArgument
 
 import csadmin.cstorch.metrics.inputs as inputs
-import csadmin.cstorch.state as state
+from ..backend import process_backend
 from .inputs import SUM
 from .metric import Metric
 
@@ -65,7 +65,7 @@ class ConfusionMatrixMetric(Metric):
         inputs.tensors(self.name, labels=labels, predictions=predictions)
         inputs.same_shape(self.name, labels, predictions)
         inputs.weights_like(self.name, labels, weights)
-        if state.current().kind != "CSX":
+        if process_backend.current().kind != "CSX":
             for what, values in (("labels", labels), ("predictions", predictions)):
                 if values.numel() and bool(values.min() < 0):
                     raise InvalidArgument(f"{self.name}: negative values in `{what}` are not allowed.",

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import torch
 
-import csadmin.cstorch.state as state
+from ..backend import process_backend
 from .metric import Metric
 
 
@@ -38,7 +38,7 @@ def _named(metrics: list) -> list[tuple[str, Metric]]:
 
 def get_all_metrics():
     """Every metric of this process as (name, metric) pairs (see the module docstring)."""
-    yield from _named(state.current().announced(Metric))
+    yield from _named(process_backend.current().announced(Metric))
 
 
 def _plain(value):

@@ -45,8 +45,8 @@ import torch
 from csadmin.errors import InvalidArgument
 
 import csadmin.cstorch.metrics.rules as rules
-import csadmin.cstorch.state as state
-from ..closures import dispatch, when_due
+from ..backend import process_backend
+from ..utils.step_closures import dispatch, when_due
 
 _WRAPPED = ("reset", "update", "compute")  # the methods each instance routes through this class
 
@@ -70,7 +70,7 @@ class Metric(torch.nn.Module, abc.ABC):
         self._cached = ()  # (value,) once computed since the last update; () otherwise
         self._route()
         self.reset()
-        state.current().announce(self)  # get_all_metrics() lists it
+        process_backend.current().announce(self)  # get_all_metrics() lists it
 
     # -- the protocol subclasses implement -------------------------------------------------------
 
@@ -146,7 +146,7 @@ class Metric(torch.nn.Module, abc.ABC):
             return self._cached[0]
         result = type(self).compute(self)
         self._cached = (result,)
-        if state.current().in_step():
+        if process_backend.current().in_step():
             dispatch(when_due(self._keep), (result,), {})
         return result
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from csadmin.errors import InvalidState
 
-import csadmin.cstorch.state as state
+from ..backend import process_backend
 
 WS_RULE = "for weight streaming mode, compute_on_system must be set to true"
 FINAL_RULE = "Eval metrics are only allowed to return a single result value: only the final metric value can be read"
@@ -26,20 +26,20 @@ FINAL_RULE = "Eval metrics are only allowed to return a single result value: onl
 
 def check_compute_on_system(metric) -> None:
     """Refuse a metric made or updated with compute_on_system=False under weight streaming."""
-    if not metric.compute_on_system and state.current().execmode == "WEIGHT_STREAMING":
+    if not metric.compute_on_system and process_backend.current().execmode == "WEIGHT_STREAMING":
         raise InvalidState(f"Metric {metric.name!r} has compute_on_system=False: {WS_RULE}.",
                            hint="Make it with compute_on_system=True.")
 
 
 def check_float(metric) -> None:
     """Refuse `float(metric)` inside a step: a value is read only after the step."""
-    if state.current().in_step():
+    if process_backend.current().in_step():
         raise _inside_step(metric)
 
 
 def check_compute(metric) -> None:
     """Refuse `metric.compute()` where the rules above forbid it."""
-    backend = state.current()
+    backend = process_backend.current()
     if metric.num_updates == 0 and backend.kind == "CSX":
         raise InvalidState(
             f"Trying to compute metric `{metric.name}`, but the metric has not been updated. This is currently not "

@@ -33,7 +33,7 @@ import torch
 
 from csadmin.errors import InvalidArgument, InvalidState
 
-import csadmin.cstorch.state as state
+from ..backend import process_backend
 from .checks import plain_value
 from .update import zeros
 
@@ -55,7 +55,7 @@ class Optimizer(torch.optim.Optimizer, abc.ABC):
                 for p in self.parameters():
                     self.state[p]["step"] = torch.zeros((), dtype=torch.float32)
         self._frozen = True
-        state.current().announce(self)  # the model directory's yaml and TensorBoard describe it
+        process_backend.current().announce(self)  # the model directory's yaml and TensorBoard describe it
 
     def settings(self) -> dict:
         """What the run's yaml says of this optimizer: its type and its hyperparameters (the
@@ -110,7 +110,7 @@ class Optimizer(torch.optim.Optimizer, abc.ABC):
     def state_dict(self) -> dict:
         """torch's layout (`state` keyed by parameter index, `param_groups`), every tensor a copy.
         Refused on a step that is not a checkpoint step."""
-        state.current().check_weights_fetch("optimizer")
+        process_backend.current().check_weights_fetch("optimizer")
         return _copied(super().state_dict())
 
     def load_state_dict(self, state_dict: dict) -> None:
@@ -178,7 +178,7 @@ class _Group(dict):
     would be captured once and frozen (torch's own lr schedulers do exactly that)."""
 
     def __setitem__(self, key, value):
-        if state.current().in_step():
+        if process_backend.current().in_step():
             raise InvalidState(
                 f"param_groups[...][{key!r}] was set inside a compiled step: a Python value set there is "
                 f"captured once and frozen at its first value; the vanilla PyTorch learning rate schedulers "

@@ -31,7 +31,7 @@ import torch
 
 from csadmin.errors import InvalidArgument
 
-import csadmin.cstorch.state as state
+from ...backend import process_backend
 from ..checks import plain_value, whole
 
 LR_DTYPE = torch.float64  # torch's schedules are Python floats; a float64 tensor keeps their values
@@ -50,7 +50,7 @@ class LRScheduler(abc.ABC, torch.optim.lr_scheduler.LRScheduler):
         self.optimizer = optimizer
         self.param_group_tags = _tags(owner, param_group_tags)
         self._check_tags_apply()
-        state.current().announce(self)  # the model directory's yaml describes it
+        process_backend.current().announce(self)  # the model directory's yaml describes it
         self.total_iters = None if total_iters is None else whole(owner, "total_iters", total_iters, 1)
         self.last_epoch = torch.tensor(float(whole(owner, "last_epoch", last_epoch, -1)), dtype=LR_DTYPE)
         for group in self._driven_groups():

@@ -26,7 +26,7 @@ import warnings
 
 from csadmin.errors import InvalidArgument, InvalidState
 
-from ...backend_api import use_cs
+from ...backend import use_cs
 from ._utils.batches import tensors
 
 

@@ -43,10 +43,10 @@ import warnings
 
 from csadmin.errors import InvalidArgument, InvalidState
 
-import csadmin.cstorch.state as state
-from ...config import PARAMETERS, settings
+from ...backend import process_backend
+from ...backend.config import PARAMETERS, settings
 from ...distributed import ClusterConfig
-from ...run import Run
+from ...backend.run import Run
 from ..profiler import Profiler
 from ._utils.batches import samples_of
 from .checkpoint_schedule import Schedule
@@ -67,9 +67,9 @@ class DataExecutor:
 
     def __init__(self, dataloader, num_steps=None, checkpoint_steps=None, activation_steps=None, cs_config=None,
                  writer=None, profiler_activities=None, micro_batch_size=None, listeners=None):
-        backend = state.current()
+        backend = process_backend.current()
         if backend.config is None:
-            from ...backend_api import NO_BACKEND
+            from ...backend import NO_BACKEND
 
             raise InvalidState(NO_BACKEND, hint="Call cstorch.backend(\"CSX\", ...) before building the DataExecutor.")
         if not isinstance(dataloader, DataLoader):
@@ -123,7 +123,7 @@ class DataExecutor:
         return self.user_iteration >= self.num_steps
 
     def __iter__(self):
-        backend = state.current()
+        backend = process_backend.current()
         run = self._begin(backend)
         try:
             for batch in self.dataloader.batches_for(run, self.num_steps):

@@ -44,7 +44,7 @@ import itertools
 
 from csadmin.errors import InvalidArgument, ReprogramForbidden
 
-import csadmin.cstorch.state as state
+from ...backend import process_backend
 from ...optim.checks import plain_value, whole
 from ._utils.batches import EMPTY, EMPTY_HINT, repeated, tensors
 from ._utils.pool import WorkerPool
@@ -64,7 +64,7 @@ class DataLoader(StatefulInput):
         if not callable(input_fn):
             raise InvalidArgument(f"DataLoader: input_fn must be a function returning a dataloader; got "
                                   f"a {type(input_fn).__name__}.")
-        backend = state.current()
+        backend = process_backend.current()
         if backend.input_role is not None:  # this process only runs the input function (roles.py)
             raise InputTaken(input_fn, args, kwargs)
         given = dict(num_steps=num_steps, max_steps=max_steps, num_epochs=num_epochs, steps_per_epoch=steps_per_epoch)
@@ -149,13 +149,13 @@ class DataLoader(StatefulInput):
         return self.steps_per_epoch
 
     def __iter__(self) -> "_DataLoaderIter":
-        return _DataLoaderIter(self, state.current().run)
+        return _DataLoaderIter(self, process_backend.current().run)
 
     def batches_for(self, run, count: int):
         """`count` batches for `run` (a DataExecutor's), the input restarted as needed (with input
         workers: a pool of its own, which the run finishes before it closes). The workers are the
         configuration's now (a DataExecutor's cluster config may have set them)."""
-        config = state.current().config
+        config = process_backend.current().config
         if config is not None and config.fed_by_workers:
             if self._pool is None or self._pool.run is not run:  # (the last run's workers ended with it)
                 if self._pool is not None and config.workers_rendezvous is not None:
@@ -205,7 +205,7 @@ class DataLoader(StatefulInput):
         self._epochs_begun += 1
         if self.fed_by_workers:
             if self._pool is None:
-                self._pool = WorkerPool(self.input_fn, self.args, self.kwargs, self._workers, state.current().config,
+                self._pool = WorkerPool(self.input_fn, self.args, self.kwargs, self._workers, process_backend.current().config,
                                         run, self._rendezvous)
             return _from_pool(self._pool), count
         skip = 0
@@ -235,7 +235,7 @@ class DataLoader(StatefulInput):
         sizes = [t.shape[0] if t.dim() else None for t in tensors(batch)]
         if self._sizes is None:
             self._sizes = sizes
-        elif sizes != self._sizes and state.current().kind not in ("CPU", "GPU"):
+        elif sizes != self._sizes and process_backend.current().kind not in ("CPU", "GPU"):
             if len(sizes) != len(self._sizes):
                 raise ReprogramForbidden(f"Batch {index + 1} holds {len(sizes)} tensors, the first batch held "
                                          f"{len(self._sizes)}: every batch must have the same structure.")

@@ -41,7 +41,7 @@ import warnings
 
 from csadmin.errors import InvalidState
 
-import csadmin.cstorch.state as state
+from ...backend import process_backend
 from ._utils.batches import samples_of
 from ._utils.restart_plan import RestartPlan
 from .restartable import (DataLoaderCheckpoint, is_restartable, load_into, load_kwargs,
@@ -66,7 +66,7 @@ class StatefulInput:
     def state_dict(self) -> dict:
         """The input's state at this step, aggregated over its workers (see the module docstring)."""
         loader = self._restartable("getting")
-        backend = state.current()
+        backend = process_backend.current()
         if not backend.is_checkpoint_step():
             raise InvalidState(f"{AT_CHECKPOINT} (this is step {backend.run.step - backend.run.first_step}).",
                                hint="Call state_dict() in a function decorated with @cstorch.checkpoint_closure: "
@@ -94,7 +94,7 @@ class StatefulInput:
         """Resume the input at `state_dict` (a state_dict() of an earlier run), before the run
         steps (see the module docstring)."""
         loader = self._restartable("setting")
-        run = state.current().run
+        run = process_backend.current().run
         started = run.in_loop or (run.executor is None and not run.finished)
         if (started and run.step != run.first_step) or (
                 self._pool is not None and self._pool.run is run and not self._pool.closed):
@@ -121,7 +121,7 @@ class StatefulInput:
 
     def _count_fed(self, batch) -> None:
         """Count a batch handed to the run in progress (the in-process worker's samples_streamed)."""
-        run = state.current().run
+        run = process_backend.current().run
         fed_run, samples = self._feed
         self._feed = (run, (samples if fed_run is run else 0) + samples_of(batch))
 
@@ -176,10 +176,10 @@ class StatefulInput:
                 hint="Return a dataloader with state_dict, load_state_dict, aggregate_state_dict and "
                      "deaggregate_state_dict (cstorch.utils.data.RestartableDataLoader) to enable state_dict() "
                      "and load_state_dict().")
-        if _workers_now() and not state.current().executor_required:
+        if _workers_now() and not process_backend.current().executor_required:
             raise InvalidState(
                 f"DataLoader state: the input workers of a run without a DataExecutor keep no state "
-                f"(num_workers_per_csx={state.current().config.num_workers_per_csx}).",
+                f"(num_workers_per_csx={process_backend.current().config.num_workers_per_csx}).",
                 hint="Run the steps in a cstorch.utils.data.DataExecutor (cstorch.backend), or resume with "
                      "the DataLoader's initial_step.")
         return loader
@@ -187,5 +187,5 @@ class StatefulInput:
 
 def _workers_now() -> bool:
     """Whether the next run of a DataLoader is fed by input workers (the configuration's now)."""
-    config = state.current().config
+    config = process_backend.current().config
     return config is not None and config.fed_by_workers

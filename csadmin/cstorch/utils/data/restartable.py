@@ -33,7 +33,7 @@ from typing import Any, Dict, List, Protocol, runtime_checkable
 
 from csadmin.errors import InvalidArgument
 
-import csadmin.cstorch.state as state
+from ...backend import process_backend
 
 
 @runtime_checkable
@@ -108,7 +108,7 @@ def load_into(loader, aggregated_state_dict, kwargs: dict) -> None:
 @contextlib.contextmanager
 def offered(checkpoint: DataLoaderCheckpoint):
     """get_worker_state() answers `checkpoint` (once) while the body runs, and never after."""
-    backend = state.current()
+    backend = process_backend.current()
     backend.worker_state = checkpoint
     try:
         yield

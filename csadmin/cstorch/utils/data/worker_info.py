@@ -14,15 +14,15 @@ function. Stdlib only.
 
 from __future__ import annotations
 
-import csadmin.cstorch.state as state
-from ...state import WorkerInfo
+from ...backend import process_backend
+from ...backend.process_backend import WorkerInfo
 
 __all__ = ["WorkerInfo", "worker_info", "task_id", "num_tasks"]
 
 
 def worker_info() -> WorkerInfo:
     """This process's input worker index and the worker count (0 and 1 outside a worker)."""
-    return state.current().worker
+    return process_backend.current().worker
 
 
 def task_id() -> int:
@@ -35,6 +35,6 @@ def num_tasks() -> int:
 
 def enter_worker(task: int, count: int) -> None:
     """An input worker process says who it is (before it calls the input function)."""
-    backend = state.current()
+    backend = process_backend.current()
     backend.worker = WorkerInfo(task, count)
     backend.is_input_worker = True

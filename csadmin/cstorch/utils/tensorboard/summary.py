@@ -27,9 +27,9 @@ import torch
 
 from csadmin.errors import InvalidArgument
 
-import csadmin.cstorch.state as state
-from ...backend_api import current_backend_impl
-from ...step import step_closure
+from ...backend import process_backend
+from ...backend import current_backend_impl
+from ...core.trace import step_closure
 from .writer import SummaryWriter
 
 
@@ -68,7 +68,7 @@ def _writer(kind: str, name: str):
     """The running DataExecutor's writer; None, with a warning, when it has none. InvalidState
     before any backend exists."""
     current_backend_impl()
-    executor = state.current().executor
+    executor = process_backend.current().executor
     writer = None if executor is None else executor.writer
     if writer is None:
         warnings.warn(f"The {kind} summary {name!r} was not saved as no SummaryWriter was provided: to write "
@@ -79,7 +79,7 @@ def _writer(kind: str, name: str):
 
 def _step(writer) -> int:
     """The summary step of the step just run: base_step + its 0-indexed position in the run."""
-    run = state.current().run
+    run = process_backend.current().run
     return getattr(writer, "base_step", 1) + run.step - run.first_step - 1
 
 

@@ -34,7 +34,7 @@ import torch
 
 from csadmin import errors
 
-from ....csd_link import csd_client
+from ....backend.csd_link import csd_client
 from ..restartable import DataLoaderCheckpoint, is_restartable, load_into, load_kwargs, worker_state_dict
 from ..worker_info import enter_worker
 from .batches import repeated, samples_of

@@ -19,7 +19,7 @@ import time
 
 import torch
 
-from .optim.optimizer import Optimizer
+from ...optim.optimizer import Optimizer
 
 LOG_EVERY_STEPS = 10
 

@@ -30,9 +30,9 @@ import torch
 
 from csadmin.errors import IncompatibleProgram, InvalidArgument, InvalidState, ReprogramForbidden
 
-import csadmin.cstorch.state as state
-from .amp.precision import check_float32_weights
-from .csd_link import CsdLink
+from ..backend import process_backend
+from ..amp.precision import check_float32_weights
+from ..backend.csd_link import CsdLink
 
 BACKENDS = {"wse_ws": "WEIGHT_STREAMING", "wse_pl": "PIPELINED"}
 
@@ -44,7 +44,7 @@ TRAIN_AND_EVAL_RULE = (
 
 
 def _weights_hook(module, prefix, keep_vars):
-    state.current().check_weights_fetch("model")
+    process_backend.current().check_weights_fetch("model")
 
 
 def _assign_hook(state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys, error_msgs):
@@ -57,9 +57,9 @@ def _assign_hook(state_dict, prefix, local_metadata, strict, missing_keys, unexp
 
 class CompiledModel:
     """A model prepared for the system: call it inside a compile_step function. `backend` is the
-    process's backend (state.Backend: `.name`, `.is_wse()`, `.device`, `str()` the name compiled for)."""
+    process's backend (process_backend.Backend: `.name`, `.is_wse()`, `.device`, `str()` the name compiled for)."""
 
-    def __init__(self, model: torch.nn.Module, backend: state.Backend):
+    def __init__(self, model: torch.nn.Module, backend: process_backend.Backend):
         self.model = model
         self.backend = backend
         self.said: str | None = None  # "train" / "eval" once the script called train() / eval() on it
@@ -76,7 +76,7 @@ class CompiledModel:
     def train(self, mode: bool = True) -> "CompiledModel":
         """Say the run's mode and set the module's; refused while a run's program compiled for the
         other mode runs, or with the module in the other state."""
-        run = state.current().run
+        run = process_backend.current().run
         run_mode = None if run.finished and run.executor is not None else run.mode
         call = f"compiled_model.{'train' if mode else 'eval'}()"
         if run_mode is not None and run_mode != ("train" if mode else "eval"):
@@ -173,13 +173,13 @@ def parse_backend(backend) -> str:
     return key
 
 
-def _later_backend(process: state.Backend, backend) -> str | None:
+def _later_backend(process: process_backend.Backend, backend) -> str | None:
     """The process backend's name when `backend` is the later releases' (a Backend, one of their
     type names, or None with such a backend made), making it if asked by name; else None."""
-    from .backend_api import backend as make_backend, backend_kind
-    from .backend_type import BackendType
+    from ..backend import backend as make_backend, backend_kind
+    from ..backend.backend_type import BackendType
 
-    if isinstance(backend, state.Backend):
+    if isinstance(backend, process_backend.Backend):
         if backend is not process:
             raise InvalidState("Compile got a different backend than the currently initialized backend.",
                                "Pass the backend cstorch.backend() returns (one per process).")
@@ -207,7 +207,7 @@ def _later_backend(process: state.Backend, backend) -> str | None:
 
 def compile(model: torch.nn.Module, backend=None) -> CompiledModel:
     """Prepare `model` for the system `backend` names; see the module docstring."""
-    process = state.current()
+    process = process_backend.current()
     later = _later_backend(process, backend)
     config = process.require_config()
     if not isinstance(model, torch.nn.Module):

@@ -28,14 +28,14 @@ import torch
 
 from csadmin.errors import InvalidArgument, InvalidState
 
-import csadmin.cstorch.state as state
-from .step import step_closure
+from ...backend import process_backend
+from ...core.trace import step_closure
 
 
 @step_closure
 def _pend(name: str, value) -> None:
     """Record `value`, materialized (a step closure: after the step when called inside it)."""
-    state.current().run.scalars[name] = float(value)
+    process_backend.current().run.scalars[name] = float(value)
 
 
 def scalar_summary(name: str, tensor) -> None:
@@ -56,7 +56,7 @@ def scalar_summary(name: str, tensor) -> None:
 def save_summaries(writer, step: int) -> None:
     """Write every pending scalar to `writer` (a torch.utils.tensorboard.SummaryWriter) at `step`,
     flush it, and forget them."""
-    backend = state.current()
+    backend = process_backend.current()
     if backend.in_step():
         raise InvalidState("cstorch.save_summaries was called inside a compile_step function: the values it "
                            "writes exist only once the step has executed.",

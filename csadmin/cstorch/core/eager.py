@@ -16,7 +16,7 @@ import contextlib
 
 import torch
 
-from .amp.precision import half_dtype
+from ..amp.precision import half_dtype
 
 
 def step(step_fn, backend, run, args: tuple, kwargs: dict):

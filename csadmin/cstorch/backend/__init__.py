@@ -1,5 +1,5 @@
 """`cstorch.backend(...)` and `cstorch.current_backend()`: the later releases' way to set up the
-process's backend — the same state.Backend that `cstorch.configure` fills in the first release.
+process's backend — the same process_backend.Backend that `cstorch.configure` fills in the first release.
 
     backend = cstorch.backend("CSX", artifact_dir="out", compile_dir="out/compile",
                               cluster_config=cstorch.distributed.ClusterConfig(num_workers_per_csx=2))
@@ -35,12 +35,12 @@ import torch
 
 from csadmin.errors import CsError, InvalidArgument, InvalidState
 
-import csadmin.cstorch.state as state
+from . import process_backend
 from .backend_type import BackendType
 from .config import PARAMETERS, configure
 from .csd_link import CsdLink
-from .distributed import ClusterConfig
-from .optim.optimizer import Optimizer
+from ..distributed import ClusterConfig
+from ..optim.optimizer import Optimizer
 
 WEIGHT_STREAMING = "WEIGHT_STREAMING"
 NO_BACKEND = (
@@ -55,7 +55,7 @@ ONE_LINE = {
 _UNSET = object()
 
 
-def backend(backend_type=None, *args, **kwargs) -> state.Backend:
+def backend(backend_type=None, *args, **kwargs) -> process_backend.Backend:
     """Make the process's backend of `backend_type` ("CSX", "CPU", "GPU"; any case), or, with no
     argument, return the one made before (see the module docstring)."""
     if backend_type is None:
@@ -65,7 +65,7 @@ def backend(backend_type=None, *args, **kwargs) -> state.Backend:
                                        "with no arguments for the current one.")
         return current_backend(raise_warning=False)
     kind = backend_kind(backend_type)
-    process = state.current()
+    process = process_backend.current()
     if process.target is not None or process.config is not None:
         made = process.kind or "CSX (cstorch.configure)"
         raise InvalidState(f"Cannot instantiate multiple backends: a backend with type {made} has already been "
@@ -99,14 +99,14 @@ def backend_kind(backend_type) -> str:
     return "CSX" if backend_type.is_csx else backend_type.name
 
 
-def current_backend(raise_exception: bool = True, raise_warning: bool = True) -> state.Backend | None:
+def current_backend(raise_exception: bool = True, raise_warning: bool = True) -> process_backend.Backend | None:
     """The process's backend once cstorch.backend, cstorch.configure or cstorch.compile made it;
     else InvalidState (or None with raise_exception=False). Deprecated in the real package in
     favour of cstorch.backend(), and warns so unless raise_warning=False."""
     if raise_warning:
         warnings.warn("cstorch.current_backend() is deprecated and will be removed in a future release. "
                       "Use cstorch.backend() instead to access the current backend.", DeprecationWarning, stacklevel=2)
-    process = state.current()
+    process = process_backend.current()
     if process.target is None and process.config is None:
         if raise_exception:
             raise InvalidState(NO_BACKEND, hint="Call cstorch.backend(\"CSX\", ...) at the start of the script.")
@@ -114,7 +114,7 @@ def current_backend(raise_exception: bool = True, raise_warning: bool = True) ->
     return process
 
 
-def current_backend_impl(raise_exception: bool = True) -> state.Backend | None:
+def current_backend_impl(raise_exception: bool = True) -> process_backend.Backend | None:
     """The backend's implementation: the real package keeps it behind the backend object; here
     they are one object, so this is `cstorch.backend()` (None before one is made, with
     raise_exception=False; else InvalidState)."""

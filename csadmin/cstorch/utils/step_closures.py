@@ -32,7 +32,7 @@ from torch.utils._pytree import tree_flatten, tree_map_only
 
 from csadmin.errors import InvalidState
 
-import csadmin.cstorch.state as state
+from ..backend import process_backend
 
 
 def when_due(fn):
@@ -40,7 +40,7 @@ def when_due(fn):
 
     @functools.wraps(fn)
     def due(*args, **kwargs):
-        backend = state.current()
+        backend = process_backend.current()
         if backend.kind == "CSX" and not backend.run.is_activation_step():
             return None
         return fn(*args, **kwargs)
@@ -50,7 +50,7 @@ def when_due(fn):
 
 def dispatch(due, args: tuple, kwargs: dict):
     """Record, queue or run the closure `due` with these arguments (see the module docstring)."""
-    backend = state.current()
+    backend = process_backend.current()
     run = backend.run
     if run.in_loop and backend.kind == "CSX":
         _refuse_weights(backend, getattr(due, "__name__", "closure"), (args, kwargs))
@@ -80,7 +80,7 @@ def checkpoint_closure(fn):
 
     @functools.wraps(fn)
     def on_checkpoint_steps(*args, **kwargs):
-        if state.current().is_checkpoint_step():
+        if process_backend.current().is_checkpoint_step():
             return fn(*args, **kwargs)
         return None
 

@@ -33,8 +33,8 @@ from torch import fx
 
 from csadmin.shared.atomic_write import write_atomically
 
-from .amp.emulation import emulate
-from .amp.formats import FORMATS
+from .half_precision import emulate
+from ..amp.formats import FORMATS
 from .estimate import program_seconds
 from .signature import Signature
 

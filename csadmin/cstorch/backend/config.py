@@ -25,7 +25,7 @@ import torch
 from csadmin.shared import rendezvous
 from csadmin.errors import InvalidArgument, InvalidState
 
-import csadmin.cstorch.state as state
+from . import process_backend
 from .appliance import DebugArgs, ExecutionStrategy
 
 # 004's note under the table: why configure runs once per process.
@@ -144,7 +144,7 @@ def _debug_args(value) -> dict | None:
         return None
     if not isinstance(value, DebugArgs):
         raise _bad("debug_args", value, "None or a DebugArgs",
-                   "Pass get_debug_args(path) (cerebras_appliance.run_utils; csadmin.cstorch.appliance).")
+                   "Pass get_debug_args(path) (cerebras_appliance.run_utils; csadmin.cstorch.backend.appliance).")
     return value.settings()
 
 
@@ -207,7 +207,7 @@ def configure(**kwargs) -> Config:
     None takes its default (R1.8's runner passes `runconfig.get(...)` for what its yaml may leave
     out). Raises InvalidArgument for an unknown parameter or a bad value, InvalidState when called
     a second time."""
-    backend = state.current()
+    backend = process_backend.current()
     _known(kwargs)
     if backend.config is not None:
         raise InvalidState(f"cstorch.configure was already called in this process: {ONCE_RULE}.", ONCE_NEXT)

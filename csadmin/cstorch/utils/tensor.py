@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import torch
 
-from .backend_api import current_torch_device, use_cs
+from ..backend import current_torch_device, use_cs
 
 
 def _where() -> dict:

@@ -17,8 +17,8 @@ from torch import fx
 
 from csadmin.errors import ReprogramForbidden
 
-from .amp.emulation import capture_executor
-from .amp.precision import half_format, step_autocast
+from .half_precision import capture_executor
+from ..amp.precision import half_format, step_autocast
 from .capture import Capture
 
 NEXT = ("This will cause a second compile which is currently not allowed. Ensure that all controls lead to the "

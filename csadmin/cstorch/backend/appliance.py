@@ -89,7 +89,7 @@ def alias() -> list[str]:
             name = ".".join(parts[:depth])
             module = sys.modules.get(name)
             if module is None:
-                module = this if depth == len(parts) else types.ModuleType(name, "csadmin.cstorch.appliance's alias")
+                module = this if depth == len(parts) else types.ModuleType(name, "csadmin.cstorch.backend.appliance's alias")
                 if depth < len(parts):
                     module.__path__ = []  # a package
                 sys.modules[name] = module

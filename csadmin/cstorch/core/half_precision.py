@@ -41,7 +41,7 @@ from torch.utils._pytree import tree_flatten, tree_map
 
 from csadmin.errors import InvalidArgument
 
-from .formats import HalfFormat
+from ..amp.formats import HalfFormat
 
 aten = torch.ops.aten
 

@@ -30,21 +30,21 @@ from torch.utils._pytree import tree_flatten
 
 from csadmin.errors import InvalidState, ReprogramForbidden, RunAborted
 
-import csadmin.cstorch.state as state
-from .amp.emulation import capture_executor
-from .amp.precision import half_format, step_autocast
+from ..backend import process_backend
+from .half_precision import capture_executor
+from ..amp.precision import half_format, step_autocast
 from .artifacts import lookup as lookup_artifacts, record as record_compile
 from .bindings import Bindings
 from .capture import Capture
-from .closures import dispatch, when_due
-from .compiled import check_modes, run_mode
+from ..utils.step_closures import dispatch, when_due
+from .compile import check_modes, run_mode
 from .eager import step as eager_step
 from .model_dir import link_compile_dir, write_params
-from .optim import core_guard
+from ..optim import core_guard
 from .program import ESTIMATE_RUNS, Program
 from .retrace import check as check_retrace, ops as traced_ops
 from .signature import Signature
-from .summaries import Summaries
+from ..utils.tensorboard.run_events import Summaries
 
 
 def _leaves(value, outputs: list) -> tuple[object, list]:
@@ -77,7 +77,7 @@ class StepFunction:
         return self if instance is None else functools.partial(self, instance)
 
     def __call__(self, *args, **kwargs):
-        backend = state.current()
+        backend = process_backend.current()
         config = backend.require_config()
         if backend.target is None:
             raise InvalidState(f"{self.name} was called before cstorch.compile.",
@@ -213,7 +213,7 @@ class StepFunction:
                 write_params(backend, program, {"run_id": None, "system": serial, "backend": backend.target})
             print(only_summary(config, program, serial), flush=True)
             return result
-        state.close_at_exit()  # first: Ctrl-C while programming must close the run too
+        process_backend.close_at_exit()  # first: Ctrl-C while programming must close the run too
         csd.open(mode, program.descriptor(serial), backend.run_dir(), flat=run.executor is not None)
         run.csd, run.program = csd, program
         run.bindings = Bindings.of([m.model for m in backend.models], program.state)

@@ -20,11 +20,11 @@ import yaml
 
 from csadmin.shared.atomic_write import write_atomically
 
-from .config import PARAMETERS
-from .optim.lr_scheduler.base import LRScheduler
-from .optim.optimizer import Optimizer
+from ..backend.config import PARAMETERS
+from ..optim.lr_scheduler.base import LRScheduler
+from ..optim.optimizer import Optimizer
 from .program import Program
-from .utils.data import DataLoader
+from ..utils.data import DataLoader
 
 
 def link_compile_dir(model_dir: str, program: Program) -> str:

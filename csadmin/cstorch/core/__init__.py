@@ -1,0 +1,1 @@
+"""csadmin.cstorch.core: the compile and the step (see docs/cstorch.md)."""
