@@ -6,16 +6,18 @@
 # creates or refreshes the local virtualenv in .venv first. `make completions` regenerates
 # completions/ (bash, zsh) from the command table. `make test-fast`: only the unit tier (the model
 # and single units, no process; tests/conftest.py), in under 30 s, to run before every commit.
+# `make docs`: the documentation site (mkdocs.yml) built strictly into site/; open site/index.html.
 PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
 PRODUCT_STAMP := $(VENV)/.product
 STAMP := $(VENV)/.installed
+DOCS_STAMP := $(VENV)/.docs
 # PyTorch for csadmin.cstorch, pinned so pip takes the CPU wheel this machine kind keeps on disk
 # (pip's find-links) instead of PyPI's newest build with ~3 GB of CUDA packages.
 TORCH ?= torch==2.13.0
 
-.PHONY: run test test-fast fuzz install completions clean
+.PHONY: run test test-fast fuzz install completions docs clean
 
 $(VENV)/bin/python:
 	$(PYTHON) -m venv $(VENV)
@@ -62,5 +64,16 @@ fuzz: $(STAMP)
 completions: $(PRODUCT_STAMP)
 	$(PY) -m csadmin.cli.shell_completion completions
 
+# The site's tools (the `docs` extra: mkdocs, mkdocstrings, the Material theme), beside the product.
+# mkdocstrings reads the modules' source without importing them, so torch is not needed.
+$(DOCS_STAMP): pyproject.toml $(PRODUCT_STAMP)
+	$(PY) -m pip install --quiet -e '.[docs]'
+	touch $(DOCS_STAMP)
+
+# Strict: a broken link or anchor, a page left out of the nav, or a docstring that does not render
+# fails the build. NO_MKDOCS_2_WARNING silences the Material theme's banner about MkDocs' future.
+docs: $(DOCS_STAMP)
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict --site-dir site
+
 clean:
-	rm -rf $(VENV) build *.egg-info .pytest_cache .hypothesis
+	rm -rf $(VENV) build site *.egg-info .pytest_cache .hypothesis

@@ -45,7 +45,7 @@ class _Composite(LRScheduler):
 
 class SequentialLR(_Composite):
     """schedulers[i] from milestones[i-1] on, each counting its steps from its own start (as
-    torch's SequentialLR): lr(s) = schedulers[i](s - milestones[i-1])."""
+    torch's SequentialLR): `lr(s) = schedulers[i](s - milestones[i-1])`."""
 
     def __init__(self, optimizer, schedulers, milestones, last_epoch=-1, param_group_tags=None):
         self._schedulers = _parts("SequentialLR", optimizer, schedulers, param_group_tags)
@@ -66,8 +66,8 @@ class SequentialLR(_Composite):
 
 
 class ChainedLR(_Composite):
-    """The first schedule scaled by every later one's factor: lr(s) = schedulers[0](s) *
-    Π schedulers[i](s) / schedulers[i](0) (torch's ChainedScheduler, for closed forms).
+    """The first schedule scaled by every later one's factor: `lr(s) = schedulers[0](s) *
+    Π schedulers[i](s) / schedulers[i](0)` (torch's ChainedScheduler, for closed forms).
 
     Both releases' forms: `ChainedLR(schedulers, param_group_tags=None)` (2.x: the optimizer is
     the one its parts schedule) and `ChainedLR(optimizer, schedulers)` (the first release's)."""
