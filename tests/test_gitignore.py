@@ -18,6 +18,7 @@ WRITTEN = [
     "model_dir/model-ckpt-100.h5",
     "model_dir/events.out.tfevents.1700000000.host",
     "performance/performance.json",
+    "site/index.html",  # make docs (the README's Documentation)
 ]
 
 

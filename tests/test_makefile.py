@@ -44,3 +44,15 @@ def test_make_test_fast_runs_the_unit_tier_and_its_files_exist():
     assert planned.rstrip().endswith("-m pytest -q -m unit"), planned
     missing = [entry for entry in UNIT + REAL if not (TESTS / entry).exists()]
     assert not missing, missing
+
+
+def test_make_docs_installs_the_docs_extra_by_its_own_stamp_and_builds_strictly(tmp_path):
+    """`make docs` puts the `docs` extra (mkdocs, mkdocstrings) in the venv, remembered by a stamp of
+    its own, and builds the site strictly into site/: a broken link or a docstring that does not
+    render fails it. No torch: the reference is read from the source."""
+    venv = tmp_path / "fresh"
+    planned = make("-n", "docs", f"VENV={venv}").stdout
+    assert "pip install --quiet -e '.[docs]'" in planned and f"touch {venv}/.docs" in planned, planned
+    assert "torch" not in planned, planned
+    assert planned.rstrip().splitlines()[-1] == \
+        f"NO_MKDOCS_2_WARNING=1 {venv}/bin/mkdocs build --strict --site-dir site", planned
