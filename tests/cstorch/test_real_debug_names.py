@@ -1,6 +1,11 @@
-"""The real package's top-level helpers that name and mark a step's work without changing its
-values — cstorch.name_scope, set_debug_scope, add_debug_name / get_debug_name, make_constant — and
-cstorch.current_executor(): on a CPU backend in this process, and inside a traced step on CSX."""
+"""The real package's helpers that name and mark a step's work without changing its values —
+cstorch.name_scope, set_debug_scope, add_debug_name / get_debug_name, make_constant, the
+core.annotation decorators — and cstorch.current_executor(): on a CPU backend in this process,
+and inside a traced step on CSX."""
+
+import warnings
+from dataclasses import dataclass
+from typing import Optional
 
 import pytest
 import torch
@@ -9,7 +14,26 @@ import csadmin.cstorch as cstorch
 from csadmin import errors
 from csadmin.cstorch.backend import process_backend
 from tests.cstorch.helpers import model
+from csadmin.cstorch.core.annotation import AnnotationMode, create_annotation
 from tests.cstorch.v2 import Trainer, csx, synthetic_input
+
+
+@dataclass
+class NamedConfig(AnnotationMode.Config):  # ModelZoo's named_matmul shape
+    name: Optional[str]
+
+
+def named_attribute(config, is_backward):
+    return AnnotationMode.Attribute("named_matmul", None if config.name is None else
+                                    f"{config.name}.{'bwd' if is_backward else 'fwd'}")
+
+
+def named(name, enable_fwd=True, enable_bwd=True):
+    return create_annotation(NamedConfig, named_attribute, name=name, enable_fwd=enable_fwd, enable_bwd=enable_bwd)
+
+
+def _active():
+    return {cls.__name__: attribute.value for cls, (config, attribute) in cstorch.current_backend_impl().annotations.items()}
 
 
 def test_name_scope_sets_the_backends_scope_for_its_body_and_restores_it(tmp_path):
@@ -100,7 +124,8 @@ def test_on_csx_the_names_and_constants_leave_a_traced_steps_values_as_they_were
         inputs, targets = batch
         with cstorch.name_scope("forward"):
             scale = cstorch.make_constant(torch.ones(()))
-            loss = t.loss_fn(t.compiled(inputs * scale), targets)
+            loss = named("model")(t.compiled)(inputs * scale)
+            loss = t.loss_fn(loss, targets)
         loss.backward()
         t.optimizer.step()
         t.optimizer.zero_grad()
@@ -122,3 +147,51 @@ def test_on_csx_the_names_and_constants_leave_a_traced_steps_values_as_they_were
             record(step(batch))
     assert losses["named"] == losses["plain"] and len(losses["plain"]) == 2
     assert backend.current_scope_name is None
+
+
+def test_an_annotation_off_the_system_warns_and_runs_the_function_as_it_is(tmp_path):
+    def double(x):
+        return x * 2
+
+    with pytest.warns(UserWarning, match='for "None" device doesn.t have any effect'):
+        assert named("early")(double) is double  # before any backend: the function itself
+    cstorch.backend("CPU", artifact_dir=str(tmp_path / "out"))
+    with pytest.warns(UserWarning, match='for "cpu" device doesn.t have any effect'):
+        annotated = named("proj")(double)
+    assert annotated.__name__ == "double" and torch.equal(annotated(torch.ones(2)), torch.full((2,), 2.0))
+    with pytest.raises(TypeError):
+        create_annotation(NamedConfig, named_attribute, nme="x", enable_fwd=True, enable_bwd=True)
+    with pytest.raises(errors.InvalidArgument, match="AnnotationMode.Config"):
+        create_annotation(dict, named_attribute, name="x")
+
+
+def test_on_csx_an_annotation_is_active_in_its_function_and_nests_by_config_class(ws_csd, tmp_path):
+    csx(ws_csd, tmp_path)
+    seen = {}
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # on the system: no "no effect" warning
+
+        @named("outer")
+        def outer(x):
+            seen["outer"] = _active()
+            return inner(x) + 1
+
+        @named("inner")
+        def inner(x):
+            seen["inner"] = _active()
+            return quiet(x) * 3
+
+        @named("quiet", enable_fwd=False)
+        def quiet(x):
+            seen["quiet"] = _active()
+            return x
+
+    assert torch.equal(outer(torch.ones(2)), torch.full((2,), 4.0))
+    assert seen == {"outer": {"NamedConfig": "outer.fwd"}, "inner": {"NamedConfig": "inner.fwd"}, "quiet": {}}
+    assert _active() == {}
+    broken = create_annotation(NamedConfig, lambda config, is_backward: "named", name="x", enable_fwd=True,
+                               enable_bwd=False)
+    with pytest.raises(TypeError, match="AnnotationMode.Attribute"):
+        broken(lambda: None)()
+    assert _active() == {}

@@ -22,6 +22,7 @@ PATHS = {
                          "get_debug_name", "set_debug_scope", "current_executor"],
     "cerebras.pytorch.backend": ["Backend", "BackendType", "current_backend_impl", "get_backend_args", "use_cs"],
     "cerebras.pytorch.core.name_scope": ["name_scope", "add_debug_name", "get_debug_name", "set_debug_scope"],
+    "cerebras.pytorch.core.annotation": ["AnnotationMode", "create_annotation"],
     "cerebras.pytorch.utils.nest": ["visit_structure", "visit_torch_tensors", "visit_device_tensors",
                                     "map_structure", "map_torch_tensors", "recurse_spec", "diff"],
     "cerebras.pytorch.utils.call_once": ["call_once"],
