@@ -14,7 +14,9 @@ import torch
 from packaging.version import parse
 
 import csadmin.cstorch as cstorch
+from csadmin import errors
 from csadmin.cstorch.__main__ import alias_modules
+from csadmin.cstorch.utils import call_once as call_once_module, utils as param_utils
 
 # module path -> the names ModelZoo 2.10 imports from it (or reads off it as an attribute).
 PATHS = {
@@ -31,6 +33,8 @@ PATHS = {
                                           "to_numpy"],
     "cerebras.pytorch.utils.data.data_executor": ["MbsSetting", "current_executor", "DataExecutor"],
     "cerebras.pytorch.optim.optimizer": ["ParamsT", "Optimizer"],
+    "cerebras.pytorch.utils.utils": ["FilterCallable", "convert_glob_to_regex", "make_param_filter"],
+    "cerebras.pytorch.metrics": ["AccuracyMetric", "PerplexityMetric", "FBetaScoreMetric", "MeanMetric"],
 }
 
 
@@ -125,7 +129,7 @@ def test_diff_names_the_keys_and_values_that_differ():
 
 
 def test_call_once_runs_the_body_once_and_answers_later_calls_with_its_result():
-    call_once = cstorch.utils.call_once.call_once
+    call_once = call_once_module.call_once
     calls, warned = [], []
 
     @call_once()
@@ -160,7 +164,7 @@ def test_call_once_runs_the_body_once_and_answers_later_calls_with_its_result():
 def test_call_once_runs_the_body_once_when_threads_race():
     entered, release, runs = threading.Event(), threading.Event(), []
 
-    @cstorch.utils.call_once.call_once()
+    @call_once_module.call_once()
     def slow():
         runs.append(1)
         entered.set()
@@ -186,3 +190,22 @@ def test_the_data_utils_module_schedules_as_modelzoo_builds_schedules():
     assert [i for i in range(12) if schedule.match(i)] == [4, 9, 11]
     assert list(schedule.steps(12)) == [5, 10, 12]
     assert cstorch.utils.data.utils.infer_batch_size({"x": torch.ones(4, 2), "y": torch.ones(4)}) == 4
+
+
+def test_param_filters_match_whole_names_by_glob_or_by_function():
+    utils = param_utils
+    net = torch.nn.Sequential(torch.nn.Linear(2, 3), torch.nn.LayerNorm(3))
+    params = dict(net.named_parameters())
+    keep = utils.make_param_filter(["*.bias"])
+    assert [n for n, p in params.items() if keep(n, p)] == ["0.bias", "1.bias"]
+    assert [n for n, p in params.items() if utils.make_param_filter("1.*")(n, p)] == ["1.weight", "1.bias"]
+    assert not utils.make_param_filter("bias")("0.bias", params["0.bias"])  # the whole name, not a part
+    one_dim = lambda name, param: param.ndim == 1  # noqa: E731
+    assert utils.make_param_filter(one_dim) is one_dim
+    assert utils.convert_glob_to_regex("layers.*.weight").match("layers.3.weight")
+    with pytest.raises(errors.InvalidArgument, match="Unknown `param_filter`"):
+        utils.make_param_filter(lambda name: True)
+    with pytest.raises(errors.InvalidArgument, match="must be a string or a list of strings"):
+        utils.make_param_filter(["*.bias", 3])
+    with pytest.raises(errors.InvalidArgument):
+        utils.make_param_filter(None)
