@@ -19,8 +19,10 @@ is `compile_step`, `utils.data.DataExecutor` makes each run (several per process
 `checkpoint_closure` runs on its checkpoint steps. The later releases' top-level helpers are here
 too: `use_cs()`, `current_torch_device()`, `current_backend_impl()`, `get_backend_args(type)`,
 `Backend`/`BackendType`, the one-value tensor factories (`full`, `ones`, `zeros`, their `_like`s),
-`from_numpy`/`to_numpy`, `SyntheticDataset`, `DataLoader`, the `saver` module, and
-`summarize_tensor` beside `summarize_scalar`.
+`from_numpy`/`to_numpy`, `SyntheticDataset`, `DataLoader`, the `saver` module,
+`summarize_tensor` beside `summarize_scalar`, `current_executor()`, `make_constant`, the debug
+names (`name_scope`, `set_debug_scope`, `add_debug_name`, `get_debug_name`) and `__version__`,
+the release whose API this is (2.10.0: ModelZoo checks checkpoints' versions against it).
 
     backend = cstorch.backend("CSX", artifact_dir="out")          # or "CPU", "GPU": no system
     with backend.device:
@@ -49,10 +51,15 @@ from .core.trace import compile_step, step_closure, trace
 from .utils.tensor import full, full_like, ones, ones_like, zeros, zeros_like
 from .utils.data import DataLoader, DataLoaderCheckpoint, RestartableDataLoader, SyntheticDataset, from_numpy, to_numpy
 from .utils.tensorboard import summarize_scalar, summarize_tensor
+from .utils.constant import make_constant
+from .utils.data.data_executor import current_executor
+from .core.name_scope import add_debug_name, get_debug_name, name_scope, set_debug_scope
+from ._version import __version__, _generating_docs
 
 __all__ = ["configure", "compile", "compile_step", "step_closure", "scalar_summary", "save_summaries", "save", "load",
            "optim", "amp", "metrics", "utils", "backend", "current_backend", "trace", "checkpoint_closure",
            "summarize_scalar", "summarize_tensor", "distributed", "backends", "saver", "Backend", "BackendType",
            "use_cs", "current_torch_device", "current_backend_impl", "get_backend_args", "full", "full_like", "ones",
            "ones_like", "zeros", "zeros_like", "from_numpy", "to_numpy", "SyntheticDataset", "DataLoader",
-           "DataLoaderCheckpoint", "RestartableDataLoader", "get_worker_state"]
+           "DataLoaderCheckpoint", "RestartableDataLoader", "get_worker_state", "current_executor", "make_constant",
+           "name_scope", "set_debug_scope", "add_debug_name", "get_debug_name"]

@@ -37,6 +37,7 @@ from csadmin.errors import CsError, InvalidArgument, InvalidState
 
 from . import process_backend
 from .backend_type import BackendType
+from .process_backend import Backend  # the class cstorch.backend(...) makes, where the real module has it
 from .config import PARAMETERS, configure
 from .csd_link import CsdLink
 from ..distributed import ClusterConfig

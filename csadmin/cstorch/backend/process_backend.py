@@ -118,6 +118,9 @@ class Backend(BackendFacts):
         self.executor = None  # the DataExecutor whose loop is running (utils/data/data_executor.py)
         self.executors_run = 0  # DataExecutors iterated so far: their artifact directories' numbers
         self.csx = CsxSettings()  # cstorch.backends.csx: precision, performance, debug
+        self.current_scope_name = None  # cstorch.name_scope's (core/name_scope.py), in its body
+        self.debug_scope = ""  # cstorch.set_debug_scope's: traced ops' debug names start with it
+        self.annotations: dict = {}  # config class → (config, attribute) of the active core.annotation ones
         self._device = None  # device.Device, made when first asked for
         self._stepping = False
         self._announced: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # object → order

@@ -15,7 +15,7 @@
 
 `Metric` (metric.py) is the base a script's own metric subclasses, as the later releases write one
 (reset / update / compute, `register_state`); the built-in metrics are written on it:
-AccuracyMetric, PerplexityMetric, DiceCoefficientMetric, MeanIOUMetric, FBetaScoreMetric. rules.py
+AccuracyMetric, PerplexityMetric, DiceCoefficientMetric, MeanIOUMetric, FBetaScoreMetric, MeanMetric. rules.py
 holds when a metric may be made, updated and read; listing.py names every metric of the process
 (`get_all_metrics()`, and R1.8's `compute_all_metrics()`).
 """
@@ -24,9 +24,10 @@ from .accuracy import AccuracyMetric
 from .dice_coefficient import DiceCoefficientMetric
 from .fbeta_score import FBetaScoreMetric
 from .listing import MetricValues, compute_all_metrics, get_all_metrics
+from .mean import MeanMetric
 from .mean_iou import MeanIOUMetric
 from .metric import Metric
 from .perplexity import PerplexityMetric
 
 __all__ = ["Metric", "AccuracyMetric", "PerplexityMetric", "DiceCoefficientMetric", "MeanIOUMetric",
-           "FBetaScoreMetric", "get_all_metrics", "compute_all_metrics", "MetricValues"]
+           "FBetaScoreMetric", "MeanMetric", "get_all_metrics", "compute_all_metrics", "MetricValues"]

@@ -21,7 +21,8 @@ from the param group each step, and is a tensor once a scheduler drives it.
 
 `state_dict()` may only be taken on a checkpoint step (the backend's rule, state.py); `load_state_dict` copies
 into the existing tensors in place, so a captured program keeps seeing the loaded values, and it
-also reads a torch.optim state dict with the same state names (torch's Adam/AdamW).
+also reads a torch.optim state dict with the same state names (torch's Adam/AdamW). `ParamsT`,
+what `params` may be, is torch's type, as the real module's is.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ import abc
 import contextlib
 
 import torch
+from torch.optim.optimizer import ParamsT
 
 from csadmin.errors import InvalidArgument, InvalidState
 
@@ -44,7 +46,7 @@ class Optimizer(torch.optim.Optimizer, abc.ABC):
     """`params` and `defaults` as torch.optim.Optimizer's; `enable_global_step` gives each
     parameter a float32 0-d `step` state tensor that `increment_global_step` advances."""
 
-    def __init__(self, params, defaults: dict, enable_global_step: bool = False):
+    def __init__(self, params: ParamsT, defaults: dict, enable_global_step: bool = False):
         self._frozen = False
         super().__init__(params, defaults)
         self.enable_global_step = bool(enable_global_step)

@@ -14,7 +14,7 @@ private, in _utils/, as torch keeps torch/utils/data/_utils/.
 """
 
 from .arrays import from_numpy, to_numpy
-from .checkpoint_schedule import Schedule
+from .utils import Schedule
 from .counts import compute_num_steps, infer_batch_size
 from .data_executor import DataExecutor
 from .dataloader import DataLoader

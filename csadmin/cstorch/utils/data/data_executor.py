@@ -33,6 +33,9 @@ Where its run writes (`artifact_dir`): `<backend.artifact_dir>/executors/<NNNNNN
 the order the process iterates them, with `executors/latest` linking to the newest, as the real
 package lays them out: `performance.json` (csd's, at the run's close), `cs_<checksum>` (the
 compile directory), `<mode>/params_<mode>.yaml` and the run's TensorBoard scalars.
+
+`cstorch.current_executor()` is the DataExecutor whose loop is running (InvalidState outside
+one); `MbsSetting` is the type of the micro_batch_size argument, as the real module names it.
 """
 
 from __future__ import annotations
@@ -40,20 +43,24 @@ from __future__ import annotations
 import math
 import os
 import warnings
+from typing import Dict, Literal, Union
 
 from csadmin.errors import InvalidArgument, InvalidState
 
-from ...backend import process_backend
+from ...backend import current_backend_impl, process_backend
 from ...backend.config import PARAMETERS, settings
 from ...distributed import ClusterConfig
 from ...backend.run import Run
 from ..profiler import Profiler
 from ._utils.batches import samples_of
-from .checkpoint_schedule import Schedule
+from .utils import Schedule
 from .dataloader import DataLoader
 
 NOT_A_LOADER = ("Detected that dataloader was not wrapped using a cstorch.utils.data.DataLoader: the input is "
                 "streamed to the system by the Cerebras DataLoader's input function.")
+
+# What micro_batch_size may be (cstorch.backends.csx.performance checks the value).
+MbsSetting = Union[None, int, Literal["explore", "auto"], Dict[str, Dict[str, int]]]
 
 
 def _whole(name: str, value, least: int) -> int:
@@ -165,6 +172,18 @@ class DataExecutor:
                           activation_steps=self.activation_steps, last_step=self.num_steps, in_loop=True)
         backend.executor = self
         return backend.run
+
+
+def current_executor() -> DataExecutor:
+    """The DataExecutor whose loop is running in this process; InvalidState outside any (and
+    before a backend is made, as current_backend_impl says)."""
+    executor = current_backend_impl().executor
+    if executor is None:
+        raise InvalidState("Detected that a data executor was not used: no DataExecutor loop is running.",
+                           hint="Wrap the dataloader in a Cerebras DataExecutor, "
+                                "executor = cstorch.utils.data.DataExecutor(dataloader, ...), and ask for the "
+                                "current executor inside `for batch in executor:`.")
+    return executor
 
 
 def _schedule(checkpoint_steps, num_steps: int) -> Schedule:

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ..checkpoint_schedule import Schedule
+from ..utils import Schedule
 
 
 @dataclass(frozen=True)

@@ -1,11 +1,15 @@
-"""`cstorch.utils.data.Schedule`: the steps a DataExecutor takes checkpoints on, as the real
-package describes them: intervals of 0-indexed steps (step i is the run's (i+1)-th).
+"""`cstorch.utils.data.utils`: the module the real package keeps the data helpers in. Its own
+job here is `Schedule`, the steps a DataExecutor takes checkpoints on, as the real package
+describes them: intervals of 0-indexed steps (step i is the run's (i+1)-th).
 
     Schedule([Schedule.Range(start=99, end=1000, step=100, include_last=True)])  # 100, 200, …, 1000
     Schedule.every(100, num_steps=1000)   # what DataExecutor(checkpoint_steps=100) means: the same
 
 A Range matches `start`, `start + step`, … below `end`, and `end - 1` too with `include_last`.
-Intervals may not overlap. Bad values are InvalidArgument naming them. Stdlib only.
+Intervals may not overlap. Bad values are InvalidArgument naming them.
+
+The real module's other names are importable from it too, made where they belong:
+`from_numpy`/`to_numpy` (arrays.py) and `compute_num_steps`/`infer_batch_size` (counts.py).
 """
 
 from __future__ import annotations
@@ -15,6 +19,11 @@ import math
 from dataclasses import dataclass
 
 from csadmin.errors import InvalidArgument
+
+from .arrays import from_numpy, to_numpy
+from .counts import compute_num_steps, infer_batch_size
+
+__all__ = ["Schedule", "from_numpy", "to_numpy", "compute_num_steps", "infer_batch_size"]
 
 
 def _whole(name: str, value, least: int) -> int:
