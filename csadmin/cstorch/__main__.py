@@ -1,15 +1,21 @@
 """`python -m csadmin.cstorch SCRIPT [ARGS...]`: run an unmodified cstorch script against csd.
 
+SCRIPT is a file (`train.py`) or the name of an installed console script (`cszoo fit
+params.yaml`: ModelZoo's entry point, found as an entry point of an installed distribution, or
+as a Python script on PATH).
+
 The script's `import cerebras_pytorch.experimental as cstorch` (R1.8), `import cerebras_pytorch
 as cstorch` (2.0–2.1) or `import cerebras.pytorch as cstorch` (later), and their submodules
 (`.metrics`, `.optim`, `.utils.data`, `.utils.tensorboard`, `.distributed`, `.backends`, ...),
 get csadmin.cstorch: every module of the package is registered under each name in this process's
-sys.modules before the script runs as `__main__`. `cerebras_pytorch` is a module holding
-csadmin.cstorch's names plus `experimental`, and `cerebras` a namespace holding `pytorch`
-(`import a.b as c` looks `b` up as an attribute of `a`). The names R1.8 scripts import from
-`cerebras_appliance` for configure (ExecutionStrategy, DebugArgs, get_debug_args) are
-csadmin.cstorch.backend.appliance, registered the same way. Nothing named cerebras is installed; other
-processes see nothing.
+sys.modules before the script runs as `__main__`. `cerebras_pytorch` is a package holding
+csadmin.cstorch's names plus `experimental`. `cerebras` is left open: where a distribution installs
+into the `cerebras` namespace (ModelZoo's `cerebras.modelzoo`), that namespace is imported as
+usual and only `cerebras.pytorch` is added to it; where none does, `cerebras` is an empty package.
+The names R1.8 scripts import from `cerebras_appliance` for configure (ExecutionStrategy,
+DebugArgs, get_debug_args) are csadmin.cstorch.backend.appliance, registered the same way. Every
+module made here has a `__spec__`, so `importlib.util.find_spec(name)` answers for it as for an
+installed one. Other processes see nothing.
 
 A launcher may give the process an input-only role through its environment (an input worker task
 of csrun_wse, a cs_input_analyzer task; utils/data/_utils/roles.py): the script then runs up to
@@ -19,16 +25,40 @@ its DataLoader, and this runner serves the role with the script's input function
 from __future__ import annotations
 
 import importlib
+import importlib.machinery
+import importlib.metadata
+import importlib.util
 import os
 import pkgutil
 import runpy
+import shutil
 import sys
 import types
 
 from csadmin.errors import CsError, InvalidState
 
 ALIASES = ("cerebras_pytorch.experimental", "cerebras_pytorch", "cerebras.pytorch")
-USAGE = "usage: python -m csadmin.cstorch SCRIPT [ARGS...]"
+USAGE = "usage: python -m csadmin.cstorch SCRIPT|CONSOLE_SCRIPT [ARGS...]"
+
+
+def package_module(name: str, doc: str) -> types.ModuleType:
+    """An empty package named `name`, with the spec an installed one has (loader None, no
+    locations: nothing more is found inside it but what is registered under it)."""
+    module = types.ModuleType(name, doc)
+    module.__spec__ = importlib.machinery.ModuleSpec(name, None, is_package=True)
+    module.__spec__.submodule_search_locations = []
+    module.__path__ = []
+    module.__package__ = name
+    return module
+
+
+def _cerebras_namespace() -> types.ModuleType:
+    """The `cerebras` package: the installed namespace where a distribution provides one (so its
+    other members import as usual), else an empty package of our own."""
+    if "cerebras" not in sys.modules and importlib.util.find_spec("cerebras") is not None:
+        importlib.import_module("cerebras")
+    return sys.modules.setdefault("cerebras", package_module(
+        "cerebras", "the namespace of the later releases' cerebras.pytorch"))
 
 
 def alias_modules() -> list[str]:
@@ -40,15 +70,11 @@ def alias_modules() -> list[str]:
         if not info.name.endswith(".__main__"):
             importlib.import_module(info.name)
             names.append(info.name)
-    top = types.ModuleType("cerebras_pytorch", "csadmin.cstorch under the name the real API has")
+    top = package_module("cerebras_pytorch", "csadmin.cstorch under the name the real API has")
     top.__dict__.update({k: v for k, v in vars(package).items() if not k.startswith("__")})
-    top.__path__ = []  # a package: its submodules are the aliases below
     top.experimental = package
     sys.modules.setdefault("cerebras_pytorch", top)
-    namespace = types.ModuleType("cerebras", "the namespace of the later releases' cerebras.pytorch")
-    namespace.__path__ = []
-    namespace.pytorch = package
-    sys.modules.setdefault("cerebras", namespace)
+    _cerebras_namespace().pytorch = package  # `import a.b as c` looks `b` up as an attribute of `a`
     made = []
     for alias in ALIASES:
         for name in names:
@@ -57,16 +83,66 @@ def alias_modules() -> list[str]:
             made.append(aliased)
     from csadmin.cstorch.backend import appliance  # what scripts pass to configure from cerebras_appliance
 
-    return made + appliance.alias()
+    for name in appliance.ALIASES:
+        made += _register(name, appliance)
+    return made
+
+
+def _register(name: str, module: types.ModuleType) -> list[str]:
+    """Register `module` as `name`, with its parent packages (empty ones) as far as they are
+    missing, each the attribute of its parent (`import a.b.c as x` reads attributes); return the
+    names registered."""
+    made = []
+    parts = name.split(".")
+    parent = None
+    for depth in range(1, len(parts) + 1):
+        here = ".".join(parts[:depth])
+        if here not in sys.modules:
+            sys.modules[here] = module if depth == len(parts) else package_module(here, f"the package of {name}")
+            made.append(here)
+        if parent is not None:
+            setattr(parent, parts[depth - 1], sys.modules[here])
+        parent = sys.modules[here]
+    return made
+
+
+def _console_script(name: str):
+    """(how to run it, its file) for the console script `name`: an installed distribution's entry
+    point, else a Python script on PATH; None when there is neither."""
+    for entry in importlib.metadata.entry_points(group="console_scripts", name=name):
+        return entry.load, getattr(entry.dist, "name", name)
+    path = shutil.which(name)
+    if path is not None:
+        with open(path, "rb") as f:
+            first = f.readline()
+        if first.startswith(b"#!") and b"python" in first:
+            return None, path
+    return None
+
+
+def _run(target: str, argv: list[str]) -> None:
+    """Run the script file or console script `target` as `__main__` with sys.argv = argv."""
+    sys.argv = list(argv)
+    if os.path.isfile(target):
+        sys.path.insert(0, os.path.dirname(os.path.abspath(target)))
+        runpy.run_path(target, run_name="__main__")
+        return
+    load, where = _console_script(target)
+    if load is None:
+        runpy.run_path(where, run_name="__main__")
+        return
+    code = load()()  # console scripts return their exit status, or exit with it
+    if code:
+        raise SystemExit(code)
 
 
 def main(argv: list[str]) -> int:
     if not argv or argv[0] in ("-h", "--help"):
         print(USAGE + "\n\n" + __doc__.split("\n\n")[1], file=sys.stderr if not argv else sys.stdout)
         return 2 if not argv else 0
-    script = argv[0]
-    if not os.path.isfile(script):
-        print(f"python -m csadmin.cstorch: no such script: {script}\n{USAGE}", file=sys.stderr)
+    target = argv[0]
+    if not os.path.isfile(target) and _console_script(target) is None:
+        print(f"python -m csadmin.cstorch: no such script or console script: {target}\n{USAGE}", file=sys.stderr)
         return 2
     alias_modules()
     from csadmin.cstorch.backend import process_backend
@@ -74,12 +150,10 @@ def main(argv: list[str]) -> int:
 
     backend = process_backend.current()
     backend.input_role = role = roles.from_environment()
-    sys.argv = list(argv)
-    sys.path.insert(0, os.path.dirname(os.path.abspath(script)))
-    name = os.path.basename(script)
+    name = os.path.basename(target)
     try:
         try:
-            runpy.run_path(script, run_name="__main__")
+            _run(target, argv)
         except roles.InputTaken as taken:
             return role.serve(taken.input_fn, taken.args, taken.kwargs, backend)
         if role is not None:

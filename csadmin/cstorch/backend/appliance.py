@@ -7,7 +7,7 @@
     cstorch.configure(..., execution_strategy=ExecutionStrategy.ES_WEIGHT_STREAMING,
                       debug_args=get_debug_args(runconfig.get("debug_args_path")))
 
-`python -m csadmin.cstorch` registers this module under those two names (`alias()`; nothing named
+`python -m csadmin.cstorch` registers this module under those two names (ALIASES; nothing named
 cerebras_* is installed), and a script importing csadmin.cstorch directly imports them from here.
 There is no appliance in this model — csd runs the simulated CS-2 itself — so configure records
 both in the run's yaml and says, once, that they change nothing; the one check they get is that the
@@ -18,8 +18,6 @@ from __future__ import annotations
 
 import enum
 import os
-import sys
-import types
 
 from csadmin.errors import InvalidArgument, NotFound
 
@@ -76,25 +74,3 @@ def update_debug_args_with_autogen_policy(debug_args: DebugArgs, autogen_policy:
                               f"Valid policies: {', '.join(AUTOGEN_POLICIES)}.")
     debug_args.autogen_policy = autogen_policy
 
-
-def alias() -> list[str]:
-    """Register this module under ALIASES in sys.modules, with their parent packages (empty
-    modules) as far as they are missing; return the names registered."""
-    made = []
-    this = sys.modules[__name__]
-    for full in ALIASES:
-        parts = full.split(".")
-        parent = None
-        for depth in range(1, len(parts) + 1):
-            name = ".".join(parts[:depth])
-            module = sys.modules.get(name)
-            if module is None:
-                module = this if depth == len(parts) else types.ModuleType(name, "csadmin.cstorch.backend.appliance's alias")
-                if depth < len(parts):
-                    module.__path__ = []  # a package
-                sys.modules[name] = module
-                made.append(name)
-            if parent is not None:
-                setattr(parent, parts[depth - 1], module)  # `import a.b.c as x` reads attributes
-            parent = module
-    return made

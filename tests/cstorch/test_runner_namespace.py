@@ -1,0 +1,106 @@
+"""`python -m csadmin.cstorch` leaves the `cerebras` namespace open and runs console scripts by
+name: a distribution installed into `cerebras` (as ModelZoo's `cerebras.modelzoo` is) imports beside
+the runner's `cerebras.pytorch`, every module the runner registers has a `__spec__` (ModelZoo asks
+`importlib.util.find_spec("cerebras_appliance")`), and `python -m csadmin.cstorch cszoo fit …` finds
+an installed entry point, or a Python script on PATH. No csd: nothing here steps."""
+
+import os
+import subprocess
+import sys
+import textwrap
+
+from tests.harness import ROOT
+
+
+def _runner(tmp_path, *args, path_dirs=()):
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([ROOT, *map(str, path_dirs)]),
+               PATH=os.pathsep.join([*map(str, path_dirs), os.environ.get("PATH", "")]))
+    return subprocess.run([sys.executable, "-m", "csadmin.cstorch", *args], env=env, cwd=tmp_path,
+                          capture_output=True, text=True, timeout=120)
+
+
+def _distribution(site, name="fakezoo", script="cszoo"):
+    """A namespace portion `cerebras/zoo` and a distribution whose console script `script` runs
+    `fakezoo.cli:main`, laid out as pip installs them."""
+    (site / "cerebras" / "zoo").mkdir(parents=True)
+    (site / "cerebras" / "zoo" / "__init__.py").write_text("ZOO = 'installed'\n")
+    (site / name).mkdir()
+    (site / name / "__init__.py").write_text("")
+    (site / name / "cli.py").write_text(textwrap.dedent("""
+        import sys
+        import cerebras.pytorch as cstorch
+        from cerebras.zoo import ZOO
+
+        def main():
+            print("cli", ZOO, cstorch.__name__, sys.argv[1:])
+            return 3 if "--fail" in sys.argv else 0
+    """))
+    info = site / f"{name}-1.0.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: 1.0\n")
+    (info / "entry_points.txt").write_text(f"[console_scripts]\n{script} = {name}.cli:main\n")
+
+
+def test_an_installed_cerebras_distribution_imports_beside_the_runners_cerebras_pytorch(tmp_path):
+    site = tmp_path / "site"
+    _distribution(site)
+    (tmp_path / "train.py").write_text(textwrap.dedent("""
+        import importlib.util
+        import cerebras.pytorch as cstorch
+        import cerebras_pytorch.experimental as r18
+        import csadmin.cstorch
+        from cerebras.zoo import ZOO
+        from cerebras_appliance.run_utils import get_debug_args
+        assert cstorch is csadmin.cstorch and r18 is csadmin.cstorch, cstorch
+        for name in ("cerebras", "cerebras.pytorch", "cerebras_pytorch", "cerebras_pytorch.experimental",
+                     "cerebras_appliance", "cerebras_appliance.run_utils", "cerebras.pytorch.optim"):
+            assert importlib.util.find_spec(name) is not None, name
+        print("ok", ZOO)
+    """))
+    done = _runner(tmp_path, "train.py", path_dirs=[site])
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "ok installed"
+
+
+def test_without_an_installed_namespace_cerebras_is_an_empty_package_with_a_spec(tmp_path):
+    (tmp_path / "train.py").write_text(textwrap.dedent("""
+        import importlib.util
+        import cerebras
+        assert cerebras.__spec__ is not None and list(cerebras.__path__) == []
+        assert importlib.util.find_spec("cerebras").name == "cerebras"
+        try:
+            import cerebras.modelzoo
+        except ModuleNotFoundError as missing:
+            print("missing", missing.name)
+    """))
+    done = _runner(tmp_path, "train.py")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "missing cerebras.modelzoo"
+
+
+def test_a_console_script_runs_by_name_from_its_entry_point_with_its_arguments_and_status(tmp_path):
+    site = tmp_path / "site"
+    _distribution(site)
+    done = _runner(tmp_path, "cszoo", "fit", "params.yaml", path_dirs=[site])
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "cli installed csadmin.cstorch ['fit', 'params.yaml']"
+    failed = _runner(tmp_path, "cszoo", "fit", "--fail", path_dirs=[site])
+    assert failed.returncode == 3, failed.stderr
+
+
+def test_a_python_script_on_path_runs_by_name(tmp_path):
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    tool = bin_dir / "mytool"
+    tool.write_text("#!/usr/bin/env python3\nimport sys\nimport cerebras.pytorch as c\nprint('tool', c.__name__, sys.argv[1:])\n")
+    tool.chmod(0o755)
+    done = _runner(tmp_path, "mytool", "--x", path_dirs=[bin_dir])
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "tool csadmin.cstorch ['--x']"
+
+
+def test_a_name_that_is_neither_a_file_nor_a_console_script_is_refused_with_the_usage(tmp_path):
+    done = _runner(tmp_path, "no-such-tool-here")
+    assert done.returncode == 2
+    assert "no such script or console script: no-such-tool-here" in done.stderr
+    assert "usage: python -m csadmin.cstorch" in done.stderr
