@@ -1,7 +1,8 @@
-"""`cstorch.compile(model, backend=...)`: prepare a model for the system (004: it does not compile).
+"""`cstorch.compile(model, backend=...)`: prepare a model for the backend and check the system.
 
-It checks the system now — csd reachable, ACTIVE, running the execution mode the backend names —
-so a mismatch is refused before any step. BACKENDS maps the names (any case): "wse_ws" is weight
+It wraps the model for the backend (below) and checks the system now — csd reachable, ACTIVE, running the execution mode the backend names —
+so a mismatch is refused before any step. The program itself is compiled at the run's first step
+(core/compiler.py), as 004 says: it is the whole step, which this call has not seen. BACKENDS maps the names (any case): "wse_ws" is weight
 streaming (the document's name), "wse_pl" pipelined (ours: the real API names only "wse_ws").
 
 The model itself is returned wrapped (CompiledModel: call it, train()/eval() it); the original

@@ -29,7 +29,7 @@ from csadmin.errors import InvalidArgument
 
 from ...backend import process_backend
 from ...backend import current_backend_impl
-from ...core.trace import step_closure
+from ..step_closures import step_closure
 from .writer import SummaryWriter
 
 
