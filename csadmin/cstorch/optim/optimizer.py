@@ -34,7 +34,7 @@ import torch
 from csadmin.errors import InvalidArgument, InvalidState
 
 from ..backend import process_backend
-from .checks import plain_value
+from ..checks import plain_value
 from .update import zeros
 
 STATE_RULE = "no state variables may be initialized outside of the preinitialize method"

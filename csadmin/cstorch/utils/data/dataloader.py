@@ -45,7 +45,7 @@ import itertools
 from csadmin.errors import InvalidArgument, ReprogramForbidden
 
 from ...backend import process_backend
-from ...optim.checks import plain_value, whole
+from ...checks import plain_value, whole
 from ._utils.batches import EMPTY, EMPTY_HINT, repeated, tensors
 from ._utils.pool import WorkerPool
 from ._utils.roles import InputTaken
