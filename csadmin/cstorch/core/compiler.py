@@ -16,7 +16,7 @@ first step, and then opens the run on csd itself (this module never contacts csd
      written. validate_only does neither.
   5. report: the compile log (what the artifacts' compile.log says), the "compile cached" line on
      stderr, the compile record a launcher asked for, and under compile_only / validate_only
-     their yaml (compile_only) and the summary on stdout (`only_summary`).
+     their yaml (compile_only) and the summary on stdout (`_only_summary`).
 """
 
 from __future__ import annotations
@@ -183,11 +183,11 @@ def compile_program(step_fn, backend, config, run, args: tuple, kwargs: dict) ->
     if config.compile_only:
         write_params(backend, program, {"run_id": None, "system": serial, "backend": backend.target})
     if config.compile_only or config.validate_only:
-        print(only_summary(config, program, serial), flush=True)
+        print(_only_summary(config, program, serial), flush=True)
     return Compiled(program, captured.result, inputs)
 
 
-def only_summary(config, program: Program, serial: str | None) -> str:
+def _only_summary(config, program: Program, serial: str | None) -> str:
     """What a validate_only / compile_only run says when its compile is done (stdout)."""
     what = "validate_only" if config.validate_only else "compile_only"
     head = (f"cstorch {what}: step {program.name!r} is valid for {serial} ({program.execmode}, mode "

@@ -41,7 +41,7 @@ def link_compile_dir(model_dir: str, program: Program) -> str:
     return link
 
 
-def params_path(model_dir: str, mode: str) -> str:
+def _params_path(model_dir: str, mode: str) -> str:
     return os.path.join(model_dir, mode, f"params_{mode}.yaml")
 
 
@@ -78,7 +78,7 @@ def _model(module) -> dict:
 
 def write_params(backend, program: Program, run: dict) -> str:
     """The run's yaml, in the run's directory (a DataExecutor's own, else the model directory)."""
-    path = params_path(backend.run_dir(), program.mode)
+    path = _params_path(backend.run_dir(), program.mode)
     os.makedirs(os.path.dirname(path), exist_ok=True)
     write_atomically(path, yaml.safe_dump(run_params(backend, program, run), sort_keys=False))
     return path
