@@ -92,7 +92,7 @@ class _ReadGuard(TorchFunctionMode):
 
 
 def _describe(node: fx.Node, t: torch.Tensor) -> None:
-    """What the program's passes read of the tensor a node stands for (amp/emulation.py)."""
+    """What the program's passes read of the tensor a node stands for (core/half_precision.py)."""
     node.meta["dtype"], node.meta["ndim"], node.meta["device"] = t.dtype, t.dim(), t.device
 
 
@@ -106,7 +106,7 @@ class Capture(TorchDispatchMode):
     def __init__(self, inputs: list[torch.Tensor], step: str, execute=None):
         super().__init__()
         self.step = step
-        # How an op runs while it is recorded: (func, args, kwargs) -> result (amp/emulation.py's
+        # How an op runs while it is recorded: (func, args, kwargs) -> result (core/half_precision.py's
         # capture_executor); PyTorch's own kernel when None.
         self._execute = execute
         self.graph = fx.Graph()

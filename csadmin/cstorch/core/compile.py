@@ -1,8 +1,10 @@
 """`cstorch.compile(model, backend=...)`: prepare a model for the backend and check the system.
 
-It wraps the model for the backend (below) and checks the system now — csd reachable, ACTIVE, running the execution mode the backend names —
+It prepares the model for the backend (wraps it, below; a GPU backend moves it to the CUDA device)
+and checks the system now — csd reachable, ACTIVE, running the execution mode the backend names —
 so a mismatch is refused before any step. The program itself is compiled at the run's first step
-(core/compiler.py), as 004 says: it is the whole step, which this call has not seen. BACKENDS maps the names (any case): "wse_ws" is weight
+by core/compiler.py (004: "the actual compilation does not happen until the first iteration is
+complete and the batch size is known"). BACKENDS maps the names (any case): "wse_ws" is weight
 streaming (the document's name), "wse_pl" pipelined (ours: the real API names only "wse_ws").
 
 The model itself is returned wrapped (CompiledModel: call it, train()/eval() it); the original

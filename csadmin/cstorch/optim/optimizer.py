@@ -19,9 +19,10 @@ would not exist in (or would fall out of) the replayed program; so state is crea
 made of tensors (a Python number would be frozen at its first value). The learning rate is read
 from the param group each step, and is a tensor once a scheduler drives it.
 
-`state_dict()` may only be taken on a checkpoint step (the backend's rule, state.py); `load_state_dict` copies
-into the existing tensors in place, so a captured program keeps seeing the loaded values, and it
-also reads a torch.optim state dict with the same state names (torch's Adam/AdamW).
+`state_dict()` may only be taken on a checkpoint step (the backend's rule,
+backend/process_backend.py); `load_state_dict` copies into the existing tensors in place, so a
+captured program keeps seeing the loaded values, and it also reads a torch.optim state dict with the
+same state names (torch's Adam/AdamW).
 """
 
 from __future__ import annotations
