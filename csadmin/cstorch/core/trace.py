@@ -2,7 +2,7 @@
 
 The first call of a compile_step function in a run compiles it (core/compiler.py: the whole step
 — forward, loss, backward, optimizer and scheduler steps — captured as one static program, its
-artifacts reused or written), then `open_run` opens the run on csd, which programs the fabric
+artifacts reused or written), then `_open_run` opens the run on csd, which programs the fabric
 once (backend/csd_link.py), and step 1 executes. Every later call executes the program on the
 new batch: the function's Python body does not run again, so a non-tensor variable it changes
 keeps its first value (004). compile_only and validate_only stop after the compile: every call
@@ -113,11 +113,11 @@ class StepFunction:
         if config.compile_only or config.validate_only:
             run.program, run.first_result = compiled.program, compiled.result
             return compiled.result
-        open_run(backend, run, compiled.program)
+        _open_run(backend, run, compiled.program)
         return self._execute(backend, run, compiled.inputs)
 
 
-def open_run(backend, run, program) -> None:
+def _open_run(backend, run, program) -> None:
     """Open the run on csd with `program` (the fabric is programmed once, for the run's mode),
     bind the program's state to the compiled models' parameters (core/bindings.py), start the
     run's TensorBoard events and write its yaml (with csd's run id)."""
