@@ -46,7 +46,7 @@ sys.path.insert(0, ROOT)
 import torch  # noqa: E402
 
 import csadmin.cstorch as cstorch  # noqa: E402
-from csadmin.cstorch import state  # noqa: E402
+from csadmin.cstorch.backend import process_backend  # noqa: E402
 from tests.cstorch.helpers import weight_streaming  # noqa: E402
 from tests.harness import Daemon  # noqa: E402
 
@@ -126,7 +126,7 @@ def main(argv: list[str]) -> int:
         first_step = time.perf_counter() - start
         for step in loops.values():  # warm every loop
             timed(step, data, 5)
-        csd = state.current().csd
+        csd = process_backend.current().csd
         rows, trips_before, steps_measured = [], csd.round_trips, 0
         names = list(loops)
         for r in range(args.rounds):
@@ -140,8 +140,8 @@ def main(argv: list[str]) -> int:
                 + "; " + ", ".join(f"{name}/eager {w / ew:.3f} wall, {c / ec:.3f} CPU"
                                    for name, (w, c) in row.items() if name != "eager"), flush=True)
         trips = (csd.round_trips - trips_before) / steps_measured
-        program = state.current().run.program
-        state.current().run.finish()
+        program = process_backend.current().run.program
+        process_backend.current().run.finish()
         with open(os.path.join(tmp, "model", "performance", "performance.json")) as f:
             perf = json.load(f)
 

@@ -41,13 +41,13 @@ from .backend import (backend, current_backend, current_backend_impl, current_to
                           use_cs)
 from .backend.backend_type import BackendType
 from .storage.checkpoint import load, save
-from .utils.step_closures import checkpoint_closure
+from .utils.step_closures import checkpoint_closure, step_closure
 from .core.compile import compile
 from .backend.config import configure
 from .distributed import get_worker_state
 from .utils.tensorboard.scalar_summary import save_summaries, scalar_summary
 from .backend.process_backend import Backend
-from .core.trace import compile_step, step_closure, trace
+from .core.trace import compile_step, trace
 from .utils.tensor import full, full_like, ones, ones_like, zeros, zeros_like
 from .utils.data import DataLoader, DataLoaderCheckpoint, RestartableDataLoader, SyntheticDataset, from_numpy, to_numpy
 from .utils.tensorboard import summarize_scalar, summarize_tensor

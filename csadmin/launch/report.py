@@ -1,6 +1,6 @@
 """compile_report.txt: what a compile produced, "in the directory where you compiled" (002).
 
-The compile describes itself in a record (csadmin/cstorch/artifacts.py `record`, JSON); this
+The compile describes itself in a record (csadmin/cstorch/core/artifacts.py `record`, JSON); this
 module turns it into the report, one `key: value` per line so that people read it and tools
 (cs_input_analyzer) parse it back with `read_report`.
 """

@@ -33,7 +33,7 @@ def performance(model_dir: str) -> dict:
 @pytest.mark.alone  # the estimate is this CPU's speed: beside other tests it measures them
 def test_the_recommendation_applied_removes_the_input_bottleneck(csd, tmp_path):
     """The device here is this CPU: a program's estimate is its cost on it, by the executing
-    thread's CPU time (csadmin/cstorch/estimate.py: the same whatever else the machine runs), and
+    thread's CPU time (csadmin/cstorch/core/estimate.py: the same whatever else the machine runs), and
     csd flags a run fed below half of that. Each training run compiles its program afresh (a
     compile_dir of its own), so csd judges it against its own program's estimate. The input is
     slow by sleeping (its rate does not depend on the load, only bounded by its delay), and one

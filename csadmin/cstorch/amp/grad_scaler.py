@@ -28,7 +28,7 @@ import torch
 
 from csadmin.errors import InvalidArgument
 
-from ..optim.checks import number, whole
+from ..checks import number, whole
 
 DEFAULTS = dict(init_scale=2.0**15, steps_per_increase=2000, min_loss_scale=2.0**-14, max_loss_scale=2.0**15)
 _DYNAMIC_ONLY = tuple(DEFAULTS)

@@ -17,7 +17,7 @@ from csadmin.errors import InvalidArgument
 
 from ..backend import process_backend
 
-from ..optim.checks import number
+from ..checks import number
 from .grad_scaler import GradScaler
 
 

@@ -9,8 +9,8 @@ float16 (the default), bfloat16 or cbfloat16 (CB16) — with the casts inserted 
     cstorch.amp.is_cbfloat16_tensor(t)          # t is float16 standing for CB16 values
 
 The setting is the process's and is read when the first step compiles: setting it after that is
-refused (the program is compiled). The half format itself (formats.py) — its rounding, the dtype
-a step hands its values back in — is `half_format()`. The setting is the backend's (state.py:
+refused (the program is compiled). The half format itself (amp/formats.py) — its rounding, the dtype
+a step hands its values back in — is `half_format()`. The setting is the backend's (backend/process_backend.py:
 `process_backend.reset()` returns it to float16), read and written only through `half_format()` and
 `set_half_dtype()`.
 

@@ -11,7 +11,7 @@
 cerebras_* is installed), and a script importing csadmin.cstorch directly imports them from here.
 There is no appliance in this model — csd runs the simulated CS-2 itself — so configure records
 both in the run's yaml and says, once, that they change nothing; the one check they get is that the
-strategy agrees with the compile backend's execution mode (compiled.py).
+strategy agrees with the compile backend's execution mode (core/compile.py).
 """
 
 from __future__ import annotations

@@ -7,9 +7,9 @@ names: its type, whether it traces now, whether its steps execute.
     cstorch.current_backend_impl().compile_only    # the implementation's settings (one object here)
 
 The real package splits its backend in two, the object scripts hold (`cstorch.backend()`) and an
-implementation behind it (`cstorch.current_backend_impl()`); here one object (state.Backend) is
+implementation behind it (`cstorch.current_backend_impl()`); here one object (process_backend.Backend) is
 both, and `BackendFacts` gives it the read-only answers of each that scripts read. Stdlib only:
-state.py imports it, and importing state never imports torch.
+backend/process_backend.py imports it, and importing that never imports torch.
 """
 
 from __future__ import annotations

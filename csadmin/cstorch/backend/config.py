@@ -10,7 +10,7 @@ its initial weights follow the seed); `job_time_sec` is the run's time limit, ke
 for csd's run.open; `debug_args`, `credentials_path`, `execution_strategy` and
 `disable_version_check` configure the real system's appliance client, which this model has not:
 they are validated, recorded in the run's yaml, and one line on stderr says they change nothing
-(NO_EFFECT). `execution_strategy` must still agree with the compile backend (compiled.py).
+(NO_EFFECT). `execution_strategy` must still agree with the compile backend (core/compile.py).
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """`cstorch.backends.csx`: the later releases' settings of the CSX backend, held by the process's
-backend (state.Backend.csx), so `state.reset()` forgets them with everything else.
+backend (process_backend.Backend.csx), so `process_backend.reset()` forgets them with everything else.
 
     cstorch.backends.csx.precision.optimization_level = 1      # 0, 1 or 2 (the POL), default 1
     cstorch.backends.csx.performance.micro_batch_size = "auto" # "auto", "explore", a dict, an int ≥ 1, None
@@ -11,7 +11,7 @@ storage.s3, debug), each with its default; each setting is checked when it is se
 (InvalidArgument naming it and what it takes), and a name a section does not have is an
 AttributeError listing the ones it has, as on the real package. What they do here:
 `retrace_every_iteration` runs the step's Python again at every step and refuses the step whose
-graph differs from the first (retrace.py); every other setting tunes the appliance (memory
+graph differs from the first (core/retrace.py); every other setting tunes the appliance (memory
 limits of its pods, transfers, weight initialization, the compiler's precision level) that this
 simulation has no counterpart for: it is recorded with the compile (compile.log) and changes no
 number. Stdlib only.

@@ -1,14 +1,14 @@
 """The process's cstorch backend: everything cstorch knows in this process, in one object.
 
-    backend = state.current()          # this process's Backend (made at the first use)
-    backend.config                     # cstorch.configure's Config; None before it
-    backend.run                        # the run in progress (run.Run): its program, steps, end
-    backend.in_step()                  # True while a compile_step function runs
+    backend = process_backend.current()    # this process's Backend (made at the first use)
+    backend.config                         # cstorch.configure's Config; None before it
+    backend.run                            # the run in progress (run.Run): its program, steps, end
+    backend.in_step()                      # True while a compile_step function runs
     backend.check_weights_fetch("model")   # raises on a step that is not a checkpoint step
-    backend.name, backend.is_wse()     # what scripts ask of it (compiled_model.backend, cstorch.backend())
-    backend.device                     # where tensors live: `with backend.device:` builds the model there
-    backend.torch_device               # the torch.device the math runs on, for tensor.to(...)
-    state.reset()                      # end the run still open, forget everything (tests)
+    backend.name, backend.is_wse()         # what scripts ask of it (compiled_model.backend, cstorch.backend())
+    backend.device                         # where tensors live: `with backend.device:` builds the model there
+    backend.torch_device                   # the torch.device the math runs on, for tensor.to(...)
+    process_backend.reset()                # end the run still open, forget everything (tests)
 
 One process holds one backend, as the real API's `cstorch.backend()` is process-wide; the
 backend holds its settings (the configuration, the half dtype), what outlives a run (the compiled
@@ -24,10 +24,10 @@ are; `is_wse` and `is_gpu`, names of both releases, are Flags, true or false as 
 callable as a method, so both spellings read the same object. `cstorch.Backend` is this class
 (for isinstance); a script makes it with `cstorch.backend(...)`, never by calling the class.
 
-The later releases' `cstorch.backend("CSX" | "CPU" | "GPU", ...)` (backend_api.py) fills this same
+The later releases' `cstorch.backend("CSX" | "CPU" | "GPU", ...)` (backend/__init__.py) fills this same
 object: `kind` says what runs the math, `executor_required` that steps run inside a DataExecutor,
 `executor` the DataExecutor whose loop is running (one at a time) and `csx` the
-`cstorch.backends.csx` settings (csx_settings.py).
+`cstorch.backends.csx` settings (backend/csx_settings.py).
 
 This module holds the process's one reference to it (`current()`), and `reset()` is the one way
 to start afresh: it ends the run as the process's end would and drops every setting, the
@@ -105,7 +105,7 @@ class Backend(BackendFacts):
         self.mixed_precision = False  # amp.floating_point's flag: set_half_dtype turns it on
         self.target: str | None = None  # the compile backend's name ("wse_ws"), once compiled
         self.execmode: str | None = None  # the execution mode it targets
-        self.models: list = []  # compiled.CompiledModel, in compile order
+        self.models: list = []  # core/compile.py's CompiledModel, in compile order
         self.csd = None  # csd_link.CsdLink, once cstorch.compile reached csd
         self.run = Run()  # the run in progress (or the last one, ended)
         self.worker = WorkerInfo(0, 1)  # an input worker process says who it is

@@ -6,12 +6,12 @@ compile to the close.
     run.last_step      # the run's final step, once the DataLoader's iterator knows it
     run.finish(reason) # close it on csd (once): ABORTED with `reason`, performance.json, TensorBoard
 
-The backend (state.py) holds the run in progress. A run that ended stays there, `finished`, so
-the next step is refused with the one-run-per-process rule instead of opening another — unless
-it was a DataExecutor's (`executor` set): each DataExecutor is a run of its own, and the next
-one replaces it (utils/data/data_executor.py). Such a run also carries its own directory
-(`model_dir`: the executor's artifact directory), its checkpoint schedule and its activation
-steps; a run of R1.8's leaves them None and the configuration's apply. Stdlib only.
+The process backend (backend/process_backend.py) holds the run in progress. A run that ended stays
+there, `finished`, so the next step is refused with the one-run-per-process rule instead of opening
+another — unless it was a DataExecutor's (`executor` set): each DataExecutor is a run of its own,
+and the next one replaces it (utils/data/data_executor.py). Such a run also carries its own
+directory (`model_dir`: the executor's artifact directory), its checkpoint schedule and its
+activation steps; a run of R1.8's leaves them None and the configuration's apply. Stdlib only.
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ class Run:
     last_step: int | None = None  # the run's final step, when the DataLoader's iterator knows it
     csd: object = None  # csd_link.CsdLink, once the run is open on csd
     bindings: object = None  # bindings.Bindings: what the program was captured with, checked every step
-    summaries: object = None  # summaries.Summaries while the run executes (TensorBoard)
+    summaries: object = None  # run_events.Summaries (TensorBoard) while the run executes
     scalars: dict = field(default_factory=dict)  # scalar_summary's values not yet saved: name → float
     before_close: list = field(default_factory=list)  # called before the run closes (input workers' last samples)
     finished: bool = False  # its last step ran, or it was aborted or interrupted

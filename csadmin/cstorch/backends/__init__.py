@@ -3,8 +3,9 @@
     cstorch.backends.csx.precision.optimization_level = 2
     cstorch.backends.csx.debug.retrace_every_iteration = True
 
-`csx` is the process's backend's settings object (process_backend.Backend.csx, csx_settings.py), looked up
-at each access: this module keeps no state of its own, and `process_backend.reset()` starts them afresh.
+`csx` is the process's backend's settings object (process_backend.Backend.csx,
+backend/csx_settings.py), looked up at each access: this module keeps no state of its own, and
+`process_backend.reset()` starts them afresh.
 """
 
 from __future__ import annotations

@@ -35,11 +35,11 @@ class Cached(NamedTuple):
     compile_time: float  # of the compile that made the artifacts
 
 
-def directory_for(compile_dir: str, checksum: str) -> str:
+def _directory_for(compile_dir: str, checksum: str) -> str:
     return os.path.join(compile_dir, f"cs_{checksum[:16]}")
 
 
-def read_descriptor(directory: str) -> dict | None:
+def _read_descriptor(directory: str) -> dict | None:
     """The descriptor in `directory`/program.json, or None when there is none to trust."""
     try:
         with open(os.path.join(directory, "program.json"), encoding="utf-8") as f:
@@ -52,8 +52,8 @@ def read_descriptor(directory: str) -> dict | None:
 def lookup(compile_dir: str, checksum: str, serial: str | None) -> Cached | None:
     """The reusable artifacts of program `checksum` for system `serial`, None if it must be
     compiled; raises IncompatibleProgram if they were compiled for another system."""
-    directory = directory_for(compile_dir, checksum)
-    descriptor = read_descriptor(directory)
+    directory = _directory_for(compile_dir, checksum)
+    descriptor = _read_descriptor(directory)
     if descriptor is None or descriptor.get("fingerprint") != f"sha256:{checksum}":
         return None
     target = str(descriptor.get("target_system", NOT_CHECKED))

@@ -68,7 +68,7 @@ def _user_line() -> str:
     return ""
 
 
-def read_error(operation: str, step: str) -> InvalidState:
+def _read_error(operation: str, step: str) -> InvalidState:
     """`step` is how the script named the step ("compile_step function 'train_step'")."""
     return InvalidState(
         f"{operation} inside the {step}{_user_line()}: {READ_RULE}.",
@@ -87,12 +87,12 @@ class _ReadGuard(TorchFunctionMode):
     def __torch_function__(self, func, types, args=(), kwargs=None):
         name = getattr(func, "__name__", None)
         if name in READS and args and isinstance(args[0], torch.Tensor):
-            raise read_error(READS[name], self.step)
+            raise _read_error(READS[name], self.step)
         return func(*args, **(kwargs or {}))
 
 
 def _describe(node: fx.Node, t: torch.Tensor) -> None:
-    """What the program's passes read of the tensor a node stands for (amp/emulation.py)."""
+    """What the program's passes read of the tensor a node stands for (core/half_precision.py)."""
     node.meta["dtype"], node.meta["ndim"], node.meta["device"] = t.dtype, t.dim(), t.device
 
 
@@ -106,7 +106,7 @@ class Capture(TorchDispatchMode):
     def __init__(self, inputs: list[torch.Tensor], step: str, execute=None):
         super().__init__()
         self.step = step
-        # How an op runs while it is recorded: (func, args, kwargs) -> result (amp/emulation.py's
+        # How an op runs while it is recorded: (func, args, kwargs) -> result (core/half_precision.py's
         # capture_executor); PyTorch's own kernel when None.
         self._execute = execute
         self.graph = fx.Graph()
@@ -148,7 +148,7 @@ class Capture(TorchDispatchMode):
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
         if func is aten._local_scalar_dense.default:
-            raise read_error("Reading a tensor's value (aten._local_scalar_dense)", self.step)
+            raise _read_error("Reading a tensor's value (aten._local_scalar_dense)", self.step)
         if func.namespace == "profiler":  # record_function markers (torch.optim's step): no math
             return func(*args, **kwargs)
         op = data_dependent_op(func, args, kwargs)

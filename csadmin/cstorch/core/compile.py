@@ -1,7 +1,10 @@
-"""`cstorch.compile(model, backend=...)`: prepare a model for the system (004: it does not compile).
+"""`cstorch.compile(model, backend=...)`: prepare a model for the backend and check the system.
 
-It checks the system now — csd reachable, ACTIVE, running the execution mode the backend names —
-so a mismatch is refused before any step. BACKENDS maps the names (any case): "wse_ws" is weight
+It prepares the model for the backend (wraps it, below; a GPU backend moves it to the CUDA device)
+and checks the system now — csd reachable, ACTIVE, running the execution mode the backend names —
+so a mismatch is refused before any step. The program itself is compiled at the run's first step
+by core/compiler.py (004: "the actual compilation does not happen until the first iteration is
+complete and the batch size is known"). BACKENDS maps the names (any case): "wse_ws" is weight
 streaming (the document's name), "wse_pl" pipelined (ours: the real API names only "wse_ws").
 
 The model itself is returned wrapped (CompiledModel: call it, train()/eval() it); the original
@@ -80,9 +83,9 @@ class CompiledModel:
         run_mode = None if run.finished and run.executor is not None else run.mode
         call = f"compiled_model.{'train' if mode else 'eval'}()"
         if run_mode is not None and run_mode != ("train" if mode else "eval"):
-            raise mode_change(call, run_mode)
+            raise _mode_change(call, run_mode)
         if run_mode is not None and self.captured_training is not None and self.captured_training != mode:
-            raise module_switched(call, self.captured_training)
+            raise _module_switched(call, self.captured_training)
         self.said = "train" if mode else "eval"
         self.model.train(mode)
         return self
@@ -111,13 +114,13 @@ class CompiledModel:
         return f"<compiled {type(self.model).__name__} model at {id(self.model):#x}, backend={str(self.backend)!r}>"
 
 
-def mode_change(what: str, run_mode: str) -> IncompatibleProgram:
+def _mode_change(what: str, run_mode: str) -> IncompatibleProgram:
     return IncompatibleProgram(
         f"{what} after this run's program was compiled for {run_mode}: {TRAIN_AND_EVAL_RULE}.",
         "Run training and evaluation in separate processes (one run each; evaluate a checkpoint).")
 
 
-def module_switched(what: str, was_training: bool) -> ReprogramForbidden:
+def _module_switched(what: str, was_training: bool) -> ReprogramForbidden:
     return ReprogramForbidden(
         f"{what} after the first step: the program was captured with the module in "
         f"{'training' if was_training else 'eval'} mode (its dropout, batch-norm statistics and every other "
@@ -133,7 +136,7 @@ def check_modes(models: list, run_mode: str) -> None:
         if m.captured_training is not None and m.model.training != m.captured_training:
             now = "train" if m.model.training else "eval"
             what = f"{type(m.model).__name__}.{now}()"
-            raise mode_change(what, run_mode) if now != run_mode else module_switched(what, m.captured_training)
+            raise _mode_change(what, run_mode) if now != run_mode else _module_switched(what, m.captured_training)
 
 
 def run_mode(models: list, trains: bool, step_name: str) -> str:
@@ -164,7 +167,7 @@ def run_mode(models: list, trains: bool, step_name: str) -> str:
     return mode
 
 
-def parse_backend(backend) -> str:
+def _parse_backend(backend) -> str:
     key = backend.strip().lower() if isinstance(backend, str) else None
     if key not in BACKENDS:
         raise InvalidArgument(f"compile: unknown backend {backend!r}.",
@@ -218,7 +221,7 @@ def compile(model: torch.nn.Module, backend=None) -> CompiledModel:
         process.models.append(compiled)
         return compiled
     check_float32_weights(model)  # 001: only mixed precision, weights stored as float32
-    key = later or parse_backend("wse_ws" if backend is None else backend)
+    key = later or _parse_backend("wse_ws" if backend is None else backend)
     execmode = BACKENDS.get(key, "WEIGHT_STREAMING")
     if config.execution_strategy not in (None, execmode):  # configure's, recorded: it must agree at least
         named = backend if isinstance(backend, str) else key

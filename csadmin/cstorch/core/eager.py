@@ -4,7 +4,7 @@ The vendor's CPU and GPU backends run the script's math eagerly, with no system:
 captured, csd is not contacted, and none of the wafer's rules apply (a Python branch may differ
 from step to step, a tensor may be read inside the step, any torch optimizer may step). What
 stays is the API's own behaviour: step closures called inside the step run after it with the
-values their tensors had when called (closures.py), checkpoint closures run on the
+values their tensors had when called (utils/step_closures.py), checkpoint closures run on the
 DataExecutor's checkpoint steps, and the run ends after its last step. On a GPU backend the step
 runs under CUDA autocast to the half dtype (`cstorch.amp`), as the vendor's GPU backend does; on
 a CPU backend in the model's own precision.

@@ -7,7 +7,7 @@ that dtype. `emulate(graph, fmt)` returns the program this runtime executes inst
 same numerics and float32 speed:
 
   * every value the system holds in half precision is a float32 tensor (a *carrier*) holding a
-    value of the format, rounded to it (formats.py) where it is made;
+    value of the format, rounded to it (amp/formats.py) where it is made;
   * an op on half values computes, and accumulates, in float32 on the carriers, and its half
     result is rounded to the format: for an elementwise op that is what PyTorch's own half kernel
     on a CPU does where it computes in float32 and rounds once (most do: docs/cstorch.md names

@@ -1,4 +1,4 @@
-"""The model directory as 003 lists it, beyond performance.json (csd_link.py) and the checkpoints
+"""The model directory as 003 lists it, beyond performance.json (backend/csd_link.py) and the checkpoints
 (the script's `cstorch.save`):
 
     <model_dir>/cs_<checksum>            the compile directory: a link to compile_dir/cs_<checksum>
@@ -6,7 +6,7 @@
                                          estimate); the directory itself when compile_dir is model_dir
     <model_dir>/<mode>/params_<mode>.yaml  the run's yaml: the configure arguments, the run and its
                                          program, the models, optimizers, schedules and DataLoaders
-    <model_dir>/events.out.tfevents.*    TensorBoard scalars (summaries.py)
+    <model_dir>/events.out.tfevents.*    TensorBoard scalars (utils/tensorboard/run_events.py)
 
 `write_params` writes the yaml atomically (csadmin/shared/atomic_write.py) with yaml.safe_dump, so
 yaml.safe_load gives back exactly the dict `run_params` built.
@@ -41,13 +41,13 @@ def link_compile_dir(model_dir: str, program: Program) -> str:
     return link
 
 
-def params_path(model_dir: str, mode: str) -> str:
+def _params_path(model_dir: str, mode: str) -> str:
     return os.path.join(model_dir, mode, f"params_{mode}.yaml")
 
 
 def run_params(backend, program: Program, run: dict) -> dict:
     """The yaml's content (plain values only: it round-trips through yaml.safe_dump/safe_load):
-    the backend's (state.Backend) configuration, models and announced library objects."""
+    the process backend's (process_backend.Backend) configuration, models and announced library objects."""
     config = backend.config
     runconfig = {}
     for name in PARAMETERS:
@@ -78,7 +78,7 @@ def _model(module) -> dict:
 
 def write_params(backend, program: Program, run: dict) -> str:
     """The run's yaml, in the run's directory (a DataExecutor's own, else the model directory)."""
-    path = params_path(backend.run_dir(), program.mode)
+    path = _params_path(backend.run_dir(), program.mode)
     os.makedirs(os.path.dirname(path), exist_ok=True)
     write_atomically(path, yaml.safe_dump(run_params(backend, program, run), sort_keys=False))
     return path

@@ -1,13 +1,14 @@
-"""A compiled step: the captured graph as Python code, what it reads and returns, and its artifacts.
+"""The program of a run: the captured step's graph as Python code, what it reads and returns, and
+its artifacts (core/compiler.py builds it at the run's first step).
 
 `Program.run(inputs)` executes the graph once on new inputs (no autograd: the backward pass is in
-the graph), rebinds the gradients the step left on parameters, and returns the step's result and
-the recorded step closures' tensors. What executes is the captured graph lowered by
-amp/emulation.py: its half-precision values in float32 carriers, rounded to the run's half format
-(float16, bfloat16 or cbfloat16), its arithmetic float32. That graph is FX's generated Python
-(one call per aten op), executed with each `torch.ops.aten.<op>.<overload>(...)` bound straight
-to the overload's C++ entry (what OpOverload.__call__ forwards to): a Python frame and four
-attribute lookups less per op, ~5% of a 5 ms step. Nothing is code-generated below Python.
+the graph), rebinds the gradients the step left on parameters, and returns the step's result and the
+recorded step closures' tensors. What executes is the captured graph lowered by
+core/half_precision.py: its half-precision values in float32 carriers, rounded to the run's half
+format (float16, bfloat16 or cbfloat16), its arithmetic float32. That graph is FX's generated Python
+(one call per aten op), executed with each `torch.ops.aten.<op>.<overload>(...)` bound straight to
+the overload's C++ entry (what OpOverload.__call__ forwards to): a Python frame and four attribute
+lookups less per op, ~5% of a 5 ms step. Nothing is code-generated below Python.
 
 The compiled artifact's descriptor (what `run.program` gets):
   * fingerprint: sha256 of the program text, its signature and its state's shapes and dtypes
@@ -60,10 +61,10 @@ class Program:
     est_samples_per_sec: float = 0.0
     compile_time: float = 0.0
     directory: str | None = None
-    cached: bool = False  # reused compile_dir's artifacts (artifacts.py): not compiled again
+    cached: bool = False  # reused compile_dir's artifacts (core/artifacts.py): not compiled again
     half: str = "float16"  # the half format it computes in (amp/formats.py)
     forward: object = None  # the emulated graph's code with its ops bound directly (_direct)
-    executable: fx.GraphModule | None = None  # the graph as this runtime runs it (amp/emulation.py)
+    executable: fx.GraphModule | None = None  # the graph as this runtime runs it (core/half_precision.py)
 
     @classmethod
     def build(cls, graph: fx.Graph, **fields) -> "Program":
@@ -133,8 +134,8 @@ class Program:
 
     def write_artifacts(self, compile_dir: str, log: list[str], target_system: str | None) -> str:
         """compile_dir/cs_<checksum>: program.py (what the system runs: the captured graph with its
-        half casts; what this runtime runs is emulation.py's lowering of it for program.json's
-        half_dtype), graph.txt, program.json, compile.log."""
+        half casts; what this runtime runs is core/half_precision.py's lowering of it for
+        program.json's half_dtype), graph.txt, program.json, compile.log."""
         directory = os.path.join(compile_dir, f"cs_{self.checksum[:16]}")
         os.makedirs(directory, exist_ok=True)
         info = {

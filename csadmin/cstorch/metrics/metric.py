@@ -20,7 +20,7 @@ The contract:
   * A Metric is a torch.nn.Module. Its state is what `reset()` registers with
     `register_state(name, tensor, persistent=False)`: a buffer, left out of `state_dict()` unless
     persistent. Inside a compiled step the state tensors existed before the step, so the
-    captured program updates them in place on every step (capture.py), as the system does.
+    captured program updates them in place on every step (core/capture.py), as the system does.
   * `update(...)` counts (`num_updates`) and runs under `torch.no_grad()`; `compute()` is cached
     until the next update or reset; `reset()` zeroes `num_updates`. Calling them directly counts
     and caches the same way: each instance's reset, update and compute go through this class.

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import torch
 
-from .checks import betas_pair, number
+from ..checks import betas_pair, number
 from .optimizer import Optimizer, closure_loss
 from .update import descend, with_gradients, zeros
 

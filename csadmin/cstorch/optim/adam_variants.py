@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import torch
 
-from .checks import betas_pair, number, real
+from ..checks import betas_pair, number, real
 from .optimizer import Optimizer, closure_loss
 from .update import descend, gradient, with_gradients, zeros
 

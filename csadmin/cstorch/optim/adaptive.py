@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import torch
 
-from .checks import number
+from ..checks import number
 from .optimizer import Optimizer, closure_loss
 from .update import descend, descend_ratio, gradient, with_gradients, zeros
 

@@ -3,8 +3,9 @@ Optimizer": the core implementations were designed for eager execution and are i
 with traced lazy execution; their Python branches on tensor values and per-step Python state
 would be frozen at the captured first step).
 
-The first step (step.py) calls `install(backend)`: a global torch optimizer-step pre-hook that
-lets every step run outside a compiled step, and inside one only a cstorch.optim.Optimizer's.
+The compile of a run's first step (core/compiler.py) calls `install(backend)`: a global torch
+optimizer-step pre-hook that lets every step run outside a compiled step, and inside one only a
+cstorch.optim.Optimizer's.
 The backend keeps the hook's handle, and removes it when it is closed (process_backend.reset()).
 """
 

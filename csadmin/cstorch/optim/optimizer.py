@@ -19,10 +19,11 @@ would not exist in (or would fall out of) the replayed program; so state is crea
 made of tensors (a Python number would be frozen at its first value). The learning rate is read
 from the param group each step, and is a tensor once a scheduler drives it.
 
-`state_dict()` may only be taken on a checkpoint step (the backend's rule, state.py); `load_state_dict` copies
-into the existing tensors in place, so a captured program keeps seeing the loaded values, and it
-also reads a torch.optim state dict with the same state names (torch's Adam/AdamW). `ParamsT`,
-what `params` may be, is torch's type, as the real module's is.
+`state_dict()` may only be taken on a checkpoint step (the backend's rule,
+backend/process_backend.py); `load_state_dict` copies into the existing tensors in place, so a
+captured program keeps seeing the loaded values, and it also reads a torch.optim state dict with the
+same state names (torch's Adam/AdamW). `ParamsT`, what `params` may be, is torch's type, as the real
+module's is.
 """
 
 from __future__ import annotations
@@ -36,7 +37,7 @@ from torch.optim.optimizer import ParamsT
 from csadmin.errors import InvalidArgument, InvalidState
 
 from ..backend import process_backend
-from .checks import plain_value
+from ..checks import plain_value
 from .update import zeros
 
 STATE_RULE = "no state variables may be initialized outside of the preinitialize method"

@@ -18,7 +18,7 @@ import torch
 
 from csadmin.errors import InvalidArgument
 
-from .checks import betas_pair, number, real
+from ..checks import betas_pair, number, real
 from .optimizer import Optimizer, closure_loss
 from .update import descend, gradient, with_gradients, zeros
 

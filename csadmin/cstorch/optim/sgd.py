@@ -15,7 +15,7 @@ import torch
 
 from csadmin.errors import InvalidArgument
 
-from .checks import number, real
+from ..checks import number, real
 from .optimizer import Optimizer, closure_loss
 from .update import descend, gradient, with_gradients, zeros
 

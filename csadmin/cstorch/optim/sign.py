@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import torch
 
-from .checks import betas_pair, number, pair
+from ..checks import betas_pair, number, pair
 from .optimizer import Optimizer, closure_loss
 from .update import descend, gradient, with_gradients, zeros
 

@@ -1,11 +1,17 @@
-"""When a step closure runs, and `@cstorch.checkpoint_closure`.
+"""`@cstorch.step_closure` and `@cstorch.checkpoint_closure`: functions that read the step's
+tensors, and when they run.
+
+    @cstorch.step_closure                # its tensors' values, after the step
+    def post_training_step(loss):
+        print(loss.item())
 
     @cstorch.checkpoint_closure          # call it every step: it runs on checkpoint steps only
     def save_checkpoint(step):
         cstorch.save({"model": model.state_dict(), ...}, f"checkpoint_{step}.mdl")
 
-A step closure (`step_closure`, step.py) called
-  * while a step is captured: is recorded into the program and runs after every step;
+A step closure called
+  * while a step is captured (core/compiler.py): is recorded into the program and runs after
+    every step, with the values its tensors have at the end of the step;
   * during an eager step (a CPU or GPU backend): runs after the step, with copies of its tensors
     as they were when it was called (the vendor's CPU and GPU backends copy them then; a GPU's
     tensors reach a closure on the CPU, wherever it was called);
@@ -72,6 +78,18 @@ def _on_host(args: tuple, kwargs: dict) -> tuple:
     """Copies of the arguments' tensors in this process's memory (a GPU's moved to the CPU), as
     the vendor's CPU and GPU backends hand them to step closures."""
     return tree_map_only(torch.Tensor, lambda t: t.detach().to("cpu", copy=True), (args, kwargs))
+
+
+def step_closure(fn):
+    """Decorate a function that reads tensors' values: it runs after the step, with them
+    materialized (see the module docstring)."""
+    due = when_due(fn)
+
+    @functools.wraps(fn)
+    def closure(*args, **kwargs):
+        return dispatch(due, args, kwargs)
+
+    return closure
 
 
 def checkpoint_closure(fn):

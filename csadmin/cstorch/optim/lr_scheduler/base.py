@@ -32,7 +32,7 @@ import torch
 from csadmin.errors import InvalidArgument
 
 from ...backend import process_backend
-from ..checks import plain_value, whole
+from ...checks import plain_value, whole
 
 LR_DTYPE = torch.float64  # torch's schedules are Python floats; a float64 tensor keeps their values
 

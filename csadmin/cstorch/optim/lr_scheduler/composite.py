@@ -8,7 +8,7 @@ import torch
 
 from csadmin.errors import InvalidArgument
 
-from ..checks import real, whole
+from ...checks import real, whole
 from .base import LR_DTYPE, LRScheduler, _tags
 
 

@@ -9,7 +9,7 @@ import torch
 
 from csadmin.errors import InvalidArgument
 
-from ..checks import number, whole
+from ...checks import number, whole
 from .base import LR_DTYPE, LRScheduler
 from .decay import positive
 

@@ -11,7 +11,7 @@ import torch
 
 from csadmin.errors import InvalidArgument
 
-from ..checks import number, real, whole
+from ...checks import number, real, whole
 from .base import LR_DTYPE, LRScheduler
 
 

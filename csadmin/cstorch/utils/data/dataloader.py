@@ -8,7 +8,7 @@
 
 `input_fn(*args, **kwargs)` (every argument not the DataLoader's own is passed to it) returns a
 torch.utils.data.DataLoader or any iterable of batches. How many steps, and how they fall into
-epochs, is _utils/schedule.py: `num_steps` (the input restarts when it runs out) or `num_epochs`
+epochs, is _utils/step_plan.py: `num_steps` (the input restarts when it runs out) or `num_epochs`
 [`steps_per_epoch`] (each epoch a fresh pass over the input), capped by `max_steps`, the run's
 last global step. `initial_step` resumes a run: its step count starts there (checkpoint steps and
 the last step are global steps) and the data continues from it (that many batches of the input
@@ -45,11 +45,11 @@ import itertools
 from csadmin.errors import InvalidArgument, ReprogramForbidden
 
 from ...backend import process_backend
-from ...optim.checks import plain_value, whole
+from ...checks import plain_value, whole
 from ._utils.batches import EMPTY, EMPTY_HINT, repeated, tensors
 from ._utils.pool import WorkerPool
 from ._utils.roles import InputTaken
-from ._utils.schedule import schedule
+from ._utils.step_plan import step_plan
 from .input_state import StatefulInput
 
 ADVICE = ("To ensure a fixed batch size across all steps, set drop_last=True when batching in the input "
@@ -86,7 +86,7 @@ class DataLoader(StatefulInput):
             length = _length(self._input)
             if length == 0:
                 raise InvalidArgument(f"DataLoader: {EMPTY}", hint=EMPTY_HINT)
-        plan = schedule(length, num_steps, max_steps, num_epochs, steps_per_epoch, self.initial_step)
+        plan = step_plan(length, num_steps, max_steps, num_epochs, steps_per_epoch, self.initial_step)
         counted = plan.total is not None and (num_epochs is None or steps_per_epoch is not None)
         if self.fed_by_workers and not counted and not backend.executor_required:  # a DataExecutor counts them
             raise InvalidArgument(
@@ -247,7 +247,7 @@ class DataLoader(StatefulInput):
         self._count_fed(batch)
 
     def _ended(self) -> None:
-        """Every batch of the schedule was handed out: the input workers stream what was
+        """Every batch of the step plan was handed out: the input workers stream what was
         consumed and leave."""
         if self._pool is not None and self.num_steps is not None and self._taken >= self.num_steps:
             self._pool.finish()

@@ -8,8 +8,8 @@ and "some data sharding scheme is required" (004). An input function shards with
 
 or the two shorthands `task_id()` / `num_tasks()`. In the training process itself (one process,
 `num_workers_per_csx=1`) they are 0 and 1, so the same input function runs either way. A worker
-process says who it is (`enter_worker`, on the backend: state.py) before it calls the input
-function. Stdlib only.
+process says who it is (`enter_worker`, on the backend: backend/process_backend.py) before it calls
+the input function. Stdlib only.
 """
 
 from __future__ import annotations

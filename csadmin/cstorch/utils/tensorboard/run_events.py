@@ -27,7 +27,7 @@ LOG_EVERY_STEPS = 10
 class Summaries:
     def __init__(self, model_dir: str, backend):
         self.model_dir = model_dir
-        self.backend = backend  # state.Backend: its announced optimizers' learning rates are logged
+        self.backend = backend  # process_backend.Backend: its announced optimizers' learning rates are logged
         self.writer = None  # made at the first logged step (importing tensorboard takes ~0.2 s)
         self._samples = 0
         self._since = time.monotonic()

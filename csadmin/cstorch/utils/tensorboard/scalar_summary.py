@@ -29,7 +29,7 @@ import torch
 from csadmin.errors import InvalidArgument, InvalidState
 
 from ...backend import process_backend
-from ...core.trace import step_closure
+from ..step_closures import step_closure
 
 
 @step_closure

@@ -10,7 +10,7 @@ the DataExecutor's SummaryWriter.
         cstorch.summarize_scalar("loss", loss)        # TensorBoard's scalar "loss"
         cstorch.summarize_tensor("logits", logits)    # the whole tensor (writer.add_tensor)
 
-Each is a step closure (closures.py): called inside the step, it runs after every activation
+Each is a step closure (utils/step_closures.py): called inside the step, it runs after every activation
 step with the value the tensor has then, and writes to the writer of the DataExecutor whose loop
 is running at step `writer.base_step + k` (k the executor's 0-indexed step). With no writer it
 warns and writes nothing. Refused: a call before any backend exists (the real package's "No
@@ -29,7 +29,7 @@ from csadmin.errors import InvalidArgument
 
 from ...backend import process_backend
 from ...backend import current_backend_impl
-from ...core.trace import step_closure
+from ..step_closures import step_closure
 from .writer import SummaryWriter
 
 

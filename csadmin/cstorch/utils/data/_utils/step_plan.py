@@ -1,7 +1,7 @@
 """How many steps a DataLoader feeds, and how they fall into epochs (004, "Initializing the
 DataLoader"), from its counts and its input's length. Pure: no torch, no I/O.
 
-    s = schedule(length=5, num_steps=None, max_steps=7, num_epochs=3, steps_per_epoch=None)
+    s = step_plan(length=5, num_steps=None, max_steps=7, num_epochs=3, steps_per_epoch=None)
     s.total, s.num_epochs, s.steps_per_epoch     # 7, 2, 4
 
 The document's two mutually exclusive groups: `num_steps` (the total; min(num_steps, max_steps)),
@@ -24,7 +24,8 @@ from csadmin.errors import InvalidArgument
 OWNER = "DataLoader"
 
 
-class Schedule(NamedTuple):
+class StepPlan(NamedTuple):
+    """The steps a DataLoader feeds and their epochs (not a DataExecutor's checkpoint Schedule)."""
     total: int | None  # steps fed in all (None: one pass over an input of unknown length)
     num_epochs: int  # iterations of the DataLoader that feed them
     steps_per_epoch: int | None  # steps each iteration feeds (the last may feed fewer)
@@ -34,9 +35,9 @@ def _ceildiv(a: int, b: int) -> int:
     return -(-a // b)
 
 
-def schedule(length: int | None, num_steps: int | None, max_steps: int | None, num_epochs: int | None,
-             steps_per_epoch: int | None, initial_step: int = 0) -> Schedule:
-    """The schedule of an input of `length` batches (None: unknown) for the given counts
+def step_plan(length: int | None, num_steps: int | None, max_steps: int | None, num_epochs: int | None,
+             steps_per_epoch: int | None, initial_step: int = 0) -> StepPlan:
+    """The step plan of an input of `length` batches (None: unknown) for the given counts
     (checked by the caller to be whole numbers ≥ 1); InvalidArgument for a contradiction."""
     if num_steps is not None and (num_epochs is not None or steps_per_epoch is not None):
         raise InvalidArgument(f"{OWNER}: num_steps and num_epochs/steps_per_epoch are mutually exclusive: "
@@ -66,7 +67,7 @@ def schedule(length: int | None, num_steps: int | None, max_steps: int | None, n
     if remaining is not None:
         total = min(total, remaining)
     if total is None:
-        return Schedule(None, 1, None)
+        return StepPlan(None, 1, None)
     per_epoch = total if num_epochs is None else (steps_per_epoch or length)
     epochs = _ceildiv(total, per_epoch)
-    return Schedule(total, epochs, _ceildiv(total, epochs))
+    return StepPlan(total, epochs, _ceildiv(total, epochs))

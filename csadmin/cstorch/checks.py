@@ -1,4 +1,8 @@
-"""Argument checks shared by the optimizers and schedulers: one clear InvalidArgument per bad value."""
+"""The argument checks the package's constructors share (the optimizers and schedulers, the
+GradScaler and amp.optimizer_step, the DataLoader): one clear InvalidArgument per bad value, and
+`plain_value`, a setting as the run's yaml can hold it. Internal: cstorch's __init__ does not
+export it (the real package's own checks.py holds its tensor-call checks, which this runtime
+has no use for)."""
 
 from __future__ import annotations
 
