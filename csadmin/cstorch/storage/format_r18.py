@@ -82,30 +82,40 @@ def _pickle_spec(spec: tree.Spec) -> bytes:
     """A pickle of torch pytree TreeSpec/LeafSpec objects (what dill wrote for R1.8), made from
     their fields so it does not depend on this process's torch release."""
     buffer = io.BytesIO()
-    _SpecPickler(buffer, protocol=4).dump(spec)
+    _SpecPickler(buffer, protocol=4).dump(_pickled(spec))
     return buffer.getvalue()
+
+
+class _Pickled:
+    """Stands for a TreeSpec/LeafSpec in the pickle: pickled as an object of that class (the
+    pickler asks `__class__`) with these fields as its state."""
+
+    def __init__(self, cls, state: dict):
+        self._cls, self.state = cls, state
+
+    @property
+    def __class__(self):
+        return self._cls
+
+
+def _pickled(spec: tree.Spec) -> _Pickled:
+    from torch.utils import _pytree
+
+    if spec.type is None:
+        return _Pickled(_pytree.LeafSpec, {"type": None, "context": None, "children_specs": [], "num_nodes": 1,
+                                           "num_leaves": 1, "num_children": 0})
+    children = [_pickled(child) for child in spec.children]
+    return _Pickled(_pytree.TreeSpec, {
+        "type": {name: made for made, name in _TYPES.items()}[spec.type], "context": spec.context,
+        "children_specs": children, "num_nodes": 1 + sum(child.state["num_nodes"] for child in children),
+        "num_leaves": spec.num_leaves, "num_children": len(children)})
 
 
 class _SpecPickler(pickle.Pickler):
     def reducer_override(self, obj):
-        if not isinstance(obj, tree.Spec):
-            return NotImplemented
-        from torch.utils import _pytree
-
-        if obj.type is None:
-            return copyreg.__newobj__, (_pytree.LeafSpec,), {
-                "type": None, "context": None, "children_specs": [], "num_nodes": 1, "num_leaves": 1,
-                "num_children": 0}
-        kind = {name: made for made, name in _TYPES.items()}[obj.type]
-        children = list(obj.children)
-        return copyreg.__newobj__, (_pytree.TreeSpec,), {
-            "type": kind, "context": obj.context, "children_specs": children,
-            "num_nodes": 1 + sum(_nodes(child) for child in children), "num_leaves": obj.num_leaves,
-            "num_children": len(children)}
-
-
-def _nodes(spec: tree.Spec) -> int:
-    return 1 + sum(_nodes(child) for child in spec.children)
+        if type(obj) is _Pickled:
+            return copyreg.__newobj__, (obj.__class__,), obj.state
+        return NotImplemented
 
 
 # -- reading ---------------------------------------------------------------------------------------
