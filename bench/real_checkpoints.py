@@ -44,6 +44,7 @@ TRAJECTORIES = "trajectories"  # in expected.pt only: the batches and the parame
 
 def _real_write(out: str) -> None:
     import collections
+    import copy
 
     import torch
 
@@ -70,8 +71,8 @@ def _real_write(out: str) -> None:
         torch.manual_seed(1)
         batches = [torch.randn(5, 3) for _ in range(6)]
         steps(net, optimizer, batches[:3])
-        states[name] = {"model": {k: v.clone() for k, v in net.state_dict().items()},
-                        "optimizer": optimizer.state_dict()}
+        # (copies: a state dict holds the live tensors, which the next steps change)
+        states[name] = copy.deepcopy({"model": net.state_dict(), "optimizer": optimizer.state_dict()})
         steps(net, optimizer, batches[3:])
         trajectories[name] = {"batches": batches[3:], "continued": {k: v.clone() for k, v in net.state_dict().items()}}
     states["scaler"] = _real_scaler_states(cstorch, torch)
