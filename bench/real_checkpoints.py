@@ -3,7 +3,7 @@
 Run by hand, never in CI (issue 37). With the project's venv (torch, h5py, hdf5plugin):
 
     .venv/bin/python bench/real_checkpoints.py                         # wheels from PyPI
-    .venv/bin/python bench/real_checkpoints.py --wheels /tmp/realwheels # or from a folder of wheels
+    .venv/bin/python bench/real_checkpoints.py --wheels /tmp/realwheels  # or a folder of wheels
     .venv/bin/python bench/real_checkpoints.py --venv /tmp/cs-real --write-fixtures
 
 1. Makes a throwaway venv (Python 3.11, `--venv`, kept if it exists) and installs
