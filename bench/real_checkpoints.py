@@ -10,12 +10,12 @@ Run by hand, never in CI (issue 37). With the project's venv (torch, h5py, hdf5p
    cerebras-pytorch==2.10.0 in it (it pulls torch 2.4 and cerebras-appliance).
 2. In that venv, the real package writes small checkpoints with its own `cstorch.save`: a model's
    state dict with SGD's, Adam's and AdamW's state dicts after three steps on seeded batches
-   (expected.pt also keeps the next three batches and the parameters after them: the real
-   trajectory a resumed run must follow); its GradScaler's state dicts (dynamic and static, as
-   it gives them on a CSX backend); a nested dict of ints, floats, strings, lists, None, a
-   bfloat16 and a 0-d tensor. Beside them, `expected.pt` (torch.save of the same values: a record independent of HDF5) is what
-   tests/cstorch/test_real_checkpoints.py compares every loaded tensor with, bit for bit.
-   `--write-fixtures` copies them to tests/cstorch/fixtures/real_checkpoints/.
+   (expected.pt also keeps the next three batches and the parameters after them: the real trajectory
+   a resumed run must follow); its GradScaler's state dicts (dynamic and static, as it gives them on
+   a CSX backend); a nested dict of ints, floats, strings, lists, None, a bfloat16 and a 0-d tensor.
+   Beside them, `expected.pt` (torch.save of the same values: a record independent of HDF5) is what
+   tests/cstorch/test_real_checkpoints.py compares every loaded tensor with, bit for bit. `--write-
+   fixtures` copies them to tests/cstorch/fixtures/real_checkpoints/.
 3. Here, csadmin.cstorch writes the same values in the 2.x format (cstorch.save) and in R1.8's
    (storage/format_r18.py, what save writes for a configure-based script); then the real package
    reads both with its own `cstorch.load` and compares every value with what was written.
