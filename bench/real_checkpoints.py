@@ -14,8 +14,8 @@ Run by hand, never in CI (issue 37). With the project's venv (torch, h5py, hdf5p
    a resumed run must follow); its GradScaler's state dicts (dynamic and static, as it gives them on
    a CSX backend); a nested dict of ints, floats, strings, lists, None, a bfloat16 and a 0-d tensor.
    Beside them, `expected.pt` (torch.save of the same values: a record independent of HDF5) is what
-   tests/cstorch/test_real_checkpoints.py compares every loaded tensor with, bit for bit. `--write-
-   fixtures` copies them to tests/cstorch/fixtures/real_checkpoints/.
+   tests/cstorch/test_real_checkpoints.py compares every loaded tensor with, bit for bit.
+   `--write-fixtures` copies them to tests/cstorch/fixtures/real_checkpoints/.
 3. Here, csadmin.cstorch writes the same values in the 2.x format (cstorch.save) and in R1.8's
    (storage/format_r18.py, what save writes for a configure-based script); then the real package
    reads both with its own `cstorch.load` and compares every value with what was written.
