@@ -19,7 +19,8 @@ Run by hand, never in CI (issue 37). With the project's venv (torch, h5py, hdf5p
 3. Here, csadmin.cstorch writes the same values in the 2.x format (cstorch.save) and in R1.8's
    (storage/format_r18.py, what save writes for a configure-based script); then the real package
    reads both with its own `cstorch.load` and compares every value with what was written.
-4. Prints, for each file and each direction, whether it was read and equal.
+4. Prints, for each of those files, whether the real package read it and found every value equal
+   (the other direction, ours reading its files, is tests/cstorch/test_real_checkpoints.py).
 """
 
 from __future__ import annotations

@@ -207,3 +207,10 @@ def test_a_spec_nested_beyond_any_state_dict_is_refused(tmp_path):
         f.attrs["__spec__"] = json.dumps([None, json.dumps([1, node])])
     with pytest.raises(BadCheckpoint, match="entries nested more than 100 levels deep"):
         load(path)
+
+
+def test_values_whose_dotted_keys_collide_are_refused(tmp_path):
+    """The file names each value by its keys joined with "."; two that join alike cannot both be kept."""
+    with pytest.raises(InvalidArgument, match=r"state_dict\['a'\]\['b'\]: its key 'a.b' is also state_dict\['a.b'\]'s"):
+        save({"a.b": torch.ones(1), "a": {"b": torch.zeros(1)}}, tmp_path / "c.mdl")
+    assert os.listdir(tmp_path) == []
