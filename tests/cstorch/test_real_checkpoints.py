@@ -214,3 +214,8 @@ def test_values_whose_dotted_keys_collide_are_refused(tmp_path):
     with pytest.raises(InvalidArgument, match=r"state_dict\['a'\]\['b'\]: its key 'a.b' is also state_dict\['a.b'\]'s"):
         save({"a.b": torch.ones(1), "a": {"b": torch.zeros(1)}}, tmp_path / "c.mdl")
     assert os.listdir(tmp_path) == []
+
+
+def test_map_location_takes_the_real_packages_cache(tmp_path):
+    save({"w": torch.ones(2)}, tmp_path / "c.mdl")
+    assert torch.equal(load(tmp_path / "c.mdl", map_location="cache")["w"], torch.ones(2))

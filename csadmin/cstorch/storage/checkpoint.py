@@ -73,7 +73,8 @@ def writes_r18() -> bool:
 def load(path, map_location=None):
     """Read a checkpoint: the real package's 2.x or R1.8 file, or this project's earlier one.
     `map_location` (None, "cpu", a torch.device or its name) is where its tensors go; None leaves
-    them on the CPU."""
+    them on the CPU, as does the real package's "cache" (keep lazily read tensors once read: these
+    are read eagerly)."""
     path = _path(path)
     device = _device(map_location)
     if not os.path.exists(path):
@@ -117,7 +118,7 @@ def _path(path) -> str:
 
 
 def _device(map_location):
-    if map_location is None:
+    if map_location is None or map_location == "cache":
         return None
     if isinstance(map_location, (str, torch.device)):
         try:
