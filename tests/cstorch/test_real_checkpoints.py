@@ -219,3 +219,43 @@ def test_values_whose_dotted_keys_collide_are_refused(tmp_path):
 def test_map_location_takes_the_real_packages_cache(tmp_path):
     save({"w": torch.ones(2)}, tmp_path / "c.mdl")
     assert torch.equal(load(tmp_path / "c.mdl", map_location="cache")["w"], torch.ones(2))
+
+
+# What the real 2.10 classes' state_dict() holds after one step on a Linear(3, 2) (state names of
+# parameter 0, param-group keys), recorded by running them (bench/real_checkpoints.py's venv).
+REAL_NAMES = {
+    "SGD": (dict(lr=0.1, momentum=0.9), {"momentum_buffer"},
+            {"dampening", "lr", "maximize", "momentum", "nesterov", "weight_decay"}),
+    "Adam": (dict(lr=0.01, amsgrad=True), {"beta1_power", "beta2_power", "exp_avg", "exp_avg_sq", "max_exp_avg_sq"},
+             {"amsgrad", "betas", "correct_bias", "eps", "l2_regularization_rate", "lr", "weight_decay"}),
+    "AdamW": (dict(lr=0.01), {"beta1_power", "beta2_power", "exp_avg", "exp_avg_sq"},
+              {"amsgrad", "betas", "correct_bias", "eps", "l2_regularization_rate", "lr", "weight_decay"}),
+    "ASGD": (dict(lr=0.01), {"ax", "eta", "mu", "step"}, {"alpha", "lambd", "lr", "maximize", "t0", "weight_decay"}),
+    "Adadelta": (dict(), {"acc_delta", "square_avg"}, {"eps", "lr", "maximize", "rho", "weight_decay"}),
+    "Adagrad": (dict(), {"step", "sum"},
+                {"eps", "initial_accumulator_value", "lr", "lr_decay", "maximize", "weight_decay"}),
+    "Adamax": (dict(), {"beta1_power", "exp_avg", "exp_inf"}, {"betas", "eps", "lr", "maximize", "weight_decay"}),
+    "NAdam": (dict(), {"exp_avg", "exp_avg_sq", "mu_product", "step"},
+              {"betas", "eps", "lr", "momentum_decay", "weight_decay"}),
+    "RAdam": (dict(), {"exp_avg", "exp_avg_sq", "step"}, {"betas", "eps", "lr", "weight_decay"}),
+    "RMSprop": (dict(momentum=0.9, centered=True), {"grad_avg", "momentum_buffer", "square_avg"},
+                {"alpha", "centered", "eps", "lr", "momentum", "weight_decay"}),
+    "Rprop": (dict(), {"prev", "step_size"}, {"etas", "lr", "step_sizes"}),
+    "Lion": (dict(), {"exp_avg"}, {"betas", "lr", "weight_decay"}),
+    "Lamb": (dict(), {"exp_avg", "exp_avg_sq"}, {"adam", "betas", "eps", "lr", "weight_decay"}),
+    "Adafactor": (dict(lr=0.01), {"exp_avg_sq_col", "exp_avg_sq_row", "step"},
+                  {"beta1", "clip_threshold", "decay_rate", "eps", "lr", "relative_step", "scale_parameter",
+                   "warmup_init", "weight_decay"}),
+}
+
+
+@pytest.mark.parametrize("name", sorted(REAL_NAMES))
+def test_every_optimizer_keeps_the_real_classes_names(name):
+    kwargs, state_names, group_keys = REAL_NAMES[name]
+    net = torch.nn.Linear(3, 2)
+    optimizer = getattr(optim, name)(net.parameters(), **kwargs)
+    net(torch.randn(4, 3)).sum().backward()
+    optimizer.step()
+    saved = optimizer.state_dict()
+    assert set(saved["state"][0]) == state_names
+    assert set(saved["param_groups"][0]) - {"params"} == group_keys
