@@ -2,6 +2,7 @@
 file can fail to be a checkpoint ending as a BadCheckpoint that names it."""
 
 import collections
+import json
 import math
 import os
 
@@ -151,14 +152,14 @@ def test_a_damaged_byte_inside_a_tensor_is_found_by_its_crc(tmp_path):
     weights = torch.arange(4096, dtype=torch.float32)
     save({"model": {"w": weights}}, path)
     with h5py.File(path, "r") as f:
-        offset = f["state_dict/0/0"].id.get_offset()
+        offset = f["model.w"].id.get_chunk_info(0).byte_offset  # its LZ4-compressed chunk
     with open(path, "r+b") as f:
         f.seek(offset + 1000)
         byte = f.read(1)
         f.seek(offset + 1000)
         f.write(bytes([byte[0] ^ 0x40]))
-    with pytest.raises(BadCheckpoint, match=r"c.mdl: state_dict\['model'\]\['w'\] is damaged \(its CRC-32 does not "
-                                            r"match its bytes\)"):
+    with pytest.raises(BadCheckpoint, match=r"c.mdl: its entry 'model.w' is damaged \(its CRC-32 does not match its "
+                                            r"bytes\)"):
         load(path)
 
 
@@ -174,13 +175,13 @@ def test_an_entry_removed_or_rewritten_by_another_program_is_named(tmp_path):
     path = tmp_path / "c.mdl"
     save({"model": {"w": torch.ones(3), "b": torch.zeros(2)}, "step": 3}, path)
     with h5py.File(path, "r+") as f:
-        del f["state_dict/0/1"]
-    with pytest.raises(BadCheckpoint, match=r"c.mdl: state_dict\['model'\] is damaged \(its keys do not match"):
+        del f["model.b"]
+    with pytest.raises(BadCheckpoint, match=r"c.mdl: its entry 'model.b' is damaged"):
         load(path)
     save({"w": torch.ones(3)}, path)
     with h5py.File(path, "r+") as f:
-        f["state_dict/0"][...] = [1.0, 2.0, 3.0]  # rewritten without updating its CRC
-    with pytest.raises(BadCheckpoint, match=r"state_dict\['w'\] is damaged \(its CRC-32 does not match"):
+        f["w"][...] = [1.0, 2.0, 3.0]  # rewritten without updating its CRC
+    with pytest.raises(BadCheckpoint, match=r"its entry 'w' is damaged \(its CRC-32 does not match"):
         load(path)
 
 
@@ -191,23 +192,24 @@ def test_hostile_structures_are_refused_not_crashed_on(tmp_path):
         save(looped, tmp_path / "loop.mdl")
     assert os.listdir(tmp_path) == []
     path = tmp_path / "c.mdl"
-    save({"a": {}}, path)
-    with h5py.File(path, "r+") as f:  # a group nested far deeper than any state dict
-        node = f["state_dict/0"]
-        for _ in range(101):
-            node.attrs["keys"] = '["x"]'
-            node = node.create_group("0")
-            node.attrs["kind"] = "dict"
-        node.attrs["keys"] = "[]"
-    with pytest.raises(BadCheckpoint, match="c.mdl: entries nested more than 100 levels deep"):
+    node = '{"type": null, "context": null, "children_spec": []}'
+    for _ in range(101):  # a structure nested far deeper than any state dict
+        node = f'{{"type": "builtins.dict", "context": "[\\"x\\"]", "children_spec": [{node}]}}'
+    save({"a": 1}, path)
+    with h5py.File(path, "r+") as f:
+        f.attrs["__spec__"] = json.dumps([None, f"[1, {node}]"])
+    with pytest.raises(BadCheckpoint, match=r"c.mdl: its __spec__ is damaged \(entries nested more than 100 "
+                                            r"levels deep"):
         load(path)
-    for attrs, message in (({"kind": "tensor", "dtype": "Tensor"}, "unknown dtype"),
-                           ({"kind": "pickle"}, "unknown kind 'pickle'"),
-                           ({"kind": "dict", "keys": "{not json"}, "damaged")):
-        save({"a": 1}, path)
+    for meta, message in (({"__TYPE__": "TorchTensorSerializer", "dtypes": ["torch.Tensor"], "shapes": [[]]},
+                           "unknown dtype"),
+                          ({"__TYPE__": "pickle"}, "the serializer 'pickle'"),
+                          ("{not json", "damaged")):
+        save({"a": torch.ones(())}, path)
         with h5py.File(path, "r+") as f:
-            for key, value in attrs.items():
-                f["state_dict/0"].attrs[key] = value
+            recorded = json.loads(f.attrs["a.__metadata__"])
+            recorded["a.__metadata__"] = meta
+            f.attrs["a.__metadata__"] = json.dumps(recorded) if isinstance(meta, dict) else meta
         with pytest.raises(BadCheckpoint, match=message):
             load(path)
 

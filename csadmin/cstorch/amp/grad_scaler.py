@@ -18,6 +18,13 @@ overflow_tolerance, and doubled (not above max_loss_scale) after steps_per_incre
 in a row. Defaults: init_scale 2**15, steps_per_increase 2000, min_loss_scale 2**-14,
 max_loss_scale 2**15, overflow_tolerance 0.05. max_gradient_norm is kept for
 `cstorch.amp.optimizer_step`, which clips by it in pipelined mode only (the document's note).
+
+`state_dict()` has the real class's names (as it gives them on a CSX backend): dynamic,
+`loss_scale` (float32) and the int64 counters `steps_since_rescale`, `overflows_since_rescale`,
+`num_skipped_steps` (steps skipped for an inf/NaN, in all), plus `clean_steps`, this scaler's own
+(its growth counts clean steps in a row); static or off, `loss_scale` alone, a float. A real
+dynamic state dict, without `clean_steps`, loads with it taken as `steps_since_rescale` when no
+step since the last change of scale overflowed, else 0.
 """
 
 from __future__ import annotations
@@ -68,6 +75,7 @@ class GradScaler:
         self._steps = torch.zeros((), dtype=torch.float32)  # steps since the scale last changed
         self._overflows = torch.zeros((), dtype=torch.float32)  # overflowing steps among them
         self._clean = torch.zeros((), dtype=torch.float32)  # clean steps in a row
+        self._skipped = torch.zeros((), dtype=torch.float32)  # steps skipped for an inf/NaN, in all
         self._found: dict[int, torch.Tensor] = {}  # this step's optimizers (by id) -> inf/NaN found
         self._stepped: set[int] = set()  # this step's optimizers already stepped
 
@@ -148,6 +156,7 @@ class GradScaler:
             self._steps.copy_(torch.where(changed, torch.zeros_like(steps), steps))
             self._overflows.copy_(torch.where(changed, torch.zeros_like(overflows), overflows))
             self._clean.copy_(torch.where(grow, torch.zeros_like(clean), clean))
+            self._skipped.add_(overflow.float())
 
     def get_scale(self) -> torch.Tensor:
         """The current loss scale (a tensor: read it in a step closure)."""
@@ -157,19 +166,36 @@ class GradScaler:
         return self.enabled
 
     def state_dict(self) -> dict:
-        return {"scale": self._scale.clone(), "steps_since_rescale": self._steps.clone(),
-                "overflows_since_rescale": self._overflows.clone(), "clean_steps": self._clean.clone()}
+        if not self.dynamic:
+            return {"loss_scale": self._scale.item()}
+        counters = {name: tensor.to(torch.int64) for name, tensor in self._counters().items()}
+        return {"loss_scale": self._scale.clone(), **counters}
+
+    def _counters(self) -> dict:
+        return {"steps_since_rescale": self._steps, "overflows_since_rescale": self._overflows,
+                "num_skipped_steps": self._skipped, "clean_steps": self._clean}
 
     def load_state_dict(self, state_dict: dict) -> None:
-        """Copy a saved scale and counters in place (the captured step keeps its tensors)."""
-        mine = {"scale": self._scale, "steps_since_rescale": self._steps,
-                "overflows_since_rescale": self._overflows, "clean_steps": self._clean}
-        if not isinstance(state_dict, dict) or set(state_dict) != set(mine):
-            raise InvalidArgument(f"A GradScaler state dict has the keys {sorted(mine)}.",
+        """Copy a saved scale and counters in place (the captured step keeps its tensors): ours,
+        or the real class's (see the module docstring)."""
+        required = {"loss_scale"} | (set(self._counters()) - {"clean_steps"} if self.dynamic else set())
+        known = {"loss_scale", *self._counters()}
+        if not isinstance(state_dict, dict) or not required <= set(state_dict) <= known:
+            given = sorted(map(str, state_dict)) if isinstance(state_dict, dict) else type(state_dict).__name__
+            raise InvalidArgument(f"A GradScaler state dict has the keys {sorted(required)} (and, from this "
+                                  f"project's, 'clean_steps'); this one has {given}.",
                                   hint="Pass what grad_scaler.state_dict() returned.")
         with torch.no_grad():
-            for key, tensor in mine.items():
-                tensor.copy_(torch.as_tensor(state_dict[key], dtype=torch.float32))
+            self._scale.copy_(torch.as_tensor(state_dict["loss_scale"], dtype=torch.float32))
+            if not self.dynamic:
+                return
+            values = {name: torch.as_tensor(state_dict[name], dtype=torch.float32)
+                      for name in required - {"loss_scale"}}
+            values["clean_steps"] = torch.as_tensor(state_dict["clean_steps"], dtype=torch.float32) \
+                if "clean_steps" in state_dict else \
+                torch.where(values["overflows_since_rescale"] == 0, values["steps_since_rescale"], 0.0)
+            for name, tensor in self._counters().items():
+                tensor.copy_(values[name])
 
 
 def _tensors(optimizer) -> list[torch.Tensor]:

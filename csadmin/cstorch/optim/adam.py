@@ -1,6 +1,15 @@
-"""cstorch.optim.Adam and AdamW: torch.optim's updates (amsgrad too) as a static program. The
-global step is a tensor, so the bias corrections are tensor functions of it (computed in float64,
-as torch computes them in Python floats), and the learning rate may be a scheduler's tensor."""
+"""cstorch.optim.Adam and AdamW: torch.optim's updates (amsgrad too) as a static program, keeping
+the real Cerebras classes' state and param-group names, so their checkpoints load into each other.
+
+State, per parameter: `exp_avg`, `exp_avg_sq` (`max_exp_avg_sq` with amsgrad) and, with bias
+correction, `beta1_power`/`beta2_power`: β^t for the coming step t (β at the start), multiplied by
+β in place after each step, as the real classes keep them. Here they are float64 (the real ones
+float32), so the bias corrections 1 − β^t are torch's Python-float ones. The param group carries
+the real classes' `l2_regularization_rate` (the gradient's L2 term): Adam's `weight_decay` is
+recorded there and its `weight_decay` is 0.0, as the real Adam records it; AdamW's is 0.0 and its
+`weight_decay` is decoupled. `load_state_dict` also reads torch.optim's Adam/AdamW state dicts
+(a `step` becomes the β powers, an Adam's weight_decay its l2_regularization_rate), as the real
+classes do. The learning rate may be a scheduler's tensor."""
 
 from __future__ import annotations
 
@@ -17,10 +26,12 @@ class _AdamBase(Optimizer):
     def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.0, amsgrad=False,
                  correct_bias=True):
         owner = type(self).__name__
+        decay = number(owner, "weight_decay", weight_decay)
+        l2, decay = (0.0, decay) if self.decoupled else (decay, 0.0)
         defaults = dict(lr=number(owner, "lr", lr), betas=betas_pair(owner, betas),
-                        eps=number(owner, "eps", eps), weight_decay=number(owner, "weight_decay", weight_decay),
-                        amsgrad=bool(amsgrad), correct_bias=bool(correct_bias))
-        super().__init__(params, defaults, enable_global_step=True)
+                        eps=number(owner, "eps", eps), weight_decay=decay, l2_regularization_rate=l2,
+                        correct_bias=bool(correct_bias), amsgrad=bool(amsgrad))
+        super().__init__(params, defaults)
 
     def preinitialize(self) -> None:
         for group in self.param_groups:
@@ -29,6 +40,9 @@ class _AdamBase(Optimizer):
                 self.state[p]["exp_avg_sq"] = zeros(p)
                 if group["amsgrad"]:
                     self.state[p]["max_exp_avg_sq"] = zeros(p)
+                if group["correct_bias"]:
+                    for name, beta in zip(("beta1_power", "beta2_power"), group["betas"]):
+                        self.state[p][name] = torch.tensor(beta, dtype=torch.float64, device=p.device)
 
     def state_names_to_sparsify(self) -> list[str]:
         names = ["exp_avg", "exp_avg_sq"]
@@ -39,30 +53,62 @@ class _AdamBase(Optimizer):
         loss = closure_loss(closure)
         for group in self.param_groups:
             beta1, beta2 = group["betas"]
-            lr, decay = group["lr"], group["weight_decay"]
+            lr, decay, l2 = group["lr"], group["weight_decay"], group["l2_regularization_rate"]
             for p in with_gradients(group["params"]):
                 grad, state = p.grad, self.state[p]
-                step = self.increment_global_step(p).double()
-                if decay != 0:
-                    if self.decoupled:
-                        p.mul_(1 - lr * decay)
-                    else:
-                        grad = grad.add(p, alpha=decay)
+                if l2 != 0:  # torch.optim.Adam's weight_decay
+                    grad = grad.add(p, alpha=l2)
+                if decay != 0:  # torch.optim.AdamW's
+                    p.mul_(1 - lr * decay)
                 exp_avg, exp_avg_sq = state["exp_avg"], state["exp_avg_sq"]
                 exp_avg.lerp_(grad, 1 - beta1)
                 exp_avg_sq.mul_(beta2).addcmul_(grad, grad, value=1 - beta2)
                 if group["amsgrad"]:
                     torch.maximum(state["max_exp_avg_sq"], exp_avg_sq, out=state["max_exp_avg_sq"])
                     exp_avg_sq = state["max_exp_avg_sq"]
-                bias_correction1 = 1 - torch.pow(beta1, step)
-                bias_correction2_sqrt = (1 - torch.pow(beta2, step)).sqrt()
-                if not group["correct_bias"]:  # AdamW(correct_bias=False): BERT's Adam, no bias correction
-                    bias_correction1, bias_correction2_sqrt = torch.ones_like(step), torch.ones_like(step)
+                if group["correct_bias"]:
+                    bias_correction1 = 1 - state["beta1_power"]
+                    bias_correction2_sqrt = (1 - state["beta2_power"]).sqrt()
+                    state["beta1_power"].mul_(beta1)  # β^(t+1), for the next step
+                    state["beta2_power"].mul_(beta2)
+                else:  # AdamW(correct_bias=False): BERT's Adam, no bias correction
+                    bias_correction1 = bias_correction2_sqrt = torch.ones((), dtype=torch.float64)
                 # In place in one temporary (each a new tensor the size of p otherwise): the same numbers.
                 denom = exp_avg_sq.sqrt().div_(bias_correction2_sqrt.to(p.dtype)).add_(group["eps"])
                 step_size = (lr / bias_correction1).to(p.dtype)
                 descend(p, torch.div(exp_avg, denom, out=denom), step_size, scratch=True)
         return loss
+
+    def load_state_dict(self, state_dict: dict) -> None:
+        """The real classes' state dicts, ours, and torch.optim's Adam/AdamW (see the module docstring)."""
+        if isinstance(state_dict, dict) and {"state", "param_groups"} <= set(state_dict):
+            state_dict = _from_torch(state_dict, self.decoupled)
+        super().load_state_dict(state_dict)
+
+
+def _from_torch(state_dict: dict, decoupled: bool) -> dict:
+    """torch.optim's layout in the real classes' names: a parameter's `step` t becomes β^(t+1), the
+    powers for its next step; a group without l2_regularization_rate gets one (an Adam's
+    weight_decay, moved there)."""
+    groups = []
+    for group in state_dict["param_groups"]:
+        group = dict(group)
+        if "l2_regularization_rate" not in group:
+            decay = group.get("weight_decay", 0.0)
+            group["l2_regularization_rate"], group["weight_decay"] = (0.0, decay) if decoupled else (decay, 0.0)
+        groups.append(group)
+    state = {}
+    for index, entries in state_dict["state"].items():
+        entries = dict(entries)
+        if "step" in entries and "beta1_power" not in entries:
+            step = float(entries.pop("step"))
+            group = next((g for g in groups if index in g.get("params", ())), None)
+            if group is not None and group.get("correct_bias", True):
+                beta1, beta2 = group["betas"]
+                entries["beta1_power"] = torch.tensor(beta1 ** (step + 1), dtype=torch.float64)
+                entries["beta2_power"] = torch.tensor(beta2 ** (step + 1), dtype=torch.float64)
+        state[index] = entries
+    return {**state_dict, "state": state, "param_groups": groups}
 
 
 class Adam(_AdamBase):

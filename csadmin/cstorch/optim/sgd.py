@@ -3,8 +3,10 @@
 SGD (momentum, dampening, nesterov, weight_decay): the momentum buffer is made (zero) in
 preinitialize and updated in place. torch's "the first step copies the gradient into the buffer"
 needs nothing without dampening (0·m + g = g) and, with dampening, is a torch.where on the global
-step choosing the gradient's coefficient; so the state is torch's (`momentum_buffer`), plus
-`step` only with dampening.
+step choosing the gradient's coefficient; so the state is torch's and the real class's
+(`momentum_buffer`), plus `step` only with dampening (the real class, which damps every step,
+keeps none: its state dicts load here as past their first step). The param group carries the
+real class's `maximize` (the gradient negated).
 
 ASGD, SGD's averaging variant, is here too: the same descent with a decaying step size and a
 running average of the parameter, all in tensors."""
@@ -21,14 +23,16 @@ from .update import descend, gradient, with_gradients, zeros
 
 
 class SGD(Optimizer):
-    """SGD(params, lr=1e-3, momentum=0, dampening=0, weight_decay=0, nesterov=False), the same
-    numbers as torch.optim.SGD."""
+    """SGD(params, lr=1e-3, momentum=0, dampening=0, weight_decay=0, nesterov=False, maximize=False),
+    the same numbers as torch.optim.SGD."""
 
-    def __init__(self, params, lr=1e-3, momentum=0.0, dampening=0.0, weight_decay=0.0, nesterov=False):
+    def __init__(self, params, lr=1e-3, momentum=0.0, dampening=0.0, weight_decay=0.0, nesterov=False,
+                 maximize=False):
         owner = "SGD"
         defaults = dict(lr=number(owner, "lr", lr), momentum=number(owner, "momentum", momentum),
                         dampening=number(owner, "dampening", dampening),
-                        weight_decay=number(owner, "weight_decay", weight_decay), nesterov=bool(nesterov))
+                        weight_decay=number(owner, "weight_decay", weight_decay), nesterov=bool(nesterov),
+                        maximize=bool(maximize))
         if nesterov and (defaults["momentum"] <= 0 or defaults["dampening"] != 0):
             raise InvalidArgument("SGD: Nesterov momentum requires a momentum and zero dampening.")
         super().__init__(params, defaults, enable_global_step=defaults["momentum"] != 0 and defaults["dampening"] != 0)
@@ -48,7 +52,8 @@ class SGD(Optimizer):
         for group in self.param_groups:
             momentum, dampening, decay = group["momentum"], group["dampening"], group["weight_decay"]
             for p in with_gradients(group["params"]):
-                d_p = p.grad if decay == 0 else p.grad.add(p, alpha=decay)
+                d_p = gradient("SGD", p, group["maximize"])
+                d_p = d_p if decay == 0 else d_p.add(p, alpha=decay)
                 if momentum != 0:
                     buf = self.state[p]["momentum_buffer"]
                     if dampening == 0:  # the buffer starts at 0, so torch's first step (buf = d_p) is this
@@ -59,6 +64,15 @@ class SGD(Optimizer):
                     d_p = d_p.add(buf, alpha=momentum) if group["nesterov"] else buf
                 descend(p, d_p, group["lr"])
         return loss
+
+    def load_state_dict(self, state_dict: dict) -> None:
+        """Ours, torch.optim.SGD's, and the real class's, whose groups may lack `maximize` (torch's
+        older ones) and whose state has no `step` (with dampening, it loads as past step 1)."""
+        if isinstance(state_dict, dict) and {"state", "param_groups"} <= set(state_dict) and self.enable_global_step:
+            state = {index: entries if "step" in entries else {**entries, "step": torch.ones(())}
+                     for index, entries in state_dict["state"].items()}
+            state_dict = {**state_dict, "state": state}
+        super().load_state_dict(state_dict)
 
 
 
