@@ -69,9 +69,8 @@ class DataExecutor:
                  writer=None, profiler_activities=None, micro_batch_size=None, listeners=None):
         backend = process_backend.current()
         if backend.config is None:
-            from ...backend import NO_BACKEND
-
-            raise InvalidState(NO_BACKEND, hint="Call cstorch.backend(\"CSX\", ...) before building the DataExecutor.")
+            raise InvalidState(process_backend.NO_BACKEND,
+                               hint="Call cstorch.backend(\"CSX\", ...) before building the DataExecutor.")
         if not isinstance(dataloader, DataLoader):
             raise InvalidArgument(f"{NOT_A_LOADER} Got a {type(dataloader).__name__}.",
                                   hint="Wrap it: dataloader = cstorch.utils.data.DataLoader(input_fn, ...), where "
