@@ -73,6 +73,23 @@ def test_r18_a_loop_left_early_leaves_the_rest_of_the_schedule_to_the_next_loop(
     assert run_record(ws_csd)["totalSamples"] == 10 * BATCH
 
 
+def test_r18_with_input_workers_the_inspected_batch_is_the_loops_first(ws_csd, tmp_path):
+    """Input workers' stream continues (it does not restart per iteration), and each batch they
+    hand over is streamed into the run: the batch inspected before the loop is the loop's first,
+    so the run sees, and csd counts, exactly the batches of 10 steps."""
+    configure(ws_csd, tmp_path, num_workers_per_csx=2)
+    t = Trainer(model())
+    dataloader = cstorch.utils.data.DataLoader(_input, num_steps=10)
+    inspected = next(iter(dataloader))
+    seen = []
+    for batch in dataloader:
+        seen.append(batch[0])
+        t.step(*batch)
+    assert len(seen) == 10 and seen[0] is inspected[0]
+    assert process_backend.current().run.finished
+    assert run_record(ws_csd)["totalSamples"] == 10 * BATCH
+
+
 @pytest.mark.parametrize("kind", ["CSX", "CPU"])
 def test_v2_a_batch_inspected_before_the_executor_is_not_a_step(ws_csd, tmp_path, kind):
     """2.x: `next(iter(dataloader))` outside the DataExecutor is one batch of the input, fed to

@@ -25,7 +25,7 @@ With `num_workers_per_csx` = N > 1 (cstorch.configure), N worker processes each 
 `input_fn(*args, **kwargs)` (sharding with `worker_info()`), restarting their input when it runs
 out, and the batches come from them in turn (_utils/pool.py); the step count must then be given.
 The input-loading state that spans epochs (the input workers, the batches taken, the first
-batch's shape) is the DataLoader's; an iteration's position is its iterator's.
+batch's shape) is the DataLoader's; an iteration's position is its iterator's (epoch.py).
 
 Steps are steps executed: an iteration feeds what the run has left, so a batch drawn outside a
 step (`next(iter(dataloader))` before the loop) is no step. Batch sizes: _utils/batch_shape.py.
@@ -47,6 +47,7 @@ from ._utils.batches import EMPTY, EMPTY_HINT, repeated
 from ._utils.pool import WorkerPool
 from ._utils.roles import InputTaken
 from ._utils.schedule import schedule
+from .epoch import Epoch
 from .input_state import StatefulInput
 
 class DataLoader(StatefulInput):
@@ -93,6 +94,7 @@ class DataLoader(StatefulInput):
         self._epochs_begun = 0
         self._start: int | None = None  # the run's step when this DataLoader began feeding it
         self._completed = 0  # batches of its iterations that ran to their end
+        self._epoch: Epoch | None = None  # its latest iteration
         self._pool: WorkerPool | None = None
         backend.announce(self)  # the model directory's yaml describes it
 
@@ -147,7 +149,9 @@ class DataLoader(StatefulInput):
         backend = process_backend.current()
         if backend.executor_required:  # 2.x: a DataExecutor draws its run's batches (batches_for)
             return self._outside_run()
-        return _DataLoaderIter(self, backend.run)
+        leftover = self._epoch.unfed() if self.fed_by_workers and self._epoch is not None else []
+        self._epoch = Epoch(self, backend.run, *self._begin_epoch(backend.run), leftover)
+        return self._epoch
 
     def _outside_run(self):
         """2.x's `iter(dataloader)` outside a DataExecutor, as the real one: one pass over the
@@ -251,40 +255,6 @@ class DataLoader(StatefulInput):
         was consumed and leave."""
         if self._pool is not None:
             self._pool.finish()
-
-
-class _DataLoaderIter:
-    """One epoch of a DataLoader: its position in the epoch, and where its batches come from."""
-
-    def __init__(self, loader: DataLoader, run):
-        self._loader = loader
-        self._batches, self._remaining, self._final = loader._begin_epoch(run)
-        self._count, self._done = self._remaining, False
-
-    def __iter__(self) -> "_DataLoaderIter":
-        return self
-
-    def __next__(self):
-        loader = self._loader
-        if self._remaining is not None and self._remaining <= 0:
-            if not self._done:
-                self._done = True
-                loader._completed += self._count
-                if self._final:
-                    loader._ended()
-            raise StopIteration
-        try:
-            batch = next(self._batches)
-            loader._took(batch)
-        except StopIteration:
-            raise
-        except BaseException:
-            if loader._pool is not None:
-                loader._pool.shutdown()  # a refused batch, a failed worker, Ctrl-C: the workers end now
-            raise
-        if self._remaining is not None:
-            self._remaining -= 1
-        return batch
 
 
 def _from_pool(pool: WorkerPool):
