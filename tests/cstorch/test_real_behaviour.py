@@ -214,6 +214,9 @@ def test_refusals_are_the_builtin_types_the_real_package_raises(ws_csd, tmp_path
             t.step(next(iter(cstorch.utils.data.DataLoader(_input))))
     with pytest.raises(RuntimeError, match="Only uniform batch sizes are supported in CS runs"):
         cstorch.utils.data.infer_batch_size(torch.zeros(4), batch_size=8)
+    with pytest.raises(TypeError, match="Detected that dataloader was not wrapped") as exc:
+        cstorch.utils.data.DataExecutor(_input(), num_steps=2)
+    assert exc.value.code == "INVALID_ARGUMENT"
 
 
 def test_the_coded_errors_keep_their_codes_and_exit_codes():

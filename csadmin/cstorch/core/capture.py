@@ -19,6 +19,9 @@ The first sight of a persistent tensor clones it, and `restore()` copies the clo
 seen first, so that aliases end with their oldest value) and restores the RNG: capturing leaves
 no trace, and step 1 is the program's first replay like every later step.
 
+A class-index loss given a target narrower than int64 reads it widened by a recorded cast
+(class_targets.py), as the system takes any integer labels.
+
 Reading a tensor's value inside the step (`.item()`, `bool(t)`, `if t:`, printing, `.tolist()`,
 `.numpy()`) raises InvalidState naming the operation (a function mode sees the Python call,
 the dispatch mode every `_local_scalar_dense` that slips past it).

@@ -56,6 +56,11 @@ NOT_A_LOADER = ("Detected that dataloader was not wrapped using a cstorch.utils.
                 "streamed to the system by the Cerebras DataLoader's input function.")
 
 
+class NotADataLoader(InvalidArgument, TypeError):
+    """A DataExecutor over something not a cstorch DataLoader: INVALID_ARGUMENT, and a TypeError
+    as the real DataExecutor raises."""
+
+
 def _whole(name: str, value, least: int) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value < least:
         raise InvalidArgument(f"DataExecutor: expected {name} to be an integer ≥ {least} or None, got {value!r}.")
@@ -72,9 +77,9 @@ class DataExecutor:
             raise InvalidState(process_backend.NO_BACKEND,
                                hint="Call cstorch.backend(\"CSX\", ...) before building the DataExecutor.")
         if not isinstance(dataloader, DataLoader):
-            raise InvalidArgument(f"{NOT_A_LOADER} Got a {type(dataloader).__name__}.",
-                                  hint="Wrap it: dataloader = cstorch.utils.data.DataLoader(input_fn, ...), where "
-                                       "input_fn returns the torch DataLoader.")
+            raise NotADataLoader(f"{NOT_A_LOADER} Got a {type(dataloader).__name__}.",
+                                 hint="Wrap it: dataloader = cstorch.utils.data.DataLoader(input_fn, ...), where "
+                                      "input_fn returns the torch DataLoader.")
         if profiler_activities is not None or listeners:
             raise InvalidArgument("DataExecutor: profiler activities and tensor listeners are not simulated here.",
                                   hint="Leave profiler_activities and listeners unset: executor.profiler tracks the "
