@@ -171,6 +171,9 @@ def test_cpu_backend_refuses_mixed_precision_as_an_argument(tmp_path):
 
 
 def test_csx_autocast_changes_nothing_and_refuses_nothing(ws_csd, tmp_path):
+    with pytest.raises(RuntimeError, match="No active Cerebras backend found"):
+        with cstorch.amp.autocast():  # before any backend, as the real one
+            pass
     v2.csx(ws_csd, tmp_path)
     with cstorch.amp.autocast():  # the capture's own context: float16 on the system
         assert torch.nn.Linear(4, 2)(torch.randn(3, 4)).dtype == torch.float16

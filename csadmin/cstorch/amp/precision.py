@@ -104,12 +104,14 @@ CPU_HALF_HINT = ("Please call cstorch.amp.set_half_dtype(torch.bfloat16) or pass
 
 @contextlib.contextmanager
 def autocast(dtype: torch.dtype | None = None):
-    """The script's `with cstorch.amp.autocast():`. On the system (and before any backend) it is
-    the capture's own context — torch's autocast to the half dtype, which every compile_step
-    already runs under, so entering it changes nothing (the real CSX backend ignores it). On a
-    CPU or GPU backend it is torch's autocast on the backend's device to `dtype` (default: the
-    half dtype); on CPU only bfloat16 is allowed, as the real CPU backend says on entering."""
-    backend = process_backend.current()
+    """The script's `with cstorch.amp.autocast():`. On the system it is the capture's own
+    context — torch's autocast to the half dtype, which every compile_step already runs under, so
+    entering it changes nothing (the real CSX backend ignores it). On a CPU or GPU backend it is
+    torch's autocast on the backend's device to `dtype` (default: the half dtype); on CPU only
+    bfloat16 is allowed, as the real CPU backend says on entering. Before any backend it is
+    refused, as the real one ("No active Cerebras backend found")."""
+    backend = process_backend.current().require(
+        hint="Create the backend first (cstorch.backend(...), or cstorch.configure(...) in R1.8).")
     if backend.kind not in ("CPU", "GPU"):
         with _device_autocast("cpu"):
             yield
