@@ -53,14 +53,6 @@ WEIGHTS_RULE = (
     "It is only possible to fetch weights on predetermined checkpoint steps configured in "
     "cstorch.configure"
 )
-# The real package's words when something needs a backend and none was made.
-NO_BACKEND = (
-    "No active Cerebras backend found. Please make sure that your model has been prepared for compilation "
-    "(compiled_model = cstorch.compile(model, backend=...)) or explicitly instantiate a backend "
-    "(backend = cstorch.backend(...))."
-)
-
-
 class WorkerInfo(NamedTuple):
     """Which input worker this process is (cstorch.utils.data.worker_info())."""
 
@@ -130,18 +122,6 @@ class Backend(BackendFacts):
         self._order = itertools.count()
 
     # -- what scripts ask of it ----------------------------------------------------------------
-
-    @property
-    def made(self) -> bool:
-        """Whether a backend exists: cstorch.backend, cstorch.configure or cstorch.compile made it."""
-        return self.target is not None or self.config is not None
-
-    def require(self, hint: str) -> "Backend":
-        """This backend, or INVALID_STATE (a RuntimeError, as the real one) with NO_BACKEND and
-        `hint` before one is made."""
-        if not self.made:
-            raise InvalidState(NO_BACKEND, hint=hint)
-        return self
 
     @property
     def name(self) -> str | None:

@@ -44,6 +44,7 @@ import warnings
 from csadmin.errors import InvalidArgument, InvalidState
 
 from ...backend import process_backend
+from ...backend.backend_type import NO_BACKEND
 from ...backend.config import PARAMETERS, settings
 from ...distributed import ClusterConfig
 from ...backend.run import Run
@@ -74,7 +75,7 @@ class DataExecutor:
                  writer=None, profiler_activities=None, micro_batch_size=None, listeners=None):
         backend = process_backend.current()
         if backend.config is None:
-            raise InvalidState(process_backend.NO_BACKEND,
+            raise InvalidState(NO_BACKEND,
                                hint="Call cstorch.backend(\"CSX\", ...) before building the DataExecutor.")
         if not isinstance(dataloader, DataLoader):
             raise NotADataLoader(f"{NOT_A_LOADER} Got a {type(dataloader).__name__}.",
