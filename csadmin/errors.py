@@ -8,6 +8,10 @@ codes a reply may carry, is derived from the classes below. Stdlib only and impo
 ours: every layer, the pure model included, may import it (docs/design.md, "Errors").
 
 A new error code is a new class here (and a line in docs/protocol.md); nothing else changes.
+Three classes also derive from the builtin the vendor's cerebras.pytorch raises for the same
+failure (InvalidArgument: ValueError; InvalidState, ReprogramForbidden: RuntimeError), so a
+cstorch script's `except` clauses catch here what they catch on the real package. No `except
+ValueError` / `except RuntimeError` of csd, cs or the client wraps code that raises them.
 """
 
 from __future__ import annotations
@@ -94,14 +98,16 @@ class UnknownOp(CsError):
     code, exit_code, on_wire = "UNKNOWN_OP", EXIT_USAGE, True
 
 
-class InvalidArgument(CsError):
-    """A missing, extra or wrongly typed argument, or a bad value."""
+class InvalidArgument(CsError, ValueError):
+    """A missing, extra or wrongly typed argument, or a bad value. A ValueError too, as the
+    vendor's cerebras.pytorch raises for a bad argument: a script's `except ValueError` catches it."""
 
     code, exit_code, on_wire = "INVALID_ARGUMENT", EXIT_USAGE, True
 
 
-class InvalidState(CsError):
-    """Not allowed in the system's (or the run's) current state."""
+class InvalidState(CsError, RuntimeError):
+    """Not allowed in the system's (or the run's) current state. A RuntimeError too, as the
+    vendor's cerebras.pytorch raises for a call in the wrong state."""
 
     code, exit_code, on_wire = "INVALID_STATE", EXIT_STATE, True
 
@@ -122,8 +128,9 @@ class NotFound(CsError):
     code, exit_code, on_wire = "NOT_FOUND", EXIT_NOT_FOUND, True
 
 
-class ReprogramForbidden(CsError):
-    """The fabric was already programmed in this run; a run programs it at most once."""
+class ReprogramForbidden(CsError, RuntimeError):
+    """The fabric was already programmed in this run; a run programs it at most once. A
+    RuntimeError too, as the vendor's "second compile" refusal is."""
 
     code, exit_code, on_wire = "REPROGRAM_FORBIDDEN", EXIT_STATE, True
 

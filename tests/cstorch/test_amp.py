@@ -8,7 +8,9 @@ import torch
 from csadmin.cstorch import amp
 from csadmin.cstorch.optim import SGD, Adam
 from csadmin.errors import InvalidArgument
-from tests.cstorch.run_state import fresh_run  # noqa: F401
+from tests.cstorch.run_state import configured, fresh_run  # noqa: F401
+
+pytestmark = pytest.mark.usefixtures("configured")  # a cstorch optimizer needs a backend, as the real one
 
 
 def _model():

@@ -10,6 +10,9 @@ from csadmin.cstorch.optim import SGD, Adam, configure_lr_scheduler
 from csadmin.cstorch.optim.lr_scheduler import (ChainedLR, ChainedScheduler, ConstantLR, CosineDecayLR, ExponentialLR,
                                                 LinearLR, LRScheduler, MultiStepLR, PolynomialLR, SequentialLR, StepLR)
 from csadmin.errors import InvalidArgument
+from tests.cstorch.run_state import configured, fresh_run  # noqa: F401
+
+pytestmark = pytest.mark.usefixtures("configured")  # a cstorch optimizer needs a backend, as the real one
 
 STEPS = 40
 

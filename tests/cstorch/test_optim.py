@@ -10,7 +10,9 @@ from csadmin.cstorch.backend import process_backend
 from csadmin.cstorch.backend.config import Config
 from csadmin.cstorch.optim import SGD, Adam, AdamW, Optimizer, configure_optimizer, core_guard
 from csadmin.errors import InvalidArgument, InvalidState
-from tests.cstorch.run_state import fresh_run  # noqa: F401
+from tests.cstorch.run_state import configured, fresh_run  # noqa: F401
+
+pytestmark = pytest.mark.usefixtures("configured")  # a cstorch optimizer needs a backend, as the real one
 
 CASES = [
     (SGD, torch.optim.SGD, dict(lr=0.1)),

@@ -12,7 +12,9 @@ from csadmin.cstorch import optim
 from csadmin.cstorch.optim import configure_lr_scheduler, configure_optimizer
 from csadmin.errors import InvalidArgument
 from tests.cstorch import optim_references as references
-from tests.cstorch.run_state import fresh_run  # noqa: F401
+from tests.cstorch.run_state import configured, fresh_run  # noqa: F401
+
+pytestmark = pytest.mark.usefixtures("configured")  # a cstorch optimizer needs a backend, as the real one
 
 # (ours, torch.optim's, arguments both take): eps given where the real class's default is not torch's.
 TORCH_CASES = [

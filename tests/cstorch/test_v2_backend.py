@@ -51,18 +51,20 @@ def test_a_second_backend_and_a_backend_after_configure_are_refused(ws_csd, tmp_
 
 
 def test_the_backend_must_exist_before_an_optimizer(ws_csd, tmp_path):
+    """The real optimizer is built on the backend's device: built before any backend, it is
+    refused then and there (the real RuntimeError), and the corrected order works."""
     net = model()
-    optimizer = cstorch.optim.SGD(net.parameters(), lr=0.1)
     with pytest.raises(errors.InvalidState) as exc:
-        csx(ws_csd, tmp_path)
-    assert exc.value.message.startswith("cstorch.backend('CSX') after a cstorch optimizer was built (SGD): No active "
-                                        "Cerebras backend found when it was made")
-    assert exc.value.hint == ("Create the backend first, then build the model (with backend.device:), compile it, "
-                              "and only then make the optimizer.")
-    assert process_backend.current().config is None  # nothing was made: the corrected script may follow
-    with pytest.raises(errors.InvalidState, match="after a cstorch optimizer was built"):
-        cstorch.compile(net, "CSX")  # compile makes the backend: the same rule
-    del optimizer
+        cstorch.optim.SGD(net.parameters(), lr=0.1)
+    assert isinstance(exc.value, RuntimeError)
+    assert exc.value.message.startswith("No active Cerebras backend found. Please make sure that your model has been "
+                                        "prepared for compilation")
+    assert exc.value.hint == ("Create the backend first (cstorch.backend(...), or cstorch.configure(...) in R1.8), "
+                              "then build the model, compile it, and only then make the optimizer.")
+    assert process_backend.current().config is None and not process_backend.current().announced(object)
+    csx(ws_csd, tmp_path)  # nothing was made: the corrected script follows
+    cstorch.compile(net, cstorch.backend())
+    assert cstorch.optim.SGD(net.parameters(), lr=0.1).param_groups[0]["lr"] == 0.1
 
 
 def test_an_unknown_backend_type_and_argument_are_refused(ws_csd, tmp_path):

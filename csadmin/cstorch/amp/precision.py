@@ -14,9 +14,11 @@ a step hands its values back in — is `half_format()`. The setting is the backe
 `process_backend.reset()` returns it to float16), read and written only through `half_format()` and
 `set_half_dtype()`.
 
-`autocast()` is torch's autocast to `get_half_dtype()`, which inserts the casts (001: "you do
-not need to insert them manually"): compile_step captures every step under it, so a step need
-not enter it (doing so again is harmless). The update stays float32 because the optimizers'
+Every compile_step is captured under torch's autocast to `get_half_dtype()`, which inserts the
+casts (001: "you do not need to insert them manually"), so a step need not enter
+`cstorch.amp.autocast()` (doing so again is harmless). On a CPU or GPU backend, where steps run
+eagerly in the model's precision, `autocast(dtype=None)` is torch's autocast as the real package
+has it: on CPU bfloat16 only ("Mixed precision on CPU is only supported with bfloat16 …"). The update stays float32 because the optimizers'
 elementwise ops are not among the ops autocast casts. `check_float32_weights(model)`
 (cstorch.compile calls it) refuses a model whose weights are not float32.
 """
@@ -95,19 +97,45 @@ def half_dtype() -> torch.dtype:
     return get_half_dtype()
 
 
-def autocast(device_type: str = "cpu") -> torch.autocast:
+CPU_HALF = "Mixed precision on CPU is only supported with bfloat16."
+CPU_HALF_HINT = ("Please call cstorch.amp.set_half_dtype(torch.bfloat16) or pass the dtype to "
+                 "cstorch.amp.autocast(dtype=torch.bfloat16)")
+
+
+@contextlib.contextmanager
+def autocast(dtype: torch.dtype | None = None):
+    """The script's `with cstorch.amp.autocast():`. On the system it is the capture's own
+    context — torch's autocast to the half dtype, which every compile_step already runs under, so
+    entering it changes nothing (the real CSX backend ignores it). On a CPU or GPU backend it is
+    torch's autocast on the backend's device to `dtype` (default: the half dtype); on CPU only
+    bfloat16 is allowed, as the real CPU backend says on entering. Before any backend it is
+    refused, as the real one ("No active Cerebras backend found")."""
+    backend = process_backend.current().require(
+        hint="Create the backend first (cstorch.backend(...), or cstorch.configure(...) in R1.8).")
+    if backend.kind not in ("CPU", "GPU"):
+        with _device_autocast("cpu"):
+            yield
+        return
+    dtype = get_half_dtype() if dtype is None else dtype
+    if backend.kind == "CPU" and dtype != torch.bfloat16:
+        raise InvalidArgument(CPU_HALF, hint=CPU_HALF_HINT)
+    with torch.autocast("cpu" if backend.kind == "CPU" else "cuda", dtype=dtype) as context:
+        yield context
+
+
+def _device_autocast(device_type: str) -> torch.autocast:
     """torch's autocast on `device_type` to `get_half_dtype()`: the context every step is captured in."""
     return torch.autocast(device_type, dtype=get_half_dtype())
 
 
 @contextlib.contextmanager
 def step_autocast(tensors):
-    """autocast() on every device type `tensors` (a step's parameters and inputs) live on, the
-    CPU's always: a step whose model lives on a CUDA device gets CUDA's casts, by torch's list for
-    that device."""
+    """The capture's autocast on every device type `tensors` (a step's parameters and inputs)
+    live on, the CPU's always: a step whose model lives on a CUDA device gets CUDA's casts, by
+    torch's list for that device."""
     with contextlib.ExitStack() as stack:
         for device_type in dict.fromkeys(["cpu", *(t.device.type for t in tensors)]):
-            stack.enter_context(autocast(device_type))
+            stack.enter_context(_device_autocast(device_type))
         yield
 
 

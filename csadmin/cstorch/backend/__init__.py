@@ -11,9 +11,10 @@ process's backend — the same process_backend.Backend that `cstorch.configure` 
     cstorch.get_backend_args("CSX")       # the parameters a CSX backend takes, by name
 
 One backend per process, as the real package has: a second `cstorch.backend(type, ...)`, or one
-after `cstorch.configure`, is refused ("Cannot instantiate multiple backends"), and so is a
-backend made after a cstorch optimizer (the real optimizer needs the backend to exist: build
-the backend first, the model under `with backend.device:`, then the optimizer).
+after `cstorch.configure`, is refused ("Cannot instantiate multiple backends"). A cstorch
+optimizer needs the backend (optim/optimizer.py refuses one made before it, with the real
+"No active Cerebras backend found"): build the backend first, the model under `with
+backend.device:`, then the optimizer.
 
 "CSX" is csd's system with every rule: its arguments go through `cstorch.configure` (the
 artifact directory is the model directory; the cluster config's fields are configure's), csd is
@@ -41,14 +42,8 @@ from .process_backend import Backend  # the class cstorch.backend(...) makes, wh
 from .config import PARAMETERS, configure
 from .csd_link import CsdLink
 from ..distributed import ClusterConfig
-from ..optim.optimizer import Optimizer
 
 WEIGHT_STREAMING = "WEIGHT_STREAMING"
-NO_BACKEND = (
-    "No active Cerebras backend found. Please make sure that your model has been prepared for compilation "
-    "(compiled_model = cstorch.compile(model, backend=...)) or explicitly instantiate a backend "
-    "(backend = cstorch.backend(...))."
-)
 ONE_LINE = {
     "CPU": "the steps run eagerly with PyTorch on this CPU",
     "GPU": "the steps run eagerly with PyTorch on the CUDA device, under autocast to the half dtype",
@@ -73,13 +68,6 @@ def backend(backend_type=None, *args, **kwargs) -> process_backend.Backend:
                            f"instantiated in this process.",
                            hint="Use cstorch.backend() to access the existing backend; a backend of another type "
                                 "runs in a separate process.")
-    built = process.announced(Optimizer)
-    if built:
-        raise InvalidState(f"cstorch.backend({backend_type!r}) after a cstorch optimizer was built "
-                           f"({type(built[0]).__name__}): {NO_BACKEND.split('. ')[0]} when it was made, and a "
-                           f"cstorch optimizer is built on the backend's device.",
-                           hint="Create the backend first, then build the model (with backend.device:), compile "
-                                "it, and only then make the optimizer.")
     make = {"CSX": _csx, "CPU": _cpu, "GPU": _gpu}[kind]
     try:
         bound = inspect.signature(make).bind(process, *args, **kwargs)
@@ -108,11 +96,9 @@ def current_backend(raise_exception: bool = True, raise_warning: bool = True) ->
         warnings.warn("cstorch.current_backend() is deprecated and will be removed in a future release. "
                       "Use cstorch.backend() instead to access the current backend.", DeprecationWarning, stacklevel=2)
     process = process_backend.current()
-    if process.target is None and process.config is None:
-        if raise_exception:
-            raise InvalidState(NO_BACKEND, hint="Call cstorch.backend(\"CSX\", ...) at the start of the script.")
+    if not process.made and not raise_exception:
         return None
-    return process
+    return process.require(hint="Call cstorch.backend(\"CSX\", ...) at the start of the script.")
 
 
 def current_backend_impl(raise_exception: bool = True) -> process_backend.Backend | None:

@@ -8,7 +8,8 @@ names: its type, whether it traces now, whether its steps execute.
 
 The real package splits its backend in two, the object scripts hold (`cstorch.backend()`) and an
 implementation behind it (`cstorch.current_backend_impl()`); here one object (process_backend.Backend) is
-both, and `BackendFacts` gives it the read-only answers of each that scripts read. Stdlib only:
+both, and `BackendFacts` gives it the read-only answers of each that scripts read, and
+`require()`: the backend, or the real "No active Cerebras backend found" before one. Stdlib only:
 backend/process_backend.py imports it, and importing that never imports torch.
 """
 
@@ -16,7 +17,14 @@ from __future__ import annotations
 
 import enum
 
-from csadmin.errors import InvalidArgument
+from csadmin.errors import InvalidArgument, InvalidState
+
+# The real package's words when something needs a backend and none was made.
+NO_BACKEND = (
+    "No active Cerebras backend found. Please make sure that your model has been prepared for compilation "
+    "(compiled_model = cstorch.compile(model, backend=...)) or explicitly instantiate a backend "
+    "(backend = cstorch.backend(...))."
+)
 
 
 class BackendType(enum.Enum):
@@ -86,3 +94,15 @@ class BackendFacts:
     def is_tracing(self) -> bool:
         """True while a traced step function runs (`@cstorch.trace`, `@cstorch.compile_step`)."""
         return self.in_step()
+
+    @property
+    def made(self) -> bool:
+        """Whether a backend exists: cstorch.backend, cstorch.configure or cstorch.compile made it."""
+        return self.backend_type is not None
+
+    def require(self, hint: str):
+        """This backend, or INVALID_STATE (a RuntimeError, as the real one) with NO_BACKEND and
+        `hint` before one is made."""
+        if not self.made:
+            raise InvalidState(NO_BACKEND, hint=hint)
+        return self

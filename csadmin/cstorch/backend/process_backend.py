@@ -53,8 +53,6 @@ WEIGHTS_RULE = (
     "It is only possible to fetch weights on predetermined checkpoint steps configured in "
     "cstorch.configure"
 )
-
-
 class WorkerInfo(NamedTuple):
     """Which input worker this process is (cstorch.utils.data.worker_info())."""
 

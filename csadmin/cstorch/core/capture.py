@@ -19,6 +19,9 @@ The first sight of a persistent tensor clones it, and `restore()` copies the clo
 seen first, so that aliases end with their oldest value) and restores the RNG: capturing leaves
 no trace, and step 1 is the program's first replay like every later step.
 
+A class-index loss given a target narrower than int64 reads it widened by a recorded cast
+(class_targets.py), as the system takes any integer labels.
+
 Reading a tensor's value inside the step (`.item()`, `bool(t)`, `if t:`, printing, `.tolist()`,
 `.numpy()`) raises InvalidState naming the operation (a function mode sees the Python call,
 the dispatch mode every `_local_scalar_dense` that slips past it).
@@ -39,6 +42,7 @@ from torch.utils._pytree import tree_flatten
 
 from csadmin.errors import InvalidState
 
+from .class_targets import widen_target
 from .static_shapes import data_dependent_error, data_dependent_op
 
 aten = torch.ops.aten
@@ -154,6 +158,8 @@ class Capture(TorchDispatchMode):
         op = data_dependent_op(func, args, kwargs)
         if op is not None:  # the static-graph rule (static_shapes.py)
             raise data_dependent_error(op, self.step, _user_line())
+        # a class-index loss takes any integer target on the system: the int64 cast is recorded
+        args, kwargs = widen_target(func, args, kwargs, self._to_int64)
         flat, spec = tree_flatten((args, kwargs))
         node_args, node_kwargs = spec.unflatten(
             [self.node_for(x) if isinstance(x, torch.Tensor) else x for x in flat])
@@ -170,6 +176,10 @@ class Capture(TorchDispatchMode):
                 if isinstance(item, torch.Tensor):
                     self._bind(item, self.graph.call_function(operator.getitem, (node, i)))
         return out
+
+    def _to_int64(self, t: torch.Tensor) -> torch.Tensor:
+        """`t` as int64, the cast recorded as an op of the step (class_targets.py)."""
+        return self.__torch_dispatch__(aten._to_copy.default, (), (t,), {"dtype": torch.int64})
 
     def _bind(self, t: torch.Tensor, node: fx.Node) -> None:
         _describe(node, t)

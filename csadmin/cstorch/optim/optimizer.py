@@ -48,6 +48,11 @@ class Optimizer(torch.optim.Optimizer, abc.ABC):
     parameter a float32 0-d `step` state tensor that `increment_global_step` advances."""
 
     def __init__(self, params: ParamsT, defaults: dict, enable_global_step: bool = False):
+        # The real optimizer is built on the backend's device: a backend must exist (R1.8 scripts
+        # configure, then compile, then build it; 2.x scripts make cstorch.backend first).
+        backend = process_backend.current().require(
+            hint="Create the backend first (cstorch.backend(...), or cstorch.configure(...) in R1.8), then build "
+                 "the model, compile it, and only then make the optimizer.")
         self._frozen = False
         super().__init__(params, defaults)
         self.enable_global_step = bool(enable_global_step)
@@ -58,7 +63,7 @@ class Optimizer(torch.optim.Optimizer, abc.ABC):
                 for p in self.parameters():
                     self.state[p]["step"] = torch.zeros((), dtype=torch.float32)
         self._frozen = True
-        process_backend.current().announce(self)  # the model directory's yaml and TensorBoard describe it
+        backend.announce(self)  # the model directory's yaml and TensorBoard describe it
 
     def settings(self) -> dict:
         """What the run's yaml says of this optimizer: its type and its hyperparameters (the

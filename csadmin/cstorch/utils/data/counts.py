@@ -14,9 +14,10 @@ batch, `num_epochs` for a loader of unknown length, and an `initial_step` alread
 
 `infer_batch_size(data, batch_size=None)`: the first dimension every tensor of a batch (a tensor,
 or dicts/lists/tuples of them; a 0-d tensor counts 1) shares. Sizes that differ within the batch,
-or from `batch_size`, are refused on a CSX backend (the system is programmed for one batch
-shape) and warned about elsewhere (the answer is then None within a batch, the batch's own size
-against `batch_size`); a batch without tensors is refused.
+or from `batch_size`, are refused on a CSX backend (INVALID_STATE, a RuntimeError as the real
+one raises: the system is programmed for one batch shape) and warned about elsewhere, in the real
+package's words (the answer is then None within a batch, the batch's own size against
+`batch_size`); a batch without tensors is refused.
 """
 
 from __future__ import annotations
@@ -96,19 +97,25 @@ def infer_batch_size(data, batch_size=None) -> int | None:
                               hint="Return a tensor, or nested dicts/lists/tuples of tensors, from the dataloader.")
     if len(sizes) > 1:
         if use_cs():
-            raise InvalidArgument(f"Only uniform batch sizes are supported in CS runs, but the dataloader returned a "
-                                  f"batch with batch sizes {sorted(sizes)}.",
-                                  hint="Give every tensor of a batch the same first dimension.")
-        warnings.warn(f"Detected non-uniform batch sizes within the same batch: {sorted(sizes)}. While this is "
+            raise InvalidState(f"Only uniform batch sizes are supported in CS runs, but the dataloader returned a "
+                               f"batch with batch sizes {_as_set(sizes)}. ",
+                               hint="Give every tensor of a batch the same first dimension.")
+        warnings.warn(f"Detected non-uniform batch sizes within the same batch: {_as_set(sizes)}. While this is "
                       f"allowed in non-CSX runs, it may throw off metrics such as rate profiling. The run will "
                       f"proceed assuming no batch size.", stacklevel=2)
         return None
     (size,) = sizes
     if batch_size is not None and size != batch_size:
         if use_cs():
-            raise InvalidArgument(f"Only uniform batch sizes are supported in CS runs, but the dataloader returned "
-                                  f"two different batches with batch sizes {batch_size} and {size}.",
-                                  hint="Make sure to set `drop_last=True` in the dataloader.")
+            raise InvalidState(f"Only uniform batch sizes are supported in CS runs, but the dataloader returned "
+                               f"two different batches with batch sizes {batch_size} and {size}. Make sure to set "
+                               f"`drop_last=True` in the dataloader.",
+                               hint="Batch with torch.utils.data.DataLoader(..., drop_last=True).")
         warnings.warn(f"Detected non-uniform batch sizes between batches ({batch_size} vs {size}). While this is "
-                      f"allowed in non-CSX runs, it may throw off metrics such as rate profiling.", stacklevel=2)
+                      f"allowed in non-CSX runs, it may throw off metrics such as rate profiling. ", stacklevel=2)
     return size
+
+
+def _as_set(sizes: set) -> str:
+    """The sizes as the real package's messages show them (a set), smallest first."""
+    return "{" + ", ".join(str(size) for size in sorted(sizes)) + "}"

@@ -48,6 +48,7 @@ from typing import Dict, Literal, Union
 from csadmin.errors import InvalidArgument, InvalidState
 
 from ...backend import current_backend_impl, process_backend
+from ...backend.backend_type import NO_BACKEND
 from ...backend.config import PARAMETERS, settings
 from ...distributed import ClusterConfig
 from ...backend.run import Run
@@ -63,6 +64,11 @@ NOT_A_LOADER = ("Detected that dataloader was not wrapped using a cstorch.utils.
 MbsSetting = Union[None, int, Literal["explore", "auto"], Dict[str, Dict[str, int]]]
 
 
+class NotADataLoader(InvalidArgument, TypeError):
+    """A DataExecutor over something not a cstorch DataLoader: INVALID_ARGUMENT, and a TypeError
+    as the real DataExecutor raises."""
+
+
 def _whole(name: str, value, least: int) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value < least:
         raise InvalidArgument(f"DataExecutor: expected {name} to be an integer ≥ {least} or None, got {value!r}.")
@@ -76,13 +82,12 @@ class DataExecutor:
                  writer=None, profiler_activities=None, micro_batch_size=None, listeners=None):
         backend = process_backend.current()
         if backend.config is None:
-            from ...backend import NO_BACKEND
-
-            raise InvalidState(NO_BACKEND, hint="Call cstorch.backend(\"CSX\", ...) before building the DataExecutor.")
+            raise InvalidState(NO_BACKEND,
+                               hint="Call cstorch.backend(\"CSX\", ...) before building the DataExecutor.")
         if not isinstance(dataloader, DataLoader):
-            raise InvalidArgument(f"{NOT_A_LOADER} Got a {type(dataloader).__name__}.",
-                                  hint="Wrap it: dataloader = cstorch.utils.data.DataLoader(input_fn, ...), where "
-                                       "input_fn returns the torch DataLoader.")
+            raise NotADataLoader(f"{NOT_A_LOADER} Got a {type(dataloader).__name__}.",
+                                 hint="Wrap it: dataloader = cstorch.utils.data.DataLoader(input_fn, ...), where "
+                                      "input_fn returns the torch DataLoader.")
         if profiler_activities is not None or listeners:
             raise InvalidArgument("DataExecutor: profiler activities and tensor listeners are not simulated here.",
                                   hint="Leave profiler_activities and listeners unset: executor.profiler tracks the "

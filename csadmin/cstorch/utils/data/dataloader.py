@@ -25,36 +25,30 @@ With `num_workers_per_csx` = N > 1 (cstorch.configure), N worker processes each 
 `input_fn(*args, **kwargs)` (sharding with `worker_info()`), restarting their input when it runs
 out, and the batches come from them in turn (_utils/pool.py); the step count must then be given.
 The input-loading state that spans epochs (the input workers, the batches taken, the first
-batch's shape) is the DataLoader's; an iteration's position is its iterator's.
+batch's shape) is the DataLoader's; an iteration's position is its iterator's (epoch.py).
 
-Every batch must have the first batch's size (the fabric is programmed for one batch shape):
-another is refused before the step runs, with the advice to batch with drop_last=True (000,
-"Drop remainder to enforce fixed batch size"). A CPU or GPU backend has no fabric: there any
-batch size goes.
-
-The later releases' `DataLoader(input_fn, *args, **kwargs)` is this class (their scripts pass
-only the input function's arguments): a DataExecutor does not iterate it by epochs but asks it
-for its run's batches (`batches_for`), the input restarted as often as the run needs. Its
-`state_dict()` / `load_state_dict()` save and resume a restartable input (input_state.py).
+Steps are steps executed: an iteration feeds what the run has left, so a batch drawn outside a
+step (`next(iter(dataloader))` before the loop) is no step. Batch sizes: _utils/batch_shape.py.
+The later releases' `DataLoader(input_fn, *args, **kwargs)` is this class: a DataExecutor asks it
+for its run's batches (`batches_for`), the input restarted as needed; iterated outside one, it is
+one pass over the input, fed to no run. `state_dict()` / `load_state_dict()`: input_state.py.
 """
 
 from __future__ import annotations
 
 import itertools
 
-from csadmin.errors import InvalidArgument, ReprogramForbidden
+from csadmin.errors import InvalidArgument
 
 from ...backend import process_backend
 from ...checks import plain_value, whole
-from ._utils.batches import EMPTY, EMPTY_HINT, repeated, tensors
+from ._utils.batch_shape import BatchShape
+from ._utils.batches import EMPTY, EMPTY_HINT, repeated
 from ._utils.pool import WorkerPool
 from ._utils.roles import InputTaken
 from ._utils.step_plan import step_plan
+from .epoch import Epoch
 from .input_state import StatefulInput
-
-ADVICE = ("To ensure a fixed batch size across all steps, set drop_last=True when batching in the input "
-          "function (torch.utils.data.DataLoader(..., drop_last=True)).")
-
 
 class DataLoader(StatefulInput):
     """See the module docstring."""
@@ -95,9 +89,12 @@ class DataLoader(StatefulInput):
                 "step count ends the run.")
         self.num_steps, self.num_epochs, self.steps_per_epoch = plan
         self._explicit_epochs = num_epochs is not None  # each epoch is one pass over the input
-        self._sizes: list | None = None  # the first batch's tensors' first dimensions
-        self._taken = 0  # batches handed out, over every epoch
+        self._shape = BatchShape()  # the first batch's sizes, which every batch must keep
+        self._taken = 0  # batches handed to the run, over every epoch
         self._epochs_begun = 0
+        self._start: int | None = None  # the run's step when this DataLoader began feeding it
+        self._completed = 0  # batches of its iterations that ran to their end
+        self._epoch: Epoch | None = None  # its latest iteration
         self._pool: WorkerPool | None = None
         backend.announce(self)  # the model directory's yaml describes it
 
@@ -131,8 +128,8 @@ class DataLoader(StatefulInput):
     @property
     def batch_size(self) -> int | None:
         """The first batch's size once one was drawn; before, the input function's loader's."""
-        if self._sizes is not None:
-            return next((size for size in self._sizes if size is not None), None)
+        if self._shape.sizes is not None:
+            return next((size for size in self._shape.sizes if size is not None), None)
         size = getattr(self._local_input(), "batch_size", None)
         return size if isinstance(size, int) and not isinstance(size, bool) else None
 
@@ -148,8 +145,20 @@ class DataLoader(StatefulInput):
             raise TypeError("This DataLoader's length is unknown: its input has no length and no step count was given.")
         return self.steps_per_epoch
 
-    def __iter__(self) -> "_DataLoaderIter":
-        return _DataLoaderIter(self, process_backend.current().run)
+    def __iter__(self):
+        backend = process_backend.current()
+        if backend.executor_required:  # 2.x: a DataExecutor draws its run's batches (batches_for)
+            return self._outside_run()
+        leftover = self._epoch.unfed() if self.fed_by_workers and self._epoch is not None else []
+        self._epoch = Epoch(self, backend.run, *self._begin_epoch(backend.run), leftover)
+        return self._epoch
+
+    def _outside_run(self):
+        """2.x's `iter(dataloader)` outside a DataExecutor, as the real one: one pass over the
+        input, each batch's shape checked, none fed to a run."""
+        for index, batch in enumerate(self._local_input()):
+            self._shape.check(batch, index, process_backend.current().kind)
+            yield batch
 
     def batches_for(self, run, count: int):
         """`count` batches for `run` (a DataExecutor's), the input restarted as needed (with input
@@ -184,7 +193,7 @@ class DataLoader(StatefulInput):
         """What the run's yaml says of the input: the counts given and computed, the batch size
         (once known), the workers, and the input function with its plain arguments."""
         given = {k: plain_value(v) for k, v in self.kwargs.items()}
-        known = self._input is not None or self._sizes is not None
+        known = self._input is not None or self._shape.sizes is not None
         return {"input_fn": getattr(self.input_fn, "__qualname__", repr(self.input_fn)),
                 "input_fn_kwargs": {k: v for k, v in given.items() if v is not None},
                 **self._given, "initial_step": self.initial_step, "total_steps": self.num_steps,
@@ -194,29 +203,35 @@ class DataLoader(StatefulInput):
     # -- what the iterator draws on (spans epochs) ------------------------------------------------------
 
     def _begin_epoch(self, run):
-        """The next epoch's batches (an iterator), and how many it feeds (None: until the input
-        ends). The first tells the run its step numbering; each, where its last step will be."""
-        if self._epochs_begun == 0 and run.program is None and run.step == run.first_step:
-            run.first_step = run.step = self.initial_step  # a resumed run counts on from its checkpoint
-        left = None if self.num_steps is None else self.num_steps - self._taken
+        """The next epoch's batches (an iterator), how many it feeds (None: until the input ends)
+        and whether they are the step plan's last. The first tells the run its step numbering;
+        each, where its last step will be, counted from the steps the run has executed."""
+        if self._start is None:  # the first iteration: the run's step when this DataLoader began feeding it
+            if run.program is None and run.step == run.first_step:
+                run.first_step = run.step = self.initial_step  # a resumed run counts on from its checkpoint
+            self._start = run.step
+        # Fed: the steps executed, or the batches of iterations that ran to their end (a loop
+        # without steps) — never a batch a script inspects before its loop (`next(iter(dataloader))`).
+        done = max(run.step - self._start, self._completed)
+        left = None if self.num_steps is None else self.num_steps - done
         run.expect_steps(left)
         count = left if self.steps_per_epoch is None else min(self.steps_per_epoch, left)
-        first = self._epochs_begun == 0
+        first = done == 0  # until the run steps, every iteration starts where initial_step says
         self._epochs_begun += 1
         if self.fed_by_workers:
             if self._pool is None:
                 self._pool = WorkerPool(self.input_fn, self.args, self.kwargs, self._workers, process_backend.current().config,
                                         run, self._rendezvous)
-            return _from_pool(self._pool), count
+            return _from_pool(self._pool), count, count == left
         skip = 0
         if first and self.initial_step:  # the data continues where the checkpointed run left it
             length = _length(self._input)
             skip = self.initial_step % length if length else self.initial_step
         if self.num_steps is None:
-            return iter(self._input), count  # one pass over an input of unknown length
+            return iter(self._input), count, False  # one pass over an input of unknown length
         if self._explicit_epochs and not skip:
-            return self._one_pass(self._epochs_begun), count
-        return itertools.islice(repeated(self._input), skip, None), count
+            return self._one_pass(self._epochs_begun), count, count == left
+        return itertools.islice(repeated(self._input), skip, None), count, count == left
 
     def _one_pass(self, epoch: int):
         """One pass over the input, of steps_per_epoch batches: the iterator asks for no more than
@@ -230,56 +245,16 @@ class DataLoader(StatefulInput):
                                   f"is {self.steps_per_epoch}.", hint="Lower steps_per_epoch to what the input yields.")
 
     def _took(self, batch) -> None:
-        """Count a batch handed out, after checking its shape against the first batch's."""
-        index = self._taken
-        sizes = [t.shape[0] if t.dim() else None for t in tensors(batch)]
-        if self._sizes is None:
-            self._sizes = sizes
-        elif sizes != self._sizes and process_backend.current().kind not in ("CPU", "GPU"):
-            if len(sizes) != len(self._sizes):
-                raise ReprogramForbidden(f"Batch {index + 1} holds {len(sizes)} tensors, the first batch held "
-                                         f"{len(self._sizes)}: every batch must have the same structure.")
-            was, now = next((a, b) for a, b in zip(self._sizes, sizes) if a != b)
-            raise ReprogramForbidden(f"Inconsistent batch sizes detected: batch {index + 1} has size {now}, the "
-                                     f"first batch had {was} (the fabric is programmed for one batch shape).",
-                                     hint=ADVICE)
+        """Count a batch handed to a run, after checking its shape."""
+        self._shape.check(batch, self._taken, process_backend.current().kind)
         self._taken += 1
         self._count_fed(batch)
 
     def _ended(self) -> None:
-        """Every batch of the step plan was handed out: the input workers stream what was
-        consumed and leave."""
-        if self._pool is not None and self.num_steps is not None and self._taken >= self.num_steps:
+        """The iteration feeding the step plan's last steps ended: the input workers stream what
+        was consumed and leave."""
+        if self._pool is not None:
             self._pool.finish()
-
-
-class _DataLoaderIter:
-    """One epoch of a DataLoader: its position in the epoch, and where its batches come from."""
-
-    def __init__(self, loader: DataLoader, run):
-        self._loader = loader
-        self._batches, self._remaining = loader._begin_epoch(run)
-
-    def __iter__(self) -> "_DataLoaderIter":
-        return self
-
-    def __next__(self):
-        loader = self._loader
-        if self._remaining is not None and self._remaining <= 0:
-            loader._ended()
-            raise StopIteration
-        try:
-            batch = next(self._batches)
-            loader._took(batch)
-        except StopIteration:
-            raise
-        except BaseException:
-            if loader._pool is not None:
-                loader._pool.shutdown()  # a refused batch, a failed worker, Ctrl-C: the workers end now
-            raise
-        if self._remaining is not None:
-            self._remaining -= 1
-        return batch
 
 
 def _from_pool(pool: WorkerPool):
