@@ -18,6 +18,7 @@ from csadmin.cstorch.backend import process_backend
 from csadmin.cstorch.backend.config import Config
 from csadmin.cstorch.storage.checkpoint import load, save
 from csadmin.errors import BadCheckpoint, InvalidArgument
+from tests.cstorch.run_state import configured, fresh_run  # noqa: F401
 from tests.cstorch.test_checkpoint import _same
 
 FIXTURES = os.path.join(os.path.dirname(__file__), "fixtures", "real_checkpoints")
@@ -41,6 +42,7 @@ def test_the_real_packages_files_load_bit_for_bit(name):
     _same(load(_fixture(name)), EXPECTED[name])
 
 
+@pytest.mark.usefixtures("configured")  # a cstorch optimizer needs a backend, as the real one
 def test_the_real_optimizer_state_names_are_ours():
     for name, make in OPTIMIZERS.items():
         real = load(_fixture(name))["optimizer"]
@@ -49,6 +51,7 @@ def test_the_real_optimizer_state_names_are_ours():
         assert {i: set(s) for i, s in ours["state"].items()} == {i: set(s) for i, s in real["state"].items()}, name
 
 
+@pytest.mark.usefixtures("configured")  # a cstorch optimizer needs a backend, as the real one
 @pytest.mark.parametrize("name", sorted(OPTIMIZERS))
 def test_a_real_optimizer_state_resumes_on_the_real_trajectory(name):
     """The real package's model and optimizer after three steps, loaded here, take the next three
@@ -249,6 +252,7 @@ REAL_NAMES = {
 }
 
 
+@pytest.mark.usefixtures("configured")  # a cstorch optimizer needs a backend, as the real one
 @pytest.mark.parametrize("name", sorted(REAL_NAMES))
 def test_every_optimizer_keeps_the_real_classes_names(name):
     kwargs, state_names, group_keys = REAL_NAMES[name]
