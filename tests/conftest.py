@@ -33,8 +33,9 @@ os.environ["XDG_CACHE_HOME"] = tempfile.mkdtemp(prefix="cs-test-cache-")
 # Files (or folders, ending in "/") whose tests need no process, relative to tests/.
 UNIT = (
     "statemachine/",
-    "cstorch/test_amp.py", "cstorch/test_checkpoint.py", "cstorch/test_data.py", "cstorch/test_formats.py",
-    "cstorch/test_lr_scheduler.py", "cstorch/test_metrics.py", "cstorch/test_optim.py",
+    "cstorch/amp/test_loss_scaling.py", "cstorch/amp/test_formats.py", "cstorch/storage/test_checkpoint.py",
+    "cstorch/data/test_dataloader.py", "cstorch/optim/test_lr_scheduler.py", "cstorch/optim/test_optimizer.py",
+    "cstorch/metrics/test_accuracy_perplexity.py",
     "csadmin/test_command_table.py", "csadmin/test_completer.py", "csadmin/test_inventory_cache.py",
     "csadmin/test_errors.py", "csadmin/test_states.py", "csadmin/test_atomic_write.py",
     "daemon/test_args.py", "daemon/test_audit.py", "daemon/test_commands.py", "daemon/test_dispatch.py",

@@ -14,7 +14,7 @@ from csadmin.cstorch.optim.lr_scheduler import (ChainedLR, ConstantLR, CosineAnn
                                                 LambdaLR, LinearLR, LRScheduler, MultiplicativeLR, OneCycleLR,
                                                 PiecewiseConstantLR, ScalePerParamLR, SequentialLR, StepLR)
 from csadmin.errors import InvalidArgument
-from tests.cstorch.test_lr_scheduler import _optimizer, _ours, _torchs
+from tests.cstorch.optim.test_lr_scheduler import _optimizer, _ours, _torchs
 
 
 @pytest.mark.parametrize("ours, theirs, steps", [
