@@ -5,7 +5,8 @@ Every test falls in one tier, by the file it is in (a test marked by hand keeps 
   so a unit test that starts one fails and says so). `make test-fast` runs these.
 - `real`: real external components beyond csd itself: systemd, Slurm daemons, a Prometheus
   server, the fuzz suite.
-- `integration`: everything else, against real csd processes.
+- `integration`: everything else: against real csd processes, and the checks too long for the
+  unit tier's 30 s (cstorch/amp/test_formats_exhaustive.py: CB16 rounding of every float32).
 `make test` runs all three."""
 
 import os
@@ -63,9 +64,33 @@ def tier_of(path: Path) -> str:
 TIERS = ("unit", "integration", "real")
 
 
+def _holds_unit_files(folder: Path) -> bool:
+    """Whether `folder` (under tests/) is, or holds, or is inside an entry of UNIT."""
+    name = folder.relative_to(TESTS).as_posix() + "/"
+    return any(entry.startswith(name) or name.startswith(entry) for entry in UNIT)
+
+
+def pytest_ignore_collect(collection_path: Path, config):
+    """`-m unit` (`make test-fast`) collects only the unit tier's files. The tier is given by
+    file (a test is marked `unit` nowhere else: pytest_collection_modifyitems refuses it), so the
+    rest holds no unit test, and importing it all (every csd, launcher and cstorch test, its
+    assertions rewritten each run where bytecode is not cached) would cost the tier seconds."""
+    if config.getoption("markexpr") != "unit" or TESTS not in collection_path.parents:
+        return None
+    if collection_path.is_dir():
+        return None if _holds_unit_files(collection_path) else True
+    if collection_path.name.startswith("test_") and collection_path.suffix == ".py":
+        return None if tier_of(collection_path) == "unit" else True
+    return None
+
+
 def pytest_collection_modifyitems(items):
     for item in items:
-        # A test marked with its tier by hand (one that needs a process in a unit file) keeps it.
+        # A test marked with its tier by hand (one that needs a process in a unit file) keeps it;
+        # only a unit file's test may be marked unit, since `-m unit` reads no other file.
+        if item.get_closest_marker("unit") and tier_of(Path(item.path)) != "unit":
+            raise pytest.UsageError(f"{item.nodeid} is marked unit outside the unit tier's files: "
+                                    "add its file to UNIT in tests/conftest.py instead")
         if not any(item.get_closest_marker(tier) for tier in TIERS):
             item.add_marker(tier_of(Path(item.path)))
     _groups_first_real_then_integration_then_unit(items)
