@@ -44,3 +44,21 @@ def test_make_test_fast_runs_the_unit_tier_and_its_files_exist():
     assert planned.rstrip().endswith("-m pytest -q -m unit"), planned
     missing = [entry for entry in UNIT + REAL if not (TESTS / entry).exists()]
     assert not missing, missing
+
+
+def test_the_unit_tier_collects_only_its_files():
+    """`-m unit` reads only the unit tier's files and folders (tests/conftest.py): a folder with
+    none is skipped whole, a unit file is read, and any other selection reads everything."""
+    from types import SimpleNamespace
+
+    from tests.conftest import TESTS, pytest_ignore_collect
+
+    def ignored(markexpr: str, path: str) -> bool:
+        config = SimpleNamespace(getoption=lambda name: markexpr)
+        return bool(pytest_ignore_collect(TESTS / path, config))
+
+    assert not ignored("unit", "cstorch") and not ignored("unit", "cstorch/amp")
+    assert not ignored("unit", "cstorch/amp/test_formats.py") and not ignored("unit", "statemachine/test_faults.py")
+    assert ignored("unit", "cstorch/examples") and ignored("unit", "slurm")
+    assert ignored("unit", "cstorch/amp/test_formats_exhaustive.py") and ignored("unit", "daemon/test_op_replies.py")
+    assert not ignored("not alone", "cstorch/examples") and not ignored("integration", "slurm")
