@@ -62,4 +62,3 @@ def test_make_test_fast_runs_the_unit_tier_and_its_files_exist():
     assert planned.rstrip().endswith("-m pytest -q -m unit"), planned
     missing = [entry for entry in UNIT + REAL if not (TESTS / entry).exists()]
     assert not missing, missing
-
