@@ -22,7 +22,8 @@ import sys
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-CUDA_TESTS = ("tests/cstorch/test_cuda.py", "tests/cstorch/test_v2_gpu.py", "tests/cstorch/test_v2_gpu_library.py")
+CUDA_TESTS = ("tests/cstorch/core/test_cuda_device.py", "tests/cstorch/backend/test_gpu_backend.py",
+              "tests/cstorch/backend/test_gpu_backend_library.py")
 NEEDED = ("torch", "zmq", "h5py", "yaml", "pytest", "structlog", "transitions", "prompt_toolkit", "prometheus_client")
 
 

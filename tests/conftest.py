@@ -5,7 +5,8 @@ Every test falls in one tier, by the file it is in (a test marked by hand keeps 
   so a unit test that starts one fails and says so). `make test-fast` runs these.
 - `real`: real external components beyond csd itself: systemd, Slurm daemons, a Prometheus
   server, the fuzz suite.
-- `integration`: everything else, against real csd processes.
+- `integration`: everything else: against real csd processes, and the checks too long for the
+  unit tier's 30 s (cstorch/amp/test_formats_exhaustive.py: CB16 rounding of every float32).
 `make test` runs all three."""
 
 import os
@@ -33,8 +34,9 @@ os.environ["XDG_CACHE_HOME"] = tempfile.mkdtemp(prefix="cs-test-cache-")
 # Files (or folders, ending in "/") whose tests need no process, relative to tests/.
 UNIT = (
     "statemachine/",
-    "cstorch/test_amp.py", "cstorch/test_checkpoint.py", "cstorch/test_data.py", "cstorch/test_formats.py",
-    "cstorch/test_lr_scheduler.py", "cstorch/test_metrics.py", "cstorch/test_optim.py",
+    "cstorch/amp/test_loss_scaling.py", "cstorch/amp/test_formats.py", "cstorch/storage/test_checkpoint.py",
+    "cstorch/data/test_dataloader.py", "cstorch/optim/test_lr_scheduler.py", "cstorch/optim/test_optimizer.py",
+    "cstorch/metrics/test_accuracy_perplexity.py",
     "csadmin/test_command_table.py", "csadmin/test_completer.py", "csadmin/test_inventory_cache.py",
     "csadmin/test_errors.py", "csadmin/test_states.py", "csadmin/test_atomic_write.py",
     "daemon/test_args.py", "daemon/test_audit.py", "daemon/test_commands.py", "daemon/test_dispatch.py",
@@ -62,9 +64,33 @@ def tier_of(path: Path) -> str:
 TIERS = ("unit", "integration", "real")
 
 
+def _holds_unit_files(folder: Path) -> bool:
+    """Whether `folder` (under tests/) is, or holds, or is inside an entry of UNIT."""
+    name = folder.relative_to(TESTS).as_posix() + "/"
+    return any(entry.startswith(name) or name.startswith(entry) for entry in UNIT)
+
+
+def pytest_ignore_collect(collection_path: Path, config):
+    """`-m unit` (`make test-fast`) collects only the unit tier's files. The tier is given by
+    file (a test is marked `unit` nowhere else: pytest_collection_modifyitems refuses it), so the
+    rest holds no unit test, and importing it all (every csd, launcher and cstorch test, its
+    assertions rewritten each run where bytecode is not cached) would cost the tier seconds."""
+    if config.getoption("markexpr") != "unit" or TESTS not in collection_path.parents:
+        return None
+    if collection_path.is_dir():
+        return None if _holds_unit_files(collection_path) else True
+    if collection_path.name.startswith("test_") and collection_path.suffix == ".py":
+        return None if tier_of(collection_path) == "unit" else True
+    return None
+
+
 def pytest_collection_modifyitems(items):
     for item in items:
-        # A test marked with its tier by hand (one that needs a process in a unit file) keeps it.
+        # A test marked with its tier by hand (one that needs a process in a unit file) keeps it;
+        # only a unit file's test may be marked unit, since `-m unit` reads no other file.
+        if item.get_closest_marker("unit") and tier_of(Path(item.path)) != "unit":
+            raise pytest.UsageError(f"{item.nodeid} is marked unit outside the unit tier's files: "
+                                    "add its file to UNIT in tests/conftest.py instead")
         if not any(item.get_closest_marker(tier) for tier in TIERS):
             item.add_marker(tier_of(Path(item.path)))
     _groups_first_real_then_integration_then_unit(items)

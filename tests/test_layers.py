@@ -5,6 +5,9 @@ stated here by package: a module belongs to the layer of the package it is in.
     csadmin.daemon (csd): main -> process -> serve -> commands -> auth; serve, process -> metrics, store
                     -> the model (csadmin.statemachine) -> the shared leaves it may use
     csadmin.launch, csadmin.cstorch -> the client -> the shared leaves
+    csadmin.cstorch: __main__ -> the top level (the script's names) -> core (compile, trace, capture)
+                    -> the library (utils.data, utils.tensorboard, utils.tensor, metrics, amp, saver, backends)
+                    -> backend() -> optim, distributed -> process_backend and the backend's leaves
 
 The shared leaves (csadmin.shared, csadmin.errors) import only each other; the pure model only
 the few leaves it needs (errors, states, scenario_limits, programs, opargs); nothing on the client side
@@ -48,6 +51,71 @@ CSD_PACKAGES = {
     "csadmin.daemon.auth": (),
 }
 LAYERS = (("csadmin",), LEAVES, MODEL, CLIENT, CONSOLE, FLEET, LAUNCH, CSTORCH, CSD)
+# cstorch's packages, and which of cstorch's other packages each may import (names under
+# csadmin.cstorch; "" is the top level). A row names a module or a package; a package with rows
+# inside it (the top level, backend, utils) is its __init__ alone, so each new module there needs
+# a row of its own, where the table says what it may import.
+CSTORCH_PACKAGES = {
+    # `python -m csadmin.cstorch SCRIPT`: the appliance's names for the script, the backend it
+    # configures from the command line, and the input workers it may be started as.
+    "csadmin.cstorch.__main__": ("", "backend.appliance", "backend.process_backend", "utils.data"),
+    # The top level is the script's `import cerebras.pytorch as cstorch`: it gathers the names of
+    # every package below and defines none that they import.
+    "csadmin.cstorch": ("core", "amp", "optim", "metrics", "storage", "saver", "distributed", "backends",
+                        "utils", "utils.data", "utils.tensorboard", "utils.tensor", "utils.step_closures",
+                        "backend", "backend.backend_type", "backend.config", "backend.process_backend"),
+    # compile, trace and capture run a step over the library: the precision to capture under
+    # (amp), the optimizers it guards, the input it feeds, the summaries it writes, the closures
+    # it dispatches, and the backend and csd it programs.
+    "csadmin.cstorch.core": ("amp", "optim", "utils.data", "utils.tensorboard", "utils.step_closures", "backend",
+                             "backend.backend_type", "backend.config", "backend.csd_link",
+                             "backend.process_backend"),
+    # The library a script calls: each asks the process's backend (use_cs, its mode, its run),
+    # never the compile above it.
+    "csadmin.cstorch.utils": ("distributed", "utils.data", "utils.tensorboard", "utils.tracker"),  # its doorway
+    # The DataLoader and DataExecutor: the backend's settings and run, csd for the input workers,
+    # the cluster config, the optimizers' argument checks, the executor's profiler.
+    "csadmin.cstorch.utils.data": ("backend", "backend.config", "backend.csd_link", "backend.process_backend",
+                                   "backend.run", "distributed", "optim", "utils.profiler"),
+    # Summaries and the run's event files: the backend, the optimizer's learning rates, and
+    # step_closure (which belongs in utils.step_closures; see UPWARD_IMPORTS).
+    "csadmin.cstorch.utils.tensorboard": ("backend", "backend.process_backend", "optim", "utils.step_closures"),
+    "csadmin.cstorch.utils.tensor": ("backend",),  # the tensor factories make tensors on the backend's device
+    "csadmin.cstorch.metrics": ("backend.process_backend", "utils.step_closures"),
+    "csadmin.cstorch.amp": ("optim", "backend.process_backend"),  # optimizer_step checks as the optimizers do
+    "csadmin.cstorch.saver": ("storage", "utils.tensor"),  # R1.8's saver: the checkpoint files, tensors
+    "csadmin.cstorch.backends": ("backend.process_backend",),  # cstorch.backends.csx: the settings it holds
+    # backend(): builds the process's one Backend by configure's rules (config), asks csd for the
+    # system (csd_link), takes a ClusterConfig (distributed) and refuses to come after a cstorch
+    # Optimizer (optim.optimizer). The library above asks it use_cs / current_backend_impl, so it
+    # sits between them and the packages it reads.
+    "csadmin.cstorch.backend": ("backend.backend_type", "backend.config", "backend.csd_link",
+                                "backend.process_backend", "distributed", "optim"),
+    "csadmin.cstorch.optim": ("backend.process_backend",),  # the backend's run: state only on its checkpoint steps
+    "csadmin.cstorch.distributed": ("backend.process_backend",),  # the cluster config configure reads
+    "csadmin.cstorch.utils.step_closures": ("backend.process_backend",),  # closures run on the run's steps
+    "csadmin.cstorch.utils.profiler": ("utils.tracker",),
+    "csadmin.cstorch.backend.csd_link": ("backend.config",),  # csd as configure named it
+    "csadmin.cstorch.backend.config": ("backend.appliance", "backend.process_backend"),  # configure fills the backend
+    # The process's one backend object: its type, CSX settings, device and the run on csd.
+    "csadmin.cstorch.backend.process_backend": ("backend.backend_type", "backend.csx_settings", "backend.device",
+                                                "backend.run"),
+    # The leaves: plain values, the checkpoint files and the run's clock, none of cstorch's state.
+    "csadmin.cstorch.backend.backend_type": (),
+    "csadmin.cstorch.backend.csx_settings": (),
+    "csadmin.cstorch.backend.device": (),
+    "csadmin.cstorch.backend.run": (),
+    "csadmin.cstorch.backend.appliance": (),
+    "csadmin.cstorch.storage": (),
+    "csadmin.cstorch.utils.tracker": (),
+}
+# Imports that go up the table, each with its way out; the test fails once one is gone, so its
+# exception goes with it. step_closure is defined in core/trace.py, which imports the summaries;
+# moved into utils/step_closures.py beside checkpoint_closure (as in the real package), these go.
+UPWARD_IMPORTS = {
+    ("csadmin.cstorch.utils.tensorboard.summary", "csadmin.cstorch.core.trace"),
+    ("csadmin.cstorch.utils.tensorboard.scalar_summary", "csadmin.cstorch.core.trace"),
+}
 
 
 def _in(module: str, packages) -> bool:
@@ -131,6 +199,58 @@ def test_csds_packages_point_one_way():
         allowed = (package,) + tuple(f"csadmin.daemon.{name}" for name in CSD_PACKAGES[package])
         inside = {m for m in _imports(module) if _in(m, CSD) and m != "csadmin.daemon"}
         assert all(_in(m, allowed) for m in inside), (module, inside - set(_of(allowed)))
+
+
+# The rows that are a package's __init__ alone: those with rows inside them.
+CSTORCH_DOORWAYS = {p for p in CSTORCH_PACKAGES if any(q.startswith(p + ".") for q in CSTORCH_PACKAGES)}
+
+
+def _cstorch_package(module: str) -> str:
+    """The row of CSTORCH_PACKAGES `module` is in ("" if none)."""
+    return next((p for p in CSTORCH_PACKAGES
+                 if module == p or (module.startswith(p + ".") and p not in CSTORCH_DOORWAYS)), "")
+
+
+def _cstorch(name: str) -> str:
+    return "csadmin.cstorch" + (f".{name}" if name else "")
+
+
+def test_every_cstorch_module_has_a_row_and_every_row_a_module():
+    for module in _of(CSTORCH):
+        assert _cstorch_package(module), f"{module}: give its package a row in CSTORCH_PACKAGES"
+    for package, allowed in CSTORCH_PACKAGES.items():
+        assert _of((package,)), f"{package}: no such module (a stale row)"
+        assert all(_cstorch(name) in CSTORCH_PACKAGES for name in allowed), (package, allowed)
+
+
+def test_cstorchs_table_points_one_way():
+    """The rows are an order: no package may import, through the table, one that imports it."""
+    state: dict[str, int] = {}
+
+    def visit(package, path):
+        state[package] = 1
+        for other in map(_cstorch, CSTORCH_PACKAGES[package]):
+            assert state.get(other) != 1, " -> ".join(path + [package, other])
+            if other not in state:
+                visit(other, path + [package])
+        state[package] = 2
+
+    for package in CSTORCH_PACKAGES:
+        if package not in state:
+            visit(package, [])
+
+
+def test_cstorchs_packages_point_one_way():
+    """__main__ -> the top level -> core -> the library -> backend() -> optim, distributed ->
+    process_backend -> its leaves (CSTORCH_PACKAGES), each module by the row of its package."""
+    for module in _of(CSTORCH):
+        package = _cstorch_package(module)
+        allowed = {package} | {_cstorch(name) for name in CSTORCH_PACKAGES[package]}
+        inside = {m for m in _imports(module) if _in(m, CSTORCH)}
+        bad = {m for m in inside if _cstorch_package(m) not in allowed and (module, m) not in UPWARD_IMPORTS}
+        assert not bad, (module, bad)
+    for module, upward in UPWARD_IMPORTS:
+        assert upward in _imports(module), f"{module} no longer imports {upward}: delete it from UPWARD_IMPORTS"
 
 
 def test_the_client_side_never_imports_csd_or_the_model():

@@ -35,6 +35,24 @@ def test_make_test_still_installs_the_test_tools_and_cstorch(tmp_path):
                                                   f"{venv}/bin/python -m pytest -m alone"], planned
 
 
+def test_the_unit_tier_collects_only_its_files():
+    """`-m unit` reads only the unit tier's files and folders (tests/conftest.py): a folder with
+    none is skipped whole, a unit file is read, and any other selection reads everything."""
+    from types import SimpleNamespace
+
+    from tests.conftest import TESTS, pytest_ignore_collect
+
+    def ignored(markexpr: str, path: str) -> bool:
+        config = SimpleNamespace(getoption=lambda name: markexpr)
+        return bool(pytest_ignore_collect(TESTS / path, config))
+
+    assert not ignored("unit", "cstorch") and not ignored("unit", "cstorch/amp")
+    assert not ignored("unit", "cstorch/amp/test_formats.py") and not ignored("unit", "statemachine/test_faults.py")
+    assert ignored("unit", "cstorch/examples") and ignored("unit", "slurm")
+    assert ignored("unit", "cstorch/amp/test_formats_exhaustive.py") and ignored("unit", "daemon/test_op_replies.py")
+    assert not ignored("not alone", "cstorch/examples") and not ignored("integration", "slurm")
+
+
 def test_make_test_fast_runs_the_unit_tier_and_its_files_exist():
     """`make test-fast` is `pytest -m unit`; every file the tiers name exists, so a renamed test
     file cannot drop out of its tier unnoticed."""

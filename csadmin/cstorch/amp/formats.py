@@ -21,7 +21,7 @@ subtracting 1.5·2^(e+14), where 2^e is x's binade clamped to CB16's [2^-30, 2^3
 float32 adder round x to a multiple of 2^(e-9), the CB16 quantum of that binade (below 2^-30
 the subnormal quantum 2^-39), ties to even; a result of magnitude 2^32 or more is CB16's
 overflow, made ±inf by scaling it past float32's range and back; a zero keeps x's sign. Eight or
-nine passes over the tensor, no branch; tests/cstorch/test_formats.py checks it against an
+nine passes over the tensor, no branch; tests/cstorch/amp/test_formats.py checks it against an
 integer implementation on every float32 bit pattern.
 
 `cbfloat16_to_bits` / `cbfloat16_from_bits` convert between CB16 values (float32 carriers) and

@@ -61,7 +61,7 @@ EXACT = {
 
 # Ops whose PyTorch kernel takes its numbers (a Python float, alpha, a 0-d float32 tensor) rounded
 # to the half dtype when it computes in it, where others (mul, div, lerp, addcmul, …) take them in
-# float32 (tests/cstorch/test_half_precision.py compares each with eager PyTorch).
+# float32 (tests/cstorch/core/test_half_precision.py compares each with eager PyTorch).
 SCALARS_IN_HALF = {
     getattr(getattr(aten, name), overload)
     for name in ("add", "sub", "rsub", "add_", "sub_", "fmod", "remainder", "eq", "ne", "lt", "le", "gt", "ge")

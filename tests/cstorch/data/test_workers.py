@@ -167,7 +167,7 @@ def test_ctrl_c_ends_the_run_and_its_workers(ws_csd, tmp_path):
     import subprocess
     import sys
 
-    from tests.cstorch.test_examples import TRAIN
+    from tests.cstorch.examples.test_train_eval import TRAIN
     from tests.harness import ROOT, wait_until
 
     def newest_run():

@@ -1,6 +1,6 @@
 """The 2.x library on the GPU backend: the later optimizers and metrics on the CUDA device.
 
-    python -m pytest tests/cstorch/test_v2_gpu_library.py -v
+    python -m pytest tests/cstorch/backend/test_gpu_backend_library.py -v
 
 The GPU backend runs a step eagerly under CUDA autocast to the half dtype; what the library adds
 must run there as it runs on the system: an optimizer's state made on the parameters' device and
@@ -14,7 +14,7 @@ import torch
 
 import csadmin.cstorch as cstorch
 from tests.cstorch.helpers import batches, model
-from tests.cstorch.test_metrics_traced import ProbabilityError
+from tests.cstorch.metrics.test_metrics_in_step import ProbabilityError
 from tests.cstorch.v2 import input_fn
 
 pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device on this machine: the GPU "

@@ -1,6 +1,6 @@
 """The later releases' GPU backend: the same 2.x script, the math on the CUDA device, no system.
 
-    python -m pytest tests/cstorch/test_v2_gpu.py -v
+    python -m pytest tests/cstorch/backend/test_gpu_backend.py -v
 
 Needs no csd. On a machine without CUDA the GPU runs are skipped (saying so) and only the refusal
 is checked: `cstorch.backend("GPU")` without CUDA says so, as the real package does.

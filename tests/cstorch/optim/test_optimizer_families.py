@@ -1,7 +1,7 @@
 """The optimizers beyond SGD and Adam, eagerly: torch.optim's numbers where torch.optim has the
 algorithm, the published algorithm's (tests/cstorch/optim_references.py) where it has not; the
 real Cerebras classes' signatures, defaults and refusals; their state; configure_optimizer
-finding each by name. (The same classes inside a compiled step: test_optim_in_step.py.)"""
+finding each by name. (The same classes inside a compiled step: test_optimizers_in_step.py.)"""
 
 import inspect
 

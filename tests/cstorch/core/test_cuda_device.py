@@ -1,6 +1,6 @@
 """A model on a CUDA device (`model.cuda()` before `cstorch.compile`), against a real csd: the
 captured program runs there, under CUDA's autocast as well as the CPU's, with the numerics
-contract of the CPU (tests/cstorch/test_half_precision.py): half values rounded to the run's
+contract of the CPU (tests/cstorch/core/test_half_precision.py): half values rounded to the run's
 format in float32 carriers, float32 arithmetic, the same dtypes handed back. Skipped, saying so,
 where torch sees no CUDA device; bench/cstorch_cuda.py runs these and times the device."""
 

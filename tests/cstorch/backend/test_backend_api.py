@@ -177,7 +177,7 @@ def test_a_read_inside_a_traced_step_is_refused_naming_the_trace(ws_csd, tmp_pat
     with pytest.raises(errors.InvalidState) as exc:
         for batch in cstorch.utils.data.DataExecutor(cstorch.utils.data.DataLoader(input_fn), num_steps=2):
             training_step(batch)
-    assert "inside the trace function 'training_step' (at test_v2_backend.py:" in exc.value.message
+    assert "inside the trace function 'training_step' (at test_backend_api.py:" in exc.value.message
     assert "compile_step" not in exc.value.message and "@cstorch.step_closure" in exc.value.hint
 
 

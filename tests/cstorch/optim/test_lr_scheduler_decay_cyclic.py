@@ -15,7 +15,7 @@ from csadmin.cstorch.optim.lr_scheduler import (ChainedLR, ConstantLR, CosineAnn
                                                 PiecewiseConstantLR, ScalePerParamLR, SequentialLR, StepLR)
 from csadmin.errors import InvalidArgument
 from tests.cstorch.run_state import configured, fresh_run  # noqa: F401
-from tests.cstorch.test_lr_scheduler import _optimizer, _ours, _torchs
+from tests.cstorch.optim.test_lr_scheduler import _optimizer, _ours, _torchs
 
 pytestmark = pytest.mark.usefixtures("configured")  # a cstorch optimizer needs a backend, as the real one
 

@@ -1,7 +1,7 @@
 """The later releases' top-level names a script touches, against a real csd where the backend
 matters: use_cs / current_torch_device / current_backend_impl / get_backend_args, Backend and
 BackendType, the one-value tensor factories, amp.is_cbfloat16_tensor, distributed's master
-ordinal and streaming batch size, and all of them (the data ones of test_v2_data_utils.py too)
+ordinal and streaming batch size, and all of them (the data ones of data/test_data_utils.py too)
 reached by a script under the real package's names — before a backend exists, on CSX and on CPU."""
 
 import subprocess

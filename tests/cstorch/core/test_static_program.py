@@ -87,7 +87,7 @@ def _ema_trainer():
      "Tensor 'ema' of the compiled model WithEma was rebound to another tensor after the first step"),
     (lambda net: setattr(net, "fc", torch.nn.Linear(8, 2)),
      "Submodule 'fc' of the compiled model WithEma was replaced after the first step (Linear → Linear)"),
-])  # load_state_dict(..., assign=True) is refused at once, before it rebinds anything (test_v2_backend)
+])  # load_state_dict(..., assign=True) is refused at once, before it rebinds anything (backend/test_backend_api.py)
 def test_a_tensor_of_the_compiled_model_rebound_after_the_first_step_is_refused(ws_csd, tmp_path, rebind, message):
     configure(ws_csd, tmp_path)
     net, training_step = _ema_trainer()
