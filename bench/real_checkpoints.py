@@ -14,13 +14,13 @@ Run by hand, never in CI (issue 37). With the project's venv (torch, h5py, hdf5p
    a resumed run must follow); its GradScaler's state dicts (dynamic and static, as it gives them on
    a CSX backend); a nested dict of ints, floats, strings, lists, None, a bfloat16 and a 0-d tensor.
    Beside them, `expected.pt` (torch.save of the same values: a record independent of HDF5) is what
-   tests/cstorch/test_real_checkpoints.py compares every loaded tensor with, bit for bit.
-   `--write-fixtures` copies them to tests/cstorch/fixtures/real_checkpoints/.
+   tests/cstorch/storage/test_real_checkpoints.py compares every loaded tensor with, bit for bit.
+   `--write-fixtures` copies them to tests/cstorch/storage/fixtures/real_checkpoints/.
 3. Here, csadmin.cstorch writes the same values in the 2.x format (cstorch.save) and in R1.8's
    (storage/format_r18.py, what save writes for a configure-based script); then the real package
    reads both with its own `cstorch.load` and compares every value with what was written.
 4. Prints, for each of those files, whether the real package read it and found every value equal
-   (the other direction, ours reading its files, is tests/cstorch/test_real_checkpoints.py).
+   (the other direction, ours reading its files, is tests/cstorch/storage/test_real_checkpoints.py).
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
-FIXTURES = os.path.join(ROOT, "tests", "cstorch", "fixtures", "real_checkpoints")
+FIXTURES = os.path.join(ROOT, "tests", "cstorch", "storage", "fixtures", "real_checkpoints")
 NAMES = ("sgd", "adam", "adamw", "scaler", "nested")
 TRAJECTORIES = "trajectories"  # in expected.pt only: the batches and the parameters after them
 

@@ -42,7 +42,7 @@ UNIT = (
     "daemon/test_args.py", "daemon/test_audit.py", "daemon/test_commands.py", "daemon/test_dispatch.py",
     "daemon/test_event_filter.py",
     "daemon/test_read_path.py", "daemon/test_replies.py", "daemon/test_roles_doc.py", "daemon/test_store.py",
-    "test_ops.py",
+    "test_ops.py", "test_docs.py",
 )
 # Tests of real components other than csd (they skip, saying why, where the component is missing).
 REAL = (

@@ -11,7 +11,6 @@ import pytest
 
 from tests.harness import ROOT
 
-pytestmark = pytest.mark.unit
 
 DOCS = Path(ROOT) / "docs"
 MKDOCS = Path(ROOT) / "mkdocs.yml"

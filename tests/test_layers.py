@@ -61,7 +61,8 @@ CSTORCH_PACKAGES = {
     "csadmin.cstorch.__main__": ("", "backend.appliance", "backend.process_backend", "utils.data"),
     # The top level is the script's `import cerebras.pytorch as cstorch`: it gathers the names of
     # every package below and defines none that they import.
-    "csadmin.cstorch": ("core", "amp", "optim", "metrics", "storage", "saver", "distributed", "backends",
+    "csadmin.cstorch": ("_version", "utils.constant", "core", "amp", "optim", "metrics", "storage", "saver",
+                        "distributed", "backends",
                         "utils", "utils.data", "utils.tensorboard", "utils.tensor", "utils.step_closures",
                         "backend", "backend.backend_type", "backend.config", "backend.process_backend"),
     # compile, trace and capture run a step over the library: the precision to capture under
@@ -72,17 +73,18 @@ CSTORCH_PACKAGES = {
                              "backend.process_backend"),
     # The library a script calls: each asks the process's backend (use_cs, its mode, its run),
     # never the compile above it.
-    "csadmin.cstorch.utils": ("distributed", "utils.data", "utils.tensorboard", "utils.tracker"),  # its doorway
+    "csadmin.cstorch.utils": ("distributed", "utils.data", "utils.nest", "utils.tensorboard", "utils.tracker"),  # its doorway
     # The DataLoader and DataExecutor: the backend's settings and run, csd for the input workers,
     # the cluster config, the optimizers' argument checks, the executor's profiler.
-    "csadmin.cstorch.utils.data": ("backend", "backend.config", "backend.csd_link", "backend.process_backend",
-                                   "backend.run", "distributed", "optim", "utils.profiler"),
+    "csadmin.cstorch.utils.data": ("backend", "backend.backend_type", "backend.config", "backend.csd_link",
+                                   "backend.process_backend",
+                                   "backend.run", "checks", "distributed", "optim", "utils.profiler"),
     # Summaries and the run's event files: the backend, the optimizer's learning rates, and
-    # step_closure (which belongs in utils.step_closures; see UPWARD_IMPORTS).
+    # step_closure (utils.step_closures, beside checkpoint_closure as in the real package).
     "csadmin.cstorch.utils.tensorboard": ("backend", "backend.process_backend", "optim", "utils.step_closures"),
     "csadmin.cstorch.utils.tensor": ("backend",),  # the tensor factories make tensors on the backend's device
     "csadmin.cstorch.metrics": ("backend.process_backend", "utils.step_closures"),
-    "csadmin.cstorch.amp": ("optim", "backend.process_backend"),  # optimizer_step checks as the optimizers do
+    "csadmin.cstorch.amp": ("checks", "optim", "backend.process_backend"),  # optimizer_step checks as the optimizers do
     "csadmin.cstorch.saver": ("storage", "utils.tensor"),  # R1.8's saver: the checkpoint files, tensors
     "csadmin.cstorch.backends": ("backend.process_backend",),  # cstorch.backends.csx: the settings it holds
     # backend(): builds the process's one Backend by configure's rules (config), asks csd for the
@@ -91,7 +93,7 @@ CSTORCH_PACKAGES = {
     # sits between them and the packages it reads.
     "csadmin.cstorch.backend": ("backend.backend_type", "backend.config", "backend.csd_link",
                                 "backend.process_backend", "distributed", "optim"),
-    "csadmin.cstorch.optim": ("backend.process_backend",),  # the backend's run: state only on its checkpoint steps
+    "csadmin.cstorch.optim": ("checks", "backend.process_backend"),  # the backend's run: state only on its checkpoint steps
     "csadmin.cstorch.distributed": ("backend.process_backend",),  # the cluster config configure reads
     "csadmin.cstorch.utils.step_closures": ("backend.process_backend",),  # closures run on the run's steps
     "csadmin.cstorch.utils.profiler": ("utils.tracker",),
@@ -106,16 +108,18 @@ CSTORCH_PACKAGES = {
     "csadmin.cstorch.backend.device": (),
     "csadmin.cstorch.backend.run": (),
     "csadmin.cstorch.backend.appliance": (),
-    "csadmin.cstorch.storage": (),
+    "csadmin.cstorch.storage": ("backend.process_backend",),  # which API generation's file format to write
+    "csadmin.cstorch.checks": (),  # the argument checks the optimizers, amp and the DataLoader share
+    "csadmin.cstorch._version": (),
+    "csadmin.cstorch.utils.constant": ("backend",),  # make_constant asks whether the backend is CSX
+    "csadmin.cstorch.utils.call_once": (),
+    "csadmin.cstorch.utils.nest": (),
+    "csadmin.cstorch.utils.utils": (),
     "csadmin.cstorch.utils.tracker": (),
 }
 # Imports that go up the table, each with its way out; the test fails once one is gone, so its
-# exception goes with it. step_closure is defined in core/trace.py, which imports the summaries;
-# moved into utils/step_closures.py beside checkpoint_closure (as in the real package), these go.
-UPWARD_IMPORTS = {
-    ("csadmin.cstorch.utils.tensorboard.summary", "csadmin.cstorch.core.trace"),
-    ("csadmin.cstorch.utils.tensorboard.scalar_summary", "csadmin.cstorch.core.trace"),
-}
+# exception goes with it. None today (step_closure moved beside checkpoint_closure took the last).
+UPWARD_IMPORTS: set = set()
 
 
 def _in(module: str, packages) -> bool:

@@ -1,5 +1,5 @@
 """Checkpoints interchangeable with the real package (cerebras-pytorch 2.10): its files, written by
-bench/real_checkpoints.py (tests/cstorch/fixtures/real_checkpoints), load here bit for bit; ours
+bench/real_checkpoints.py (tests/cstorch/storage/fixtures/real_checkpoints), load here bit for bit; ours
 have its layout; R1.8's files and this project's earlier ones load; a file that is not a
 checkpoint is a BadCheckpoint; and its optimizers' state resumes here on its trajectory."""
 
@@ -19,7 +19,7 @@ from csadmin.cstorch.backend.config import Config
 from csadmin.cstorch.storage.checkpoint import load, save
 from csadmin.errors import BadCheckpoint, InvalidArgument
 from tests.cstorch.run_state import configured, fresh_run  # noqa: F401
-from tests.cstorch.test_checkpoint import _same
+from tests.cstorch.storage.test_checkpoint import _same
 
 FIXTURES = os.path.join(os.path.dirname(__file__), "fixtures", "real_checkpoints")
 EXPECTED = torch.load(os.path.join(FIXTURES, "expected.pt"), weights_only=True)
