@@ -2,9 +2,13 @@
 the real Cerebras classes' state and param-group names, so their checkpoints load into each other.
 
 State, per parameter: `exp_avg`, `exp_avg_sq` (`max_exp_avg_sq` with amsgrad) and, with bias
-correction, `beta1_power`/`beta2_power`: β^t for the coming step t (β at the start), multiplied by
-β in place after each step, as the real classes keep them. Here they are float64 (the real ones
-float32), so the bias corrections 1 − β^t are torch's Python-float ones. The param group carries
+correction, `beta1_power`/`beta2_power`: β^t for the coming step t (β at the start), float32,
+multiplied by β in place after each step, as the real classes keep them. Beside them `step`, the
+steps taken (float32, torch's name): the bias corrections 1 − β^t are computed from it in float64,
+as torch computes them from its Python floats, so the update is torch's (float32 powers would move
+it by up to 1e-4 relative within a few steps); every state tensor stays float32 (docs/cstorch/numerics.md).
+A real state dict, which has no `step`, gives it back from the powers (`_steps_from_powers`). The
+param group carries
 the real classes' `l2_regularization_rate` (the gradient's L2 term): Adam's `weight_decay` is
 recorded there and its `weight_decay` is 0.0, as the real Adam records it; AdamW's is 0.0 and its
 `weight_decay` is decoupled. `load_state_dict` also reads torch.optim's Adam/AdamW state dicts
@@ -12,6 +16,8 @@ recorded there and its `weight_decay` is 0.0, as the real Adam records it; AdamW
 classes do. The learning rate may be a scheduler's tensor."""
 
 from __future__ import annotations
+
+import math
 
 import torch
 
@@ -31,7 +37,7 @@ class _AdamBase(Optimizer):
         defaults = dict(lr=number(owner, "lr", lr), betas=betas_pair(owner, betas),
                         eps=number(owner, "eps", eps), weight_decay=decay, l2_regularization_rate=l2,
                         correct_bias=bool(correct_bias), amsgrad=bool(amsgrad))
-        super().__init__(params, defaults)
+        super().__init__(params, defaults, enable_global_step=True)
 
     def preinitialize(self) -> None:
         for group in self.param_groups:
@@ -42,7 +48,7 @@ class _AdamBase(Optimizer):
                     self.state[p]["max_exp_avg_sq"] = zeros(p)
                 if group["correct_bias"]:
                     for name, beta in zip(("beta1_power", "beta2_power"), group["betas"]):
-                        self.state[p][name] = torch.tensor(beta, dtype=torch.float64, device=p.device)
+                        self.state[p][name] = torch.tensor(beta, dtype=torch.float32, device=p.device)
 
     def state_names_to_sparsify(self) -> list[str]:
         names = ["exp_avg", "exp_avg_sq"]
@@ -56,6 +62,7 @@ class _AdamBase(Optimizer):
             lr, decay, l2 = group["lr"], group["weight_decay"], group["l2_regularization_rate"]
             for p in with_gradients(group["params"]):
                 grad, state = p.grad, self.state[p]
+                step = self.increment_global_step(p).double()
                 if l2 != 0:  # torch.optim.Adam's weight_decay
                     grad = grad.add(p, alpha=l2)
                 if decay != 0:  # torch.optim.AdamW's
@@ -67,12 +74,12 @@ class _AdamBase(Optimizer):
                     torch.maximum(state["max_exp_avg_sq"], exp_avg_sq, out=state["max_exp_avg_sq"])
                     exp_avg_sq = state["max_exp_avg_sq"]
                 if group["correct_bias"]:
-                    bias_correction1 = 1 - state["beta1_power"]
-                    bias_correction2_sqrt = (1 - state["beta2_power"]).sqrt()
-                    state["beta1_power"].mul_(beta1)  # β^(t+1), for the next step
+                    bias_correction1 = 1 - torch.pow(beta1, step)
+                    bias_correction2_sqrt = (1 - torch.pow(beta2, step)).sqrt()
+                    state["beta1_power"].mul_(beta1)  # β^(t+1), for the next step, as the real classes keep it
                     state["beta2_power"].mul_(beta2)
                 else:  # AdamW(correct_bias=False): BERT's Adam, no bias correction
-                    bias_correction1 = bias_correction2_sqrt = torch.ones((), dtype=torch.float64)
+                    bias_correction1 = bias_correction2_sqrt = torch.ones_like(step)
                 # In place in one temporary (each a new tensor the size of p otherwise): the same numbers.
                 denom = exp_avg_sq.sqrt().div_(bias_correction2_sqrt.to(p.dtype)).add_(group["eps"])
                 step_size = (lr / bias_correction1).to(p.dtype)
@@ -82,7 +89,7 @@ class _AdamBase(Optimizer):
     def load_state_dict(self, state_dict: dict) -> None:
         """The real classes' state dicts, ours, and torch.optim's Adam/AdamW (see the module docstring)."""
         if isinstance(state_dict, dict) and {"state", "param_groups"} <= set(state_dict):
-            state_dict = _from_torch(state_dict, self.decoupled)
+            state_dict = _with_steps(_from_torch(state_dict, self.decoupled))
         super().load_state_dict(state_dict)
 
 
@@ -105,10 +112,37 @@ def _from_torch(state_dict: dict, decoupled: bool) -> dict:
             group = next((g for g in groups if index in g.get("params", ())), None)
             if group is not None and group.get("correct_bias", True):
                 beta1, beta2 = group["betas"]
-                entries["beta1_power"] = torch.tensor(beta1 ** (step + 1), dtype=torch.float64)
-                entries["beta2_power"] = torch.tensor(beta2 ** (step + 1), dtype=torch.float64)
+                entries["beta1_power"] = torch.tensor(beta1 ** (step + 1), dtype=torch.float32)
+                entries["beta2_power"] = torch.tensor(beta2 ** (step + 1), dtype=torch.float32)
+            entries["step"] = torch.tensor(step, dtype=torch.float32)
         state[index] = entries
     return {**state_dict, "state": state, "param_groups": groups}
+
+
+def _with_steps(state_dict: dict) -> dict:
+    """A real class's state dict (β powers, no `step`) with the steps they stand for added."""
+    state = {}
+    for index, entries in state_dict["state"].items():
+        entries = dict(entries)
+        if "step" not in entries and "beta1_power" in entries:
+            group = next((g for g in state_dict["param_groups"] if index in g.get("params", ())), None)
+            if group is not None:
+                entries["step"] = torch.tensor(_steps_from_powers(entries, group["betas"]), dtype=torch.float32)
+        state[index] = entries
+    return {**state_dict, "state": state}
+
+
+def _steps_from_powers(entries: dict, betas) -> float:
+    """t from the powers β^(t+1) of the coming step: by β1's (0.9^t is exact enough to round to t,
+    about 1e-7 relative error a step against 0.105 between steps) while it is a normal float32, else
+    by β2's (0.999^t: 1e-3 between steps, so exact to some thousands of steps)."""
+    power1, power2 = float(entries["beta1_power"]), float(entries.get("beta2_power", 0.0))
+    beta1, beta2 = (float(b) for b in betas)
+    if power1 > 1e-30 and 0 < beta1 < 1:
+        return float(max(round(math.log(power1) / math.log(beta1)) - 1, 0))
+    if power2 > 0 and 0 < beta2 < 1:
+        return float(max(round(math.log(power2) / math.log(beta2)) - 1, 0))
+    return 0.0
 
 
 class Adam(_AdamBase):

@@ -162,8 +162,9 @@ def test_python_m_says_how_to_use_it():
     bad = subprocess.run([sys.executable, "-m", "csadmin.cstorch", "/no/such/script.py"], capture_output=True,
                          text=True, cwd=ROOT)
     assert bad.returncode == 2
-    assert bad.stderr == ("python -m csadmin.cstorch: no such script: /no/such/script.py\n"
-                          "usage: python -m csadmin.cstorch SCRIPT [ARGS...]\n")
+    # SCRIPT may also name a console script (`cszoo fit …`), so the refusal and the usage say both.
+    assert bad.stderr == ("python -m csadmin.cstorch: no such script or console script: /no/such/script.py\n"
+                          "usage: python -m csadmin.cstorch SCRIPT|CONSOLE_SCRIPT [ARGS...]\n")
 
 
 def test_ctrl_c_closes_the_run_and_frees_the_fabric(ws_csd, tmp_path):

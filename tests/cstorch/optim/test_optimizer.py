@@ -68,10 +68,11 @@ def test_state_lives_in_tensors_made_once_and_updated_in_place():
     _train(model, adam, steps=3)
     assert {id(t) for state in adam.state.values() for t in state.values()} == before
     first = next(model.parameters())
-    # the real Adam's names: β^t for the coming step t (float64 here, so the bias corrections are torch's)
-    assert sorted(adam.state[first]) == ["beta1_power", "beta2_power", "exp_avg", "exp_avg_sq"]
-    assert adam.state[first]["beta1_power"].item() == 0.9 * 0.9 * 0.9 * 0.9
-    assert adam.state[first]["beta2_power"].dtype == torch.float64
+    assert adam.state[first]["step"].item() == 3 and adam.state[first]["step"].dtype == torch.float32
+    # the real Adam's names beside torch's step: β^t for the coming step t, float32 as the real ones
+    assert sorted(adam.state[first]) == ["beta1_power", "beta2_power", "exp_avg", "exp_avg_sq", "step"]
+    assert adam.state[first]["beta1_power"].item() == torch.tensor(0.9).mul_(0.9).mul_(0.9).mul_(0.9).item()
+    assert adam.state[first]["beta2_power"].dtype == torch.float32
     assert adam.state_names_to_sparsify() == ["exp_avg", "exp_avg_sq"]
 
 
@@ -184,7 +185,7 @@ def test_state_dict_round_trips_in_place_and_reads_torch_optims_state(fresh_run)
         assert torch.equal(x, y)
     with pytest.raises(InvalidArgument, match=r"groups of \[4\] parameters.*has \[2\]"):
         Adam(torch.nn.Linear(2, 2).parameters()).load_state_dict(saved)
-    with pytest.raises(InvalidArgument, match=r"has \['beta1_power', 'beta2_power', 'exp_avg', 'exp_avg_sq'\]; this SGD "
+    with pytest.raises(InvalidArgument, match=r"has \['beta1_power', 'beta2_power', 'exp_avg', 'exp_avg_sq', 'step'\]; this SGD "
                                               r"keeps \['momentum_buffer'\]"):
         SGD(_model().parameters(), momentum=0.9).load_state_dict(saved)
     with pytest.raises(InvalidArgument, match="'state' and 'param_groups'"):
@@ -246,7 +247,8 @@ def test_a_copied_or_pickled_optimizer_keeps_its_state_and_its_rules():
     _train(model, adam, steps=2)
     for twin in (copy.deepcopy(adam), pickle.loads(pickle.dumps(adam))):
         first = twin.param_groups[0]["params"][0]
-        assert twin.state[first]["beta1_power"].item() == 0.9 * 0.9 * 0.9
+        assert twin.state[first]["step"].item() == 2 and twin.enable_global_step
+        assert twin.state[first]["beta1_power"].item() == torch.tensor(0.9).mul_(0.9).mul_(0.9).item()
         assert torch.equal(twin.state[first]["exp_avg"], adam.state[next(model.parameters())]["exp_avg"])
         with pytest.raises(InvalidState, match="outside preinitialize"):
             twin.state[first]["extra"] = torch.zeros(1)
