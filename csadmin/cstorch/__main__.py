@@ -73,6 +73,11 @@ def alias_modules() -> list[str]:
     top = package_module("cerebras_pytorch", "csadmin.cstorch under the name the real API has")
     top.__dict__.update({k: v for k, v in vars(package).items() if not k.startswith("__")})
     top.experimental = package
+    from csadmin.cstorch.core import r18  # the R1.8 wheel's names around experimental (ModelZoo 1.8's)
+
+    top.__dict__.update(r18.TOP_LEVEL)
+    top.core = _extended("cerebras_pytorch.core", package.core, r18.CORE)
+    top.utils = _extended("cerebras_pytorch.utils", package.utils, r18.UTILS)
     sys.modules.setdefault("cerebras_pytorch", top)
     _cerebras_namespace().pytorch = package  # `import a.b as c` looks `b` up as an attribute of `a`
     made = []
@@ -85,7 +90,21 @@ def alias_modules() -> list[str]:
 
     for name in appliance.ALIASES:
         made += _register(name, appliance)
+    for name, module in r18.MODULES.items():
+        made += _register(name, module)
     return made
+
+
+def _extended(name: str, module: types.ModuleType, extra: dict) -> types.ModuleType:
+    """A package `name` holding `module`'s names plus `extra` (a module among them is registered
+    as `name.key` too): R1.8's packages that hold more than ours (`cerebras_pytorch.core`)."""
+    made = package_module(name, module.__doc__)
+    made.__dict__.update({k: v for k, v in vars(module).items() if not k.startswith("__")})
+    made.__dict__.update(extra)
+    for key, sub in extra.items():
+        if isinstance(sub, types.ModuleType):
+            sys.modules.setdefault(f"{name}.{key}", sub)
+    return sys.modules.setdefault(name, made)
 
 
 def _register(name: str, module: types.ModuleType) -> list[str]:

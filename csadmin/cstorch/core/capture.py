@@ -39,6 +39,7 @@ from torch.utils._pytree import tree_flatten
 
 from csadmin.errors import InvalidState
 
+from ..backend.device import storage_device
 from .static_shapes import data_dependent_error, data_dependent_op
 
 aten = torch.ops.aten
@@ -93,7 +94,7 @@ class _ReadGuard(TorchFunctionMode):
 
 def _describe(node: fx.Node, t: torch.Tensor) -> None:
     """What the program's passes read of the tensor a node stands for (amp/emulation.py)."""
-    node.meta["dtype"], node.meta["ndim"], node.meta["device"] = t.dtype, t.dim(), t.device
+    node.meta["dtype"], node.meta["ndim"], node.meta["device"] = t.dtype, t.dim(), storage_device(t)
 
 
 def _key(t: torch.Tensor):
