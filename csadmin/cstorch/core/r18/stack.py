@@ -26,7 +26,7 @@ from torch.utils._pytree import tree_flatten
 from csadmin.cstorch.backend import process_backend
 from csadmin.errors import InvalidArgument
 
-NO_EFFECT = ("cbtorch.state().full_config.{}: the real compiler's setting is recorded here and changes "
+NO_EFFECT = ("cbtorch.state().full_config.{}: the real compiler's setting is kept (full_config.settings()) and changes "
              "nothing (csd's compile has no kernel choices).")
 
 
