@@ -9,8 +9,7 @@ module's `state_dict()` now asks the backend's check_weights_fetch("model") firs
 fetched on checkpoint steps, its `load_state_dict(..., assign=True)` is refused (assigning would
 replace the tensors the run's program updates by identity; the real package refuses it too), and
 it gets a `device` attribute (the backend's torch device, as R1.8's
-`torch.tensor(0.0).to(model.device)` reads it) unless it has one. In the first release's form its
-parameters then answer `.device` with "xla", as R1.8's do (backend/device.py).
+`torch.tensor(0.0).to(model.device)` reads it) unless it has one.
 
 The run's mode is decided at the first step (`run_mode`): the step's program says it (a backward or
 a parameter update makes a training program, a forward alone an evaluation one), and a
@@ -34,7 +33,6 @@ from csadmin.errors import IncompatibleProgram, InvalidArgument, InvalidState, R
 from ..backend import process_backend
 from ..amp.precision import check_float32_weights
 from ..backend.csd_link import CsdLink
-from ..backend.device import present_on_xla
 
 BACKENDS = {"wse_ws": "WEIGHT_STREAMING", "wse_pl": "PIPELINED"}
 
@@ -246,7 +244,5 @@ def compile(model: torch.nn.Module, backend=None) -> CompiledModel:
             module._register_load_state_dict_pre_hook(_assign_hook)
         if not hasattr(model, "device"):  # a model of its own `device` (a property, e.g.) keeps it
             model.device = process.torch_device
-        if later is None:  # the first release's compile puts the parameters on its "xla" device
-            present_on_xla(model)
     process.models.append(compiled)
     return compiled

@@ -10,10 +10,12 @@ ModelZoo 1.8 (modelzoo/common/pytorch/__init__.py, with the wheel installed) doe
 before its cstorch flow (run_cstorch_flow.py) runs on `cerebras_pytorch.experimental`. These
 modules are what those names do here: `cb_model` answers where the process runs (the CS-2 csd
 manages, from the chief process), `modes` names the run modes, `stack` is the compile stack's
-state (`state()`, `env()`, `nn.Scope`, the autogen policies) and `appliance` the appliance's
-environment. `python -m csadmin.cstorch` registers each under its real name (MODULES; CORE and UTILS in the
-packages `cerebras_pytorch.core` and `.utils`) and adds TOP_LEVEL to the top module `cerebras_pytorch`; the later releases' names (`cerebras.pytorch`)
-never see them.
+state (`state()`, `env()`, `nn.Scope`, the autogen policies), `appliance` the appliance's
+environment, `outputs` the loss among a model's outputs and `experimental` R1.8's compile (the
+parameters then on "xla"). `python -m csadmin.cstorch` registers them under their real names
+(MODULES; EXPERIMENTAL, CORE and UTILS in the packages `cerebras_pytorch.experimental`, `.core`
+and `.utils`) and adds TOP_LEVEL to the top module `cerebras_pytorch`; the later releases' names
+(`cerebras.pytorch`) never see them.
 
 The wheel's other `cb_model` functions drive R1.8's older runner (PyTorchBaseRunner, chosen by a
 runconfig without `experimental_api: True`), which is not built here: asking for one raises
@@ -22,7 +24,7 @@ InvalidState saying so (cb_model.__getattr__).
 
 from __future__ import annotations
 
-from . import appliance, cb_model, modes, outputs, stack
+from . import appliance, cb_model, experimental, modes, outputs, stack
 
 # The real module names, and the module of ours each one is.
 MODULES = {
@@ -31,6 +33,8 @@ MODULES = {
     "cerebras_appliance.environment": appliance,
 }
 
+# What R1.8's `cerebras_pytorch.experimental` holds differently from csadmin.cstorch.
+EXPERIMENTAL = {"compile": experimental.compile}
 # What R1.8's `cerebras_pytorch.core` holds besides csadmin.cstorch.core's modules.
 CORE = {"cb_model": cb_model, "modes": modes}
 # … and `cerebras_pytorch.utils` besides csadmin.cstorch.utils's names.

@@ -103,8 +103,11 @@ def get_ordinal() -> int:
 
 
 def num_tasks() -> int:
-    """The chief and the input workers: 1 + num_streamers()."""
-    return 1 + num_streamers()
+    """The chief and the input workers that feed the run (1 without any)."""
+    if is_streamer():
+        return 1 + num_streamers()
+    config = process_backend.current().config
+    return 1 + config.num_workers_per_csx if config is not None and config.fed_by_workers else 1
 
 
 def set_rng_state(seed: int) -> None:

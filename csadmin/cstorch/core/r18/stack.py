@@ -43,17 +43,18 @@ AP_DEFAULT, AP_DISABLED, AP_MEDIUM, AP_AGGRESSIVE = AutogenPolicy
 
 
 class StackConfig:
-    """One section of the compiler's configuration: reading a name not set yet gives its
-    subsection, setting one records it under its dotted path in the root's settings."""
+    """One section of the compiler's configuration: setting a name records it under its dotted
+    path in the root's settings; reading it gives the value set, else its subsection."""
 
     def __init__(self, path: str = "", settings: dict | None = None):
         object.__setattr__(self, "_path", path)
         object.__setattr__(self, "_settings", {} if settings is None else settings)
 
-    def __getattr__(self, name: str) -> "StackConfig":
+    def __getattr__(self, name: str):
         if name.startswith("__"):
             raise AttributeError(name)
-        return StackConfig(f"{self._path}{name}.", self._settings)
+        key = self._path + name
+        return self._settings[key] if key in self._settings else StackConfig(key + ".", self._settings)
 
     def __setattr__(self, name: str, value) -> None:
         key = self._path + name
