@@ -45,6 +45,7 @@ SCRIPT = textwrap.dedent('''
         cm.set_run_config
     except Exception as exc:
         seen["base_runner"] = [exc.code, str(exc)]
+    seen["probed"] = hasattr(cm, "mark_step")
     model = torch.nn.Linear(4, 2)
     compiled = cstorch.compile(model, backend="WSE_WS")
     optimizer = cstorch.optim.Adamax(model.parameters(), lr=0.1)
@@ -103,6 +104,7 @@ def test_modelzoo_18s_wheel_names_answer_for_a_weight_streaming_run(ws_csd, tmp_
         "INVALID_STATE", "cerebras_pytorch.core.cb_model.set_run_config belongs to R1.8's PyTorchBaseRunner flow, "
                          "which is not built here. Run ModelZoo's cstorch flow: set `experimental_api: True` in the "
                          "params' runconfig."]
+    assert seen["probed"] is False  # probing one (hasattr) answers as for a missing name
     assert not seen["core_has_cb_model"] and seen["later_compile"]  # the later releases' names are untouched
     # R1.8's compile puts the parameters on "xla" (ModelZoo asserts it); they train as before, and
     # what state_dict hands out is plain CPU tensors

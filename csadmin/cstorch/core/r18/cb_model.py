@@ -16,7 +16,7 @@ process: the chief (`is_master_ordinal`, `is_receiver`, ordinal 0) or one of the
 
 The wheel's other functions here (`set_run_config`, `get_run_step`, `mark_step`, `mesh_reduce`,
 `write_to_summary`, …) serve R1.8's older runner, not built here: asking for one raises
-InvalidState naming it and the flow that is (module __getattr__).
+NotBuilt (INVALID_STATE, and an AttributeError) naming it and the flow that is built.
 """
 
 from __future__ import annotations
@@ -123,9 +123,14 @@ def set_metric_state_names(state_dict: dict, metric_name: str) -> None:
     state().name_tensors({f"{metric_name}/{key}": tensor for key, tensor in state_dict.items()})
 
 
+class NotBuilt(InvalidState, AttributeError):
+    """A function of R1.8's older runner: INVALID_STATE for a script that calls it, and an
+    AttributeError for one that only probes (`hasattr`, `getattr(cm, name, default)`)."""
+
+
 def __getattr__(name: str):
     if name.startswith("__"):
         raise AttributeError(name)
-    raise InvalidState(
+    raise NotBuilt(
         f"cerebras_pytorch.core.cb_model.{name} belongs to R1.8's PyTorchBaseRunner flow, which is not built here.",
         "Run ModelZoo's cstorch flow: set `experimental_api: True` in the params' runconfig.")
