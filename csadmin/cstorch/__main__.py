@@ -95,6 +95,7 @@ def alias_modules() -> list[str]:
         made += _register(name, appliance)
     for name, module in r18.MODULES.items():
         made += _register(name, module)
+    sys.modules["cerebras_appliance"].__dict__.update(r18.APPLIANCE)
     return made
 
 

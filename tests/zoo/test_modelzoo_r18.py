@@ -118,9 +118,10 @@ def ws_csd():
     daemon.cleanup()
 
 
-def run_py(ws_csd, zoo, model_dir, *args) -> subprocess.CompletedProcess:
-    """gpt2's run.py with the tiny params, as a user runs it against csd."""
-    folder, params, path = zoo
+def run_py(ws_csd, zoo, model_dir, *args, params=None) -> subprocess.CompletedProcess:
+    """gpt2's run.py with the tiny params (or `params`), as a user runs it against csd."""
+    folder, tiny, path = zoo
+    params = params or tiny
     env = ws_csd.env()
     env["PYTHONPATH"] = os.pathsep.join([ROOT, *path, *filter(None, os.environ.get("PYTHONPATH", "").split(os.pathsep))])
     command = [sys.executable, "-m", "csadmin.cstorch", "run.py", "CSX", "weight_streaming", "--params", params,
@@ -212,6 +213,18 @@ def test_what_the_system_refuses_is_refused_with_its_message(ws_csd, zoo, tmp_pa
     assert done.stderr.splitlines()[-1] == (
         "run.py: INVALID_ARGUMENT: DataLoader: the run resumes at step 2, which already reaches max_steps 2: "
         "no step is left to run. Raise max_steps, or resume from an earlier checkpoint.")
+
+    # without experimental_api, ModelZoo takes R1.8's older runner, which is not built here
+    with open(zoo[1]) as f:
+        params = yaml.safe_load(f)
+    del params["runconfig"]["experimental_api"]
+    with open(tmp_path / "older.yaml", "w") as f:
+        yaml.safe_dump(params, f)
+    done = run_py(ws_csd, zoo, tmp_path / "o", "--mode", "train", params=str(tmp_path / "older.yaml"))
+    assert done.returncode == 3
+    assert done.stderr.splitlines()[-1] == (
+        "run.py: INVALID_STATE: cerebras_pytorch.initialize belongs to R1.8's PyTorchBaseRunner flow, which is not "
+        "built here. Run ModelZoo's cstorch flow: set `experimental_api: True` in the params' runconfig.")
 
     # a system in pipelined mode refuses the weight streaming compile
     with ws_csd.client() as c:

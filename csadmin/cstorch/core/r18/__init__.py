@@ -14,12 +14,13 @@ state (`state()`, `env()`, `nn.Scope`, the autogen policies), `appliance` the ap
 environment, `outputs` the loss among a model's outputs and `experimental` R1.8's compile (the
 parameters then on "xla"). `python -m csadmin.cstorch` registers them under their real names
 (MODULES; EXPERIMENTAL, CORE and UTILS in the packages `cerebras_pytorch.experimental`, `.core`
-and `.utils`) and adds TOP_LEVEL to the top module `cerebras_pytorch`; the later releases' names
+and `.utils`) and adds TOP_LEVEL to the top module `cerebras_pytorch`, APPLIANCE to
+`cerebras_appliance`; the later releases' names
 (`cerebras.pytorch`) never see them.
 
-The wheel's other `cb_model` functions drive R1.8's older runner (PyTorchBaseRunner, chosen by a
-runconfig without `experimental_api: True`), which is not built here: asking for one raises
-InvalidState saying so (cb_model.__getattr__).
+The wheel's other `cb_model` functions and `cbtorch.initialize` drive R1.8's older runner
+(PyTorchBaseRunner, chosen by a runconfig without `experimental_api: True`), which is not built
+here: asking for one raises InvalidState saying so (cb_model.NotBuilt).
 """
 
 from __future__ import annotations
@@ -41,4 +42,6 @@ CORE = {"cb_model": cb_model, "modes": modes}
 UTILS = {"extract_loss": outputs.extract_loss}
 
 # What `import cerebras_pytorch as cbtorch` reads from the top module besides csadmin.cstorch's names.
-TOP_LEVEL = {"state": stack.state, "env": stack.env, "nn": stack}
+TOP_LEVEL = {"state": stack.state, "env": stack.env, "nn": stack, "initialize": cb_model.initialize}
+# … and from the top package `cerebras_appliance` (the older runner reads it before initialize).
+APPLIANCE = {"DEFAULT_COMPILE_DIR": appliance.DEFAULT_COMPILE_DIR}

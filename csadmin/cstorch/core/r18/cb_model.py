@@ -128,9 +128,17 @@ class NotBuilt(InvalidState, AttributeError):
     AttributeError for one that only probes (`hasattr`, `getattr(cm, name, default)`)."""
 
 
+def _not_built(name: str) -> NotBuilt:
+    return NotBuilt(f"{name} belongs to R1.8's PyTorchBaseRunner flow, which is not built here.",
+                    "Run ModelZoo's cstorch flow: set `experimental_api: True` in the params' runconfig.")
+
+
+def initialize(**settings) -> None:
+    """R1.8's `cbtorch.initialize(...)`, which starts the older runner's backend: refused (NotBuilt)."""
+    raise _not_built("cerebras_pytorch.initialize")
+
+
 def __getattr__(name: str):
     if name.startswith("__"):
         raise AttributeError(name)
-    raise NotBuilt(
-        f"cerebras_pytorch.core.cb_model.{name} belongs to R1.8's PyTorchBaseRunner flow, which is not built here.",
-        "Run ModelZoo's cstorch flow: set `experimental_api: True` in the params' runconfig.")
+    raise _not_built(f"cerebras_pytorch.core.cb_model.{name}")
