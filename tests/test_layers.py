@@ -57,8 +57,9 @@ LAYERS = (("csadmin",), LEAVES, MODEL, CLIENT, CONSOLE, FLEET, LAUNCH, CSTORCH, 
 # a row of its own, where the table says what it may import.
 CSTORCH_PACKAGES = {
     # `python -m csadmin.cstorch SCRIPT`: the appliance's names for the script, the backend it
-    # configures from the command line, and the input workers it may be started as.
-    "csadmin.cstorch.__main__": ("", "backend.appliance", "backend.process_backend", "utils.data"),
+    # configures from the command line, the input workers it may be started as, and R1.8's own
+    # modules (core/r18) it registers under cerebras_pytorch.
+    "csadmin.cstorch.__main__": ("", "backend.appliance", "backend.process_backend", "core", "utils.data"),
     # The top level is the script's `import cerebras.pytorch as cstorch`: it gathers the names of
     # every package below and defines none that they import.
     "csadmin.cstorch": ("_version", "utils.constant", "core", "amp", "optim", "metrics", "storage", "saver",
@@ -67,10 +68,11 @@ CSTORCH_PACKAGES = {
                         "backend", "backend.backend_type", "backend.config", "backend.process_backend"),
     # compile, trace and capture run a step over the library: the precision to capture under
     # (amp), the optimizers it guards, the input it feeds, the summaries it writes, the closures
-    # it dispatches, and the backend and csd it programs.
-    "csadmin.cstorch.core": ("amp", "optim", "utils.data", "utils.tensorboard", "utils.step_closures", "backend",
-                             "backend.backend_type", "backend.config", "backend.csd_link",
-                             "backend.process_backend"),
+    # it dispatches, and the backend and csd it programs; R1.8's cb_model (core/r18) answers
+    # ModelZoo's questions from the cluster config (distributed) and gives it make_constant.
+    "csadmin.cstorch.core": ("amp", "optim", "distributed", "utils.constant", "utils.data", "utils.tensorboard",
+                             "utils.step_closures", "backend", "backend.backend_type", "backend.config",
+                             "backend.csd_link", "backend.device", "backend.process_backend"),
     # The library a script calls: each asks the process's backend (use_cs, its mode, its run),
     # never the compile above it.
     "csadmin.cstorch.utils": ("distributed", "utils.data", "utils.nest", "utils.tensorboard", "utils.tracker"),  # its doorway
@@ -84,7 +86,7 @@ CSTORCH_PACKAGES = {
     "csadmin.cstorch.utils.tensorboard": ("backend", "backend.process_backend", "optim", "utils.step_closures"),
     "csadmin.cstorch.utils.tensor": ("backend",),  # the tensor factories make tensors on the backend's device
     "csadmin.cstorch.metrics": ("backend.process_backend", "utils.step_closures"),
-    "csadmin.cstorch.amp": ("checks", "optim", "backend.process_backend"),  # optimizer_step checks as the optimizers do
+    "csadmin.cstorch.amp": ("checks", "optim", "backend.device", "backend.process_backend"),  # optimizer_step checks as the optimizers do
     "csadmin.cstorch.saver": ("storage", "utils.tensor"),  # R1.8's saver: the checkpoint files, tensors
     "csadmin.cstorch.backends": ("backend.process_backend",),  # cstorch.backends.csx: the settings it holds
     # backend(): builds the process's one Backend by configure's rules (config), asks csd for the
@@ -93,7 +95,7 @@ CSTORCH_PACKAGES = {
     # sits between them and the packages it reads.
     "csadmin.cstorch.backend": ("backend.backend_type", "backend.config", "backend.csd_link",
                                 "backend.process_backend", "distributed", "optim"),
-    "csadmin.cstorch.optim": ("checks", "backend.process_backend"),  # the backend's run: state only on its checkpoint steps
+    "csadmin.cstorch.optim": ("checks", "backend.device", "backend.process_backend"),  # the backend's run: state only on its checkpoint steps
     "csadmin.cstorch.distributed": ("backend.process_backend",),  # the cluster config configure reads
     "csadmin.cstorch.utils.step_closures": ("backend.process_backend",),  # closures run on the run's steps
     "csadmin.cstorch.utils.profiler": ("utils.tracker",),

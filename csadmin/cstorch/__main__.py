@@ -9,7 +9,10 @@ as cstorch` (2.0–2.1) or `import cerebras.pytorch as cstorch` (later), and the
 (`.metrics`, `.optim`, `.utils.data`, `.utils.tensorboard`, `.distributed`, `.backends`, ...),
 get csadmin.cstorch: every module of the package is registered under each name in this process's
 sys.modules before the script runs as `__main__`. `cerebras_pytorch` is a package holding
-csadmin.cstorch's names plus `experimental`. `cerebras` is left open: where a distribution installs
+csadmin.cstorch's names plus `experimental` (csadmin.cstorch's names with R1.8's compile) and the
+R1.8 wheel's other names ModelZoo 1.8 imports (`state()`, `env()`, `nn`, `core.cb_model`,
+`core.modes`, `utils.extract_loss`, `cerebras_appliance.environment`, `…pb.stack.autogen_pb2`:
+core/r18/). `cerebras` is left open: where a distribution installs
 into the `cerebras` namespace (ModelZoo's `cerebras.modelzoo`), that namespace is imported as
 usual and only `cerebras.pytorch` is added to it; where none does, `cerebras` is an empty package.
 The names R1.8 scripts import from `cerebras_appliance` for configure (ExecutionStrategy,
@@ -72,7 +75,12 @@ def alias_modules() -> list[str]:
             names.append(info.name)
     top = package_module("cerebras_pytorch", "csadmin.cstorch under the name the real API has")
     top.__dict__.update({k: v for k, v in vars(package).items() if not k.startswith("__")})
-    top.experimental = package
+    from csadmin.cstorch.core import r18  # the R1.8 wheel's names around experimental (ModelZoo 1.8's)
+
+    top.experimental = _extended("cerebras_pytorch.experimental", package, r18.EXPERIMENTAL)
+    top.__dict__.update(r18.TOP_LEVEL)
+    top.core = _extended("cerebras_pytorch.core", package.core, r18.CORE)
+    top.utils = _extended("cerebras_pytorch.utils", package.utils, r18.UTILS)
     sys.modules.setdefault("cerebras_pytorch", top)
     _cerebras_namespace().pytorch = package  # `import a.b as c` looks `b` up as an attribute of `a`
     made = []
@@ -85,7 +93,22 @@ def alias_modules() -> list[str]:
 
     for name in appliance.ALIASES:
         made += _register(name, appliance)
+    for name, module in r18.MODULES.items():
+        made += _register(name, module)
+    sys.modules["cerebras_appliance"].__dict__.update(r18.APPLIANCE)
     return made
+
+
+def _extended(name: str, module: types.ModuleType, extra: dict) -> types.ModuleType:
+    """A package `name` holding `module`'s names plus `extra` (a module among them is registered
+    as `name.key` too): R1.8's packages that hold more than ours (`cerebras_pytorch.core`)."""
+    made = package_module(name, module.__doc__)
+    made.__dict__.update({k: v for k, v in vars(module).items() if not k.startswith("__")})
+    made.__dict__.update(extra)
+    for key, sub in extra.items():
+        if isinstance(sub, types.ModuleType):
+            sys.modules.setdefault(f"{name}.{key}", sub)
+    return sys.modules.setdefault(name, made)
 
 
 def _register(name: str, module: types.ModuleType) -> list[str]:

@@ -32,6 +32,7 @@ import torch
 from csadmin.errors import InvalidArgument, InvalidState
 
 from ..backend import process_backend
+from ..backend.device import storage_device
 from .formats import FORMATS, HalfFormat
 
 _BY_DTYPE = {torch.float16: "float16", torch.bfloat16: "bfloat16"}
@@ -134,7 +135,7 @@ def step_autocast(tensors):
     live on, the CPU's always: a step whose model lives on a CUDA device gets CUDA's casts, by
     torch's list for that device."""
     with contextlib.ExitStack() as stack:
-        for device_type in dict.fromkeys(["cpu", *(t.device.type for t in tensors)]):
+        for device_type in dict.fromkeys(["cpu", *(storage_device(t).type for t in tensors)]):
             stack.enter_context(_device_autocast(device_type))
         yield
 

@@ -246,8 +246,9 @@ def settings(**kwargs) -> Config:
         raise InvalidArgument(
             f"configure: num_csx={num_csx} cannot be honoured: csd manages one CS-2 system.",
             "Use num_csx=1 (the default).")
-    workers, workers_rendezvous = _launcher_workers(
-        _int("num_workers_per_csx", get("num_workers_per_csx", d.num_workers_per_csx), 1))
+    # 0 is R1.8's "let the system choose for the model" (ModelZoo's default): here, the default.
+    workers = _int("num_workers_per_csx", get("num_workers_per_csx", d.num_workers_per_csx), 0)
+    workers, workers_rendezvous = _launcher_workers(workers or d.num_workers_per_csx)
     compile_only = _bool("compile_only", get("compile_only", d.compile_only))
     validate_only = _bool("validate_only", get("validate_only", d.validate_only))
     compile_only, validate_only = _launcher_mode(compile_only, validate_only)

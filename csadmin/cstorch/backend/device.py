@@ -8,6 +8,9 @@ the weights are streamed to csd's system as the run's program says); a CPU backe
 backend's on the CUDA device. Entering the device makes its torch device the default one for
 tensors made inside, as torch's own `with torch.device(...)` does; it may be entered again
 inside itself. `str()` is what the real device says: "CSX", "cpu" or "cuda".
+
+R1.8's compiled parameters say they are on "xla" (XlaParameter, present_on_xla); the runtime asks
+storage_device(t) where a tensor's data really is.
 """
 
 from __future__ import annotations
@@ -48,3 +51,31 @@ class Device:
 
     def __repr__(self) -> str:
         return f"device(type='{self}')"
+
+
+# R1.8's compile moves a model's parameters to the lazy tensor device torch_xla provides, and
+# ModelZoo 1.8's cstorch flow asserts `all(p.device.type == "xla" for p in model.parameters())`
+# right after. Here the data stays on this CPU; what changes is what the parameters answer.
+XLA = torch.device("xla", 0)
+
+
+class XlaParameter(torch.nn.Parameter):
+    """A parameter of a model R1.8's compile prepared: `.device` is xla:0, as the real one's is;
+    everything else is a Parameter's (values, gradients, identity, plain-tensor state_dict entries)."""
+
+    @property
+    def device(self) -> torch.device:
+        return XLA
+
+
+def present_on_xla(model: torch.nn.Module) -> None:
+    """Make every parameter of `model` an XlaParameter (the same objects, reclassed)."""
+    for parameter in model.parameters():
+        if type(parameter) is torch.nn.Parameter:
+            parameter.__class__ = XlaParameter
+
+
+def storage_device(tensor: torch.Tensor) -> torch.device:
+    """The device `tensor`'s data is on, whatever its class answers for `.device` (an
+    XlaParameter's "xla"): what the runtime computes with."""
+    return torch.Tensor.device.__get__(tensor)

@@ -118,6 +118,7 @@ class Backend(BackendFacts):
         self.csx = CsxSettings()  # cstorch.backends.csx: precision, performance, debug
         self.current_scope_name = None  # cstorch.name_scope's (core/name_scope.py), in its body
         self.debug_scope = ""  # cstorch.set_debug_scope's: traced ops' debug names start with it
+        self.stack_state = None  # R1.8's cbtorch.state() (core/r18/stack.py), made when first asked for
         self.annotations: dict = {}  # config class → (config, attribute) of the active core.annotation ones
         self._device = None  # device.Device, made when first asked for
         self._stepping = False

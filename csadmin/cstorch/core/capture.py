@@ -42,6 +42,7 @@ from torch.utils._pytree import tree_flatten
 
 from csadmin.errors import InvalidState
 
+from ..backend.device import storage_device
 from .class_targets import widen_target
 from .static_shapes import data_dependent_error, data_dependent_op
 
@@ -97,7 +98,7 @@ class _ReadGuard(TorchFunctionMode):
 
 def _describe(node: fx.Node, t: torch.Tensor) -> None:
     """What the program's passes read of the tensor a node stands for (core/half_precision.py)."""
-    node.meta["dtype"], node.meta["ndim"], node.meta["device"] = t.dtype, t.dim(), t.device
+    node.meta["dtype"], node.meta["ndim"], node.meta["device"] = t.dtype, t.dim(), storage_device(t)
 
 
 def _key(t: torch.Tensor):

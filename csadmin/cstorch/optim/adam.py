@@ -21,6 +21,7 @@ import math
 
 import torch
 
+from ..backend.device import storage_device
 from ..checks import betas_pair, number
 from .optimizer import Optimizer, closure_loss
 from .update import descend, with_gradients, zeros
@@ -48,7 +49,7 @@ class _AdamBase(Optimizer):
                     self.state[p]["max_exp_avg_sq"] = zeros(p)
                 if group["correct_bias"]:
                     for name, beta in zip(("beta1_power", "beta2_power"), group["betas"]):
-                        self.state[p][name] = torch.tensor(beta, dtype=torch.float32, device=p.device)
+                        self.state[p][name] = torch.tensor(beta, dtype=torch.float32, device=storage_device(p))
 
     def state_names_to_sparsify(self) -> list[str]:
         names = ["exp_avg", "exp_avg_sq"]

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import torch
 
+from ..backend.device import storage_device
 from ..checks import betas_pair, number, real
 from .optimizer import Optimizer, closure_loss
 from .update import descend, gradient, with_gradients, zeros
@@ -40,7 +41,7 @@ class Adamax(Optimizer):
             for p in group["params"]:
                 self.state[p]["exp_avg"] = zeros(p)
                 self.state[p]["exp_inf"] = zeros(p)
-                self.state[p]["beta1_power"] = torch.tensor(group["betas"][0], device=p.device)
+                self.state[p]["beta1_power"] = torch.tensor(group["betas"][0], device=storage_device(p))
 
     def state_names_to_sparsify(self) -> list[str]:
         return ["exp_avg", "exp_inf"]
@@ -79,7 +80,7 @@ class NAdam(Optimizer):
     def preinitialize(self) -> None:
         for group in self.param_groups:
             for p in group["params"]:
-                self.state[p]["mu_product"] = torch.tensor(1.0, device=p.device)
+                self.state[p]["mu_product"] = torch.tensor(1.0, device=storage_device(p))
                 self.state[p]["exp_avg"] = zeros(p)
                 self.state[p]["exp_avg_sq"] = zeros(p)
 

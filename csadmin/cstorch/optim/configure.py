@@ -8,7 +8,9 @@ schedule, from a configuration dictionary (004).
         {"scheduler": "CosineDecayLR", "initial_learning_rate": 0.1, "end_learning_rate": 0.0, "total_iters": 900},
     ])
 
-Names are matched case-insensitively (a schedule also without its "LR" suffix); an unknown one,
+A schedule may also use R1.8 ModelZoo's keys: `steps` (or `decay_steps`) for `total_iters`, and
+`alpha`, which R1.8's schedules never read (a warning says so). Names are matched
+case-insensitively (a schedule also without its "LR" suffix); an unknown one,
 an argument the class does not take or a malformed configuration is an InvalidArgument that
 says what is valid.
 
@@ -17,7 +19,8 @@ also takes that configuration's keys (`runner_arguments`): some are its own unde
 (`learning_rate` → `lr` when it is a number; a schedule is the scheduler's, which writes `lr`;
 `weight_decay_rate` → `weight_decay`; a pair from its two keys (PAIRS: `beta1`/`beta2` → `betas`,
 Adafactor's `eps1`/`eps2`, Rprop's `eta1`/`eta2` and `step_size_min`/`step_size_max`); Adam's
-and AdamW's own `correct_bias`), the others (ELSEWHERE) belong to the grad scaler, the clipping or the runner's
+and AdamW's own `correct_bias`; SPELLED: `epsilon` → `eps`, `use_bias_correction` →
+`correct_bias`, as ModelZoo 1.8's configs spell them, for a class that takes them), the others (ELSEWHERE) belong to the grad scaler, the clipping or the runner's
 summaries, which the runner builds from the same configuration: accepted, not the optimizer's.
 Only a key with no meaning anywhere is refused.
 An optimizer whose lr has no default (Adafactor) is given lr=None when none is: its schedule
@@ -27,6 +30,7 @@ sets it.
 from __future__ import annotations
 
 import inspect
+import warnings
 
 from csadmin.errors import InvalidArgument
 
@@ -54,6 +58,9 @@ OPTIMIZERS: dict[str, type[Optimizer]] = {
 PAIRS = {"betas": ("beta1", "beta2"), "eps": ("eps1", "eps2"), "etas": ("eta1", "eta2"),
          "step_sizes": ("step_size_min", "step_size_max")}
 
+
+# A runner configuration's other spellings of an optimizer's own parameter (where it takes one).
+SPELLED = {"epsilon": "eps", "use_bias_correction": "correct_bias"}
 
 # Keys of a runner's optimizer configuration that configure other objects (see the module docstring).
 ELSEWHERE = {
@@ -96,6 +103,9 @@ def runner_arguments(cls, kwargs: dict) -> dict:
         if isinstance(rate, (int, float)) and not isinstance(rate, bool):
             kwargs["lr"] = rate  # a schedule (dict, list) is configure_lr_scheduler's: it writes lr
     _rename(kwargs, "weight_decay_rate", "weight_decay", owner)
+    for old, new in SPELLED.items():  # ModelZoo's configs (params_gpt2_small_ws.yaml) spell these so
+        if new in takes and not _is_pair(takes[new].default):
+            _rename(kwargs, old, new, owner)
     for name, (one, two) in PAIRS.items():
         default = takes[name].default if name in takes else None
         if _is_pair(default) and ({one, two} & set(kwargs)):
@@ -157,10 +167,28 @@ def configure_lr_scheduler(optimizer, learning_rate) -> LRScheduler | None:
     if isinstance(learning_rate, (int, float)) and not isinstance(learning_rate, bool):
         return ConstantLR(optimizer, learning_rate=learning_rate)
     if isinstance(learning_rate, dict):
-        return _one(optimizer, learning_rate, "learning_rate")
+        return _one(optimizer, _r18_spelling(learning_rate), "learning_rate")
     if isinstance(learning_rate, (list, tuple)) and learning_rate:
-        return _several(optimizer, list(learning_rate))
+        return _several(optimizer, [_r18_spelling(c) for c in learning_rate])
     raise InvalidArgument(f"Cannot configure a learning rate from {learning_rate!r}: {_FORMS}.")
+
+
+def _r18_spelling(config):
+    """A schedule's configuration with R1.8's ModelZoo keys made ours: `steps` or `decay_steps` is
+    `total_iters` (R1.8's runner reads either as the schedule's length); `alpha` (TensorFlow's
+    cosine floor, which configs carry over and R1.8's PyTorch schedules never read) is dropped,
+    with a warning that it changes nothing."""
+    if not isinstance(config, dict):
+        return config
+    config = dict(config)
+    for old in ("steps", "decay_steps"):
+        if old in config and "total_iters" not in config:
+            config["total_iters"] = config.pop(old)
+    if "alpha" in config:
+        warnings.warn(f"learning_rate: alpha={config.pop('alpha')!r} of the {config.get('scheduler')} schedule "
+                      "changes nothing: R1.8's PyTorch schedules do not read it (TensorFlow's cosine floor).",
+                      stacklevel=3)
+    return config
 
 
 def _one(optimizer, config, where: str) -> LRScheduler:

@@ -18,6 +18,7 @@ import torch
 
 from csadmin.errors import InvalidArgument
 
+from ..backend.device import storage_device
 from ..checks import betas_pair, number, real
 from .optimizer import Optimizer, closure_loss
 from .update import descend, gradient, with_gradients, zeros
@@ -104,8 +105,8 @@ class Adafactor(Optimizer):
             for p in group["params"]:
                 if p.dim() >= 2:
                     shape = p.shape
-                    self.state[p]["exp_avg_sq_row"] = torch.zeros(shape[:-1], device=p.device)
-                    self.state[p]["exp_avg_sq_col"] = torch.zeros(shape[:-2] + shape[-1:], device=p.device)
+                    self.state[p]["exp_avg_sq_row"] = torch.zeros(shape[:-1], device=storage_device(p))
+                    self.state[p]["exp_avg_sq_col"] = torch.zeros(shape[:-2] + shape[-1:], device=storage_device(p))
                 else:
                     self.state[p]["exp_avg_sq"] = zeros(p)
 

@@ -17,6 +17,7 @@ import torch
 
 from csadmin.errors import InvalidArgument
 
+from ..backend.device import storage_device
 from ..checks import number, real
 from .optimizer import Optimizer, closure_loss
 from .update import descend, gradient, with_gradients, zeros
@@ -95,8 +96,8 @@ class ASGD(Optimizer):
     def preinitialize(self) -> None:
         for group in self.param_groups:
             for p in group["params"]:
-                self.state[p]["eta"] = torch.tensor(float(group["lr"]), device=p.device)
-                self.state[p]["mu"] = torch.tensor(1.0, device=p.device)
+                self.state[p]["eta"] = torch.tensor(float(group["lr"]), device=storage_device(p))
+                self.state[p]["mu"] = torch.tensor(1.0, device=storage_device(p))
                 self.state[p]["ax"] = zeros(p)
 
     def state_names_to_sparsify(self) -> list[str]:

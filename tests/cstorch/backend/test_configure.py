@@ -64,7 +64,7 @@ def test_a_second_call_is_refused_with_the_documents_reason(tmp_path):
 @pytest.mark.parametrize("kwargs, message", [
     ({"num_csx": 2}, "configure: num_csx=2 cannot be honoured: csd manages one CS-2 system."),
     ({"num_csx": 0}, "configure: num_csx must be an integer ≥ 1, not 0."),
-    ({"num_workers_per_csx": 0}, "configure: num_workers_per_csx must be an integer ≥ 1, not 0."),
+    ({"num_workers_per_csx": -1}, "configure: num_workers_per_csx must be an integer ≥ 0, not -1."),
     ({"checkpoint_steps": -1}, "configure: checkpoint_steps must be an integer ≥ 0, not -1."),
     ({"checkpoint_steps": True}, "configure: checkpoint_steps must be an integer ≥ 0, not True."),
     ({"max_wgt_servers": "24"}, "configure: max_wgt_servers must be an integer ≥ 1, not '24'."),
@@ -90,6 +90,13 @@ def test_bad_values_are_refused_with_what_to_do(tmp_path, kwargs, message):
     assert exc.value.message == message
     assert exc.value.hint
     assert process_backend.current().config is None  # nothing was configured: a corrected call may follow
+
+
+def test_num_workers_per_csx_0_lets_the_system_choose(tmp_path):
+    """R1.8's ModelZoo passes 0 by default ("a value based on the model"): here, the default."""
+    config = cstorch.configure(model_dir=str(tmp_path), compile_dir=str(tmp_path / "c"), num_workers_per_csx=0)
+    assert config.num_workers_per_csx == 1
+    assert not config.fed_by_workers
 
 
 def test_compile_before_configure_is_refused():

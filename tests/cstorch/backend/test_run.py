@@ -106,7 +106,9 @@ SCRIPT = textwrap.dedent('''
     import cerebras_pytorch.experimental as cstorch
     import cerebras_pytorch.experimental.optim as optim
 
-    assert cstorch.__name__ == "csadmin.cstorch"
+    import csadmin.cstorch
+    # R1.8's package: csadmin.cstorch's names, with R1.8's compile (parameters then on "xla")
+    assert cstorch.configure is csadmin.cstorch.configure and optim is csadmin.cstorch.optim
     cstorch.configure(model_dir=sys.argv[1], compile_dir=sys.argv[1] + "/compile")
     torch.manual_seed(0)
     net = torch.nn.Linear(8, 2)

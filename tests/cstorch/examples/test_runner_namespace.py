@@ -51,7 +51,10 @@ def test_an_installed_cerebras_distribution_imports_beside_the_runners_cerebras_
         import csadmin.cstorch
         from cerebras.zoo import ZOO
         from cerebras_appliance.run_utils import get_debug_args
-        assert cstorch is csadmin.cstorch and r18 is csadmin.cstorch, cstorch
+        assert cstorch is csadmin.cstorch, cstorch
+        # R1.8's package: csadmin.cstorch's names, its compile R1.8's (the parameters then on "xla")
+        assert all(getattr(r18, n) is getattr(cstorch, n) for n in cstorch.__all__ if n != "compile")
+        assert r18.compile is not cstorch.compile and r18.optim is cstorch.optim
         for name in ("cerebras", "cerebras.pytorch", "cerebras_pytorch", "cerebras_pytorch.experimental",
                      "cerebras_appliance", "cerebras_appliance.run_utils", "cerebras.pytorch.optim"):
             assert importlib.util.find_spec(name) is not None, name
