@@ -1,0 +1,89 @@
+"""Ctrl-C while a step's summaries are written waits until they are: a KeyboardInterrupt inside
+SummaryWriter corrupts its queue to the writer thread (a Condition released twice), and closing
+the writer at the process's end then blocks for ever (the run's Ctrl-C test hung so, now and
+then). The process has other threads (the run's heartbeat thread, torch's), and the kernel hands
+a process's SIGINT to any of them: here it is sent to one on purpose, the case a signal mask on
+the main thread did not hold back."""
+
+import select
+import signal
+import socket
+import threading
+
+import pytest
+import torch
+from torch.utils.tensorboard import SummaryWriter
+
+from csadmin.cstorch.utils.tensorboard import run_events
+from csadmin.cstorch.utils.tensorboard.reader import SummaryReader
+
+
+@pytest.fixture
+def other_thread():
+    """A thread of the process other than the main one, as the run's heartbeat thread is."""
+    stop = threading.Event()
+    thread = threading.Thread(target=stop.wait, name="heartbeat-like", daemon=True)
+    thread.start()
+    yield thread
+    stop.set()
+    thread.join()
+
+
+def sigint_through(thread: threading.Thread) -> None:
+    """Deliver SIGINT to `thread` and return once Python's C-level handler has run (it writes the
+    wakeup fd): the main thread then runs the Python handler at its next check, in the caller."""
+    assert threading.current_thread() is threading.main_thread()
+    ours, theirs = socket.socketpair()
+    ours.setblocking(False)
+    previous = signal.set_wakeup_fd(ours.fileno(), warn_on_full_buffer=False)
+    try:
+        signal.pthread_kill(thread.ident, signal.SIGINT)
+        assert select.select([theirs], [], [], 10.0)[0], "SIGINT was not handled within 10 s"
+    finally:
+        signal.set_wakeup_fd(previous)
+        ours.close()
+        theirs.close()
+
+
+def test_a_sigint_handled_by_another_thread_is_raised_after_the_body(other_thread):
+    done = []
+    with pytest.raises(KeyboardInterrupt):
+        with run_events._sigint_deferred():
+            sigint_through(other_thread)
+            done.append(sum(int(x) for x in "123"))  # Python calls: where a pending handler runs
+    assert done == [6]
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # the handler is the process's again
+
+
+def test_without_a_sigint_the_body_runs_and_nothing_is_raised():
+    with run_events._sigint_deferred():
+        pass
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+
+
+class Backend:
+    """What Summaries reads of the process's backend: its announced optimizers (none here)."""
+
+    def announced(self, cls):
+        return []
+
+
+def test_ctrl_c_in_the_middle_of_a_logged_step_leaves_the_event_file_whole(tmp_path, monkeypatch, other_thread):
+    written = []
+    add_scalar = SummaryWriter.add_scalar
+
+    def add_scalar_interrupted(self, tag, value, step, *args, **kwargs):
+        if not written:
+            sigint_through(other_thread)  # Ctrl-C between the step's first and second scalar
+        add_scalar(self, tag, value, step, *args, **kwargs)
+        written.append(tag)
+
+    monkeypatch.setattr(SummaryWriter, "add_scalar", add_scalar_interrupted)
+    summaries = run_events.Summaries(str(tmp_path), Backend())
+    with pytest.raises(KeyboardInterrupt):
+        summaries.step_done(1, torch.tensor(0.25), samples=16, last=False)
+    assert written == ["loss", "samples_per_sec"]
+    summaries.close()  # returns: the writer thread's queue is intact
+    reader = SummaryReader(str(tmp_path))
+    assert [(e.step, e.value) for e in reader.read_scalar("loss")] == [(1, 0.25)]
+    assert len(reader.read_scalar("samples_per_sec")) == 1
