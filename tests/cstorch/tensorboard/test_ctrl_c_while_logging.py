@@ -12,10 +12,10 @@ import threading
 
 import pytest
 import torch
-from torch.utils.tensorboard import SummaryWriter
 
 from csadmin.cstorch.utils.tensorboard import run_events
 from csadmin.cstorch.utils.tensorboard.reader import SummaryReader
+from tests.harness import wait_until
 
 
 @pytest.fixture
@@ -68,22 +68,27 @@ class Backend:
         return []
 
 
-def test_ctrl_c_in_the_middle_of_a_logged_step_leaves_the_event_file_whole(tmp_path, monkeypatch, other_thread):
-    written = []
-    add_scalar = SummaryWriter.add_scalar
-
-    def add_scalar_interrupted(self, tag, value, step, *args, **kwargs):
-        if not written:
-            sigint_through(other_thread)  # Ctrl-C between the step's first and second scalar
-        add_scalar(self, tag, value, step, *args, **kwargs)
-        written.append(tag)
-
-    monkeypatch.setattr(SummaryWriter, "add_scalar", add_scalar_interrupted)
+def test_ctrl_c_while_a_scalar_is_queued_lets_the_writer_close(tmp_path, other_thread):
     summaries = run_events.Summaries(str(tmp_path), Backend())
+    summaries.step_done(1, torch.tensor(0.25), samples=16, last=False)  # the writer and its thread exist
+    queue = summaries.writer.file_writer.event_writer._async_writer._byte_queue
+    # The writer thread asleep in queue.get(timeout=flush_secs, 120 s), as it is between logged steps.
+    wait_until(lambda: not queue.unfinished_tasks and queue.not_empty._waiters, what="the writer thread to wait")
+    notify = queue.not_empty.notify
+
+    def notify_interrupted(n=1):  # Queue.put waking the writer thread: Ctrl-C then lost the wake-up
+        del queue.not_empty.notify
+        sigint_through(other_thread)
+        notify(n)
+
+    queue.not_empty.notify = notify_interrupted
     with pytest.raises(KeyboardInterrupt):
-        summaries.step_done(1, torch.tensor(0.25), samples=16, last=False)
-    assert written == ["loss", "samples_per_sec"]
-    summaries.close()  # returns: the writer thread's queue is intact
+        summaries.step_done(10, torch.tensor(0.5), samples=16, last=False)
+    assert "notify" not in vars(queue.not_empty)  # the signal came in the window
+    closer = threading.Thread(target=summaries.close, daemon=True)
+    closer.start()
+    closer.join(timeout=10.0)
+    assert not closer.is_alive(), "the event file's close blocked (its queue.join waits on the sleeping writer)"
     reader = SummaryReader(str(tmp_path))
-    assert [(e.step, e.value) for e in reader.read_scalar("loss")] == [(1, 0.25)]
-    assert len(reader.read_scalar("samples_per_sec")) == 1
+    assert [(e.step, e.value) for e in reader.read_scalar("loss")] == [(1, 0.25), (10, 0.5)]
+    assert [e.step for e in reader.read_scalar("samples_per_sec")] == [1, 10]
