@@ -1,9 +1,10 @@
 """Ctrl-C while a step's summaries are written waits until they are: a KeyboardInterrupt inside
-SummaryWriter corrupts its queue to the writer thread (a Condition released twice), and closing
-the writer at the process's end then blocks for ever (the run's Ctrl-C test hung so, now and
-then). The process has other threads (the run's heartbeat thread, torch's), and the kernel hands
-a process's SIGINT to any of them: here it is sent to one on purpose, the case a signal mask on
-the main thread did not hold back."""
+SummaryWriter leaves its queue to the writer thread half-updated (a wake-up lost: closing the
+writer at the process's end then waits out its flush_secs, 120 s, as the run's Ctrl-C test did
+now and then; or a Condition released twice, which kills the writer thread). The process has
+other threads (the run's heartbeat thread, torch's), and the kernel hands a process's SIGINT to
+any of them: here it is sent to one on purpose, the case a signal mask on the main thread did
+not hold back."""
 
 import select
 import signal

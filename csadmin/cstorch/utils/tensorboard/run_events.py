@@ -37,7 +37,8 @@ class Summaries:
         if not (step == 1 or step % LOG_EVERY_STEPS == 0 or last):
             return
         # Ctrl-C waits until the writes are done: a KeyboardInterrupt inside SummaryWriter leaves
-        # its queue to the writer thread half-updated, and closing it at the run's end then hangs.
+        # its queue to the writer thread half-updated, and closing it at the run's end then hangs
+        # (a lost wake-up of the sleeping writer thread: close waits out flush_secs, 120 s).
         with _sigint_deferred():
             self._log(step, result)
 
