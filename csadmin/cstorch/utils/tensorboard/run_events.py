@@ -37,7 +37,8 @@ class Summaries:
         if not (step == 1 or step % LOG_EVERY_STEPS == 0 or last):
             return
         # Ctrl-C waits until the writes are done: a KeyboardInterrupt inside SummaryWriter leaves
-        # its queue to the writer thread half-updated, and closing it at the run's end then hangs.
+        # its queue to the writer thread half-updated, and closing it at the run's end then hangs
+        # (a lost wake-up of the sleeping writer thread: close waits out flush_secs, 120 s).
         with _sigint_deferred():
             self._log(step, result)
 
@@ -66,12 +67,24 @@ class Summaries:
 
 @contextlib.contextmanager
 def _sigint_deferred():
-    """Hold SIGINT back in the body (main thread only); one that came meanwhile is delivered after."""
-    if threading.current_thread() is not threading.main_thread():
+    """Hold Ctrl-C back in the body (main thread only): a SIGINT that comes meanwhile is raised
+    again once the body is done, to whatever handler the process had (KeyboardInterrupt, as a
+    rule).
+
+    The handler is swapped rather than the signal masked: the kernel hands a process's SIGINT to
+    any thread that does not mask it (the run's heartbeat thread, torch's), and Python then raises
+    KeyboardInterrupt in the main thread all the same, so a mask on the main thread held nothing
+    back. `signal.signal` raises a SIGINT already pending before it swaps, and the restore records
+    one that comes up to it, so none is lost or raised in the body. A handler installed outside
+    Python (getsignal None) could not be put back, so then the body runs unguarded."""
+    if threading.current_thread() is not threading.main_thread() or signal.getsignal(signal.SIGINT) is None:
         yield
         return
-    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    came = []
+    previous = signal.signal(signal.SIGINT, lambda signum, frame: came.append(signum))
     try:
         yield
     finally:
-        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+        signal.signal(signal.SIGINT, previous)
+        if came:
+            signal.raise_signal(signal.SIGINT)  # to the main thread itself: its handler runs now
