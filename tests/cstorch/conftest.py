@@ -6,22 +6,13 @@ import pytest
 import torch
 
 from csadmin.cstorch.backend import process_backend
-from tests.cstorch.helpers import weight_streaming
-from tests.harness import Daemon
+from tests.cstorch.helpers import ws_csd  # noqa: F401  (the fixture, for every cstorch test)
 
 
 # One intra-op thread for the steps these tests run in the test process: `make test` runs several
 # test processes per core, and torch's OpenMP threads, which spin while they wait for each other,
 # then starve one another (these tests took 2.5x the CPU, and their steps' timing assumptions broke).
 torch.set_num_threads(1)
-
-
-@pytest.fixture(scope="module")
-def ws_csd():
-    daemon = Daemon().start()
-    weight_streaming(daemon)
-    yield daemon
-    daemon.cleanup()
 
 
 @pytest.fixture(autouse=True)

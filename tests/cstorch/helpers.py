@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import os
 
+import pytest
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_flatten, tree_map
@@ -26,6 +27,16 @@ def weight_streaming(daemon: Daemon) -> None:
         if c.system_show()["state"] != "ACTIVE":
             c.system_activate()
         c.wait_for(state="ACTIVE", execmode="WEIGHT_STREAMING", timeout=20)
+
+
+@pytest.fixture(scope="module")
+def ws_csd():
+    """One csd in weight streaming, ACTIVE, for a test module (runs end between tests, so they
+    share it). Imported by the modules' conftest or the test files that use it."""
+    daemon = Daemon().start()
+    weight_streaming(daemon)
+    yield daemon
+    daemon.cleanup()
 
 
 # The products the numerics contract defines itself (docs/cstorch.md, point 4): half-rounded

@@ -30,8 +30,8 @@ import numpy as np
 import pytest
 import yaml
 
-from tests.cstorch.helpers import weight_streaming
-from tests.harness import ROOT, Daemon
+from tests.cstorch.helpers import weight_streaming, ws_csd  # noqa: F401  (ws_csd: the fixture)
+from tests.harness import ROOT
 
 ARCHIVE = os.path.join(os.path.dirname(ROOT), "shared", "modelzoo", "modelzoo-1.8.0.tar.gz")
 # What the release imports on every path (its requirements_cb_pt.txt and requirements_cb.txt),
@@ -108,14 +108,6 @@ def zoo(tmp_path_factory):
     _write_hdf5(os.path.join(data, "train"), 64, seed=0)  # 8 loader workers x 2 batches
     _write_hdf5(os.path.join(data, "val"), 32, seed=1)
     return os.path.join(release, GPT2), _params(release, data), [release, *_torchvision_path(str(base))]
-
-
-@pytest.fixture(scope="module")
-def ws_csd():
-    daemon = Daemon().start()
-    weight_streaming(daemon)
-    yield daemon
-    daemon.cleanup()
 
 
 def run_py(ws_csd, zoo, model_dir, *args, params=None) -> subprocess.CompletedProcess:

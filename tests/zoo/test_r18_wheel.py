@@ -16,9 +16,9 @@ import torch
 
 import csadmin.cstorch as cstorch
 from csadmin import errors
-from tests.cstorch.helpers import weight_streaming
+from tests.cstorch.helpers import ws_csd  # noqa: F401  (the fixture)
 from tests.cstorch.run_state import configured, fresh_run  # noqa: F401
-from tests.harness import ROOT, Daemon
+from tests.harness import ROOT
 
 SCRIPT = textwrap.dedent('''
     import json, sys, warnings
@@ -75,14 +75,6 @@ SCRIPT = textwrap.dedent('''
     )
     json.dump(seen, sys.stdout)
 ''')
-
-
-@pytest.fixture(scope="module")
-def ws_csd():
-    daemon = Daemon().start()
-    weight_streaming(daemon)
-    yield daemon
-    daemon.cleanup()
 
 
 def test_modelzoo_18s_wheel_names_answer_for_a_weight_streaming_run(ws_csd, tmp_path):

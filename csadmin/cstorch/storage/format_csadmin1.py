@@ -39,9 +39,9 @@ def _read(node, where: str, device, depth: int = 0):
     if depth > tree.MAX_DEPTH:
         raise ValueError(f"entries nested more than {tree.MAX_DEPTH} levels deep, which no state dict is")
     try:
-        kind = _text(node.attrs.get("kind"))
+        kind = tensors.text(node.attrs.get("kind"))
         if kind in ("dict", "odict"):
-            keys = json.loads(_text(node.attrs["keys"]))
+            keys = json.loads(tensors.text(node.attrs["keys"]))
             if not isinstance(keys, list) or len(keys) != len(node):
                 raise ValueError("its keys do not match its entries")
             made = collections.OrderedDict() if kind == "odict" else {}
@@ -85,19 +85,11 @@ def _read_scalar(dataset, kind: str):
     if kind == "int":
         return int(data)
     if kind == "bigint":
-        return int(_text(data))
+        return int(tensors.text(data))
     if kind == "float":
         return float(data)
     if kind == "str":
-        return _text(data)
+        return tensors.text(data)
     if kind == "bytes":
         return np.asarray(data, dtype=np.uint8).tobytes()
     raise ValueError(f"unknown kind {kind!r}")
-
-
-def _text(value) -> str:
-    if isinstance(value, bytes):
-        return value.decode("utf-8")
-    if not isinstance(value, str):
-        raise ValueError(f"expected text, found {type(value).__name__}")
-    return value

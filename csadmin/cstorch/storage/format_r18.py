@@ -137,7 +137,7 @@ def read(f: h5py.File, path: str, device):
 
 def _spec(f: h5py.File) -> tree.Spec:
     try:
-        pickled = pickles.loads(bytes.fromhex(_text(f.attrs["__spec__"])), pickles.SPEC_NAMES)
+        pickled = pickles.loads(bytes.fromhex(tensors.text(f.attrs["__spec__"])), pickles.SPEC_NAMES)
         return _converted(pickled, 0)
     except (KeyError, TypeError, ValueError, AttributeError, pickle.UnpicklingError, EOFError) as e:
         raise ValueError(f"its __spec__ is not a state dict's structure ({e})") from None
@@ -165,13 +165,13 @@ def _read_value(f: h5py.File, name: str, device):
     dataset = f[name]
     attrs = dataset.attrs
     kind = attrs.get("__H5_TYPE__")
-    kind = _text(kind) if kind is not None else None
+    kind = tensors.text(kind) if kind is not None else None
     if kind in ("NoneH5Type",) or attrs.get("is_none", False):
         return None
     if kind == "StringH5Type":
-        return _text(attrs["string_value"])
+        return tensors.text(attrs["string_value"])
     if attrs.get("is_string", False):
-        return _text(attrs["string_val"])
+        return tensors.text(attrs["string_val"])
     if kind == "ScalarH5Type" or attrs.get("is_scalar", False):
         return dataset[()].item()
     if kind in ("FullTensorH5Type", "DeferredFullTensor") or attrs.get("is_constructible", False):
@@ -180,22 +180,12 @@ def _read_value(f: h5py.File, name: str, device):
                             dtype=dtype)
         return tensor if device is None else tensor.to(device)
     if kind == "ObjectH5Type":
-        return pickles.loads(bytes.fromhex(_text(attrs["object_value"])), pickles.VALUE_NAMES)
+        return pickles.loads(bytes.fromhex(tensors.text(attrs["object_value"])), pickles.VALUE_NAMES)
     if "filepath" in attrs:
         raise ValueError("it refers to another file, which this reader does not follow")
     if kind not in (None, "TorchTensorH5Type", "NumpyArrayH5Type"):
         raise ValueError(f"it is a {kind}, which this reader does not take")
-    array = tensors.read_dataset(dataset)
-    if "crc32" in attrs and tensors.crc32(array) != int(attrs["crc32"]):
-        raise ValueError("its CRC-32 does not match its bytes")
+    array = tensors.read_checked(dataset, attrs)
     natural = torch.from_numpy(np.empty(0, array.dtype)).dtype
     tensor = tensors.from_array(array, torch.bfloat16 if attrs.get("is_bfloat16") else natural)
     return tensor if device is None else tensor.to(device)
-
-
-def _text(value) -> str:
-    if isinstance(value, bytes):
-        return value.decode("utf-8")
-    if not isinstance(value, str):
-        raise TypeError(f"expected text, found {type(value).__name__}")
-    return value

@@ -137,7 +137,7 @@ def read(f: h5py.File, device):
     if not f.attrs.get("__SUCCESS__", False):
         raise Damaged("it was only partly written (no __SUCCESS__ mark): the save that wrote it did not finish")
     try:
-        spec = tree.loads(json.loads(_text(f.attrs["__spec__"]))[1])
+        spec = tree.loads(json.loads(tensors.text(f.attrs["__spec__"]))[1])
     except (KeyError, IndexError, TypeError, ValueError) as e:
         raise Damaged(f"its __spec__ is damaged ({e})") from None
     keys = tree.dotted_keys(spec)
@@ -169,7 +169,7 @@ class _Link(str):
 def _read_entry(f: h5py.File, key: str, device):
     if key + _META not in f.attrs:
         raise KeyError("no metadata for it")
-    recorded = json.loads(_text(f.attrs[key + _META]))
+    recorded = json.loads(tensors.text(f.attrs[key + _META]))
     inner = tree.dotted_keys(tree.loads(recorded["__spec__"][1]))
     if len(inner) != 1:
         raise ValueError("it was written by a serializer of nested objects, which this reader does not take")
@@ -197,16 +197,6 @@ def _read_tensor(dataset, meta: dict, device) -> torch.Tensor:
     if meta.get("__RTFX__"):
         raise ValueError("its data is an appliance RtFx buffer, which this reader does not take")
     dtype = tensors.parse_dtype(meta["dtypes"][0])
-    array = tensors.read_dataset(dataset)
-    if "crc32" in dataset.attrs and tensors.crc32(array) != int(dataset.attrs["crc32"]):
-        raise ValueError("its CRC-32 does not match its bytes")
+    array = tensors.read_checked(dataset, dataset.attrs)
     tensor = tensors.from_array(array, dtype, meta["shapes"][0])
     return tensor if device is None else tensor.to(device)
-
-
-def _text(value) -> str:
-    if isinstance(value, bytes):
-        return value.decode("utf-8")
-    if not isinstance(value, str):
-        raise TypeError(f"expected text, found {type(value).__name__}")
-    return value

@@ -3,7 +3,9 @@
 Dtypes numpy has no type for are stored as the integer of the same width, bit for bit: bfloat16
 as int16 (as the real package's `cstorch.to_numpy` gives it), the float8 formats as uint8. The
 name torch gives the dtype ("torch.bfloat16") travels beside the data and says how to view it.
-Every tensor also carries the CRC-32 of its bytes, so a damaged byte is found on load.
+Every tensor also carries the CRC-32 of its bytes, so a damaged byte is found on load
+(`read_checked`). Beside them, `text`: an attribute or scalar dataset that names a dtype, a kind
+or a spec, as h5py hands it back (str, or bytes for a fixed-length string).
 """
 
 from __future__ import annotations
@@ -73,6 +75,24 @@ def crc32(array: np.ndarray) -> int:
     """CRC-32 of the array's bytes (zlib's, several GB/s; HDF5's own Fletcher-32 filter runs at
     about a tenth of that and needs chunked storage)."""
     return zlib.crc32(memoryview(np.ascontiguousarray(array)).cast("B")) if array.size else 0
+
+
+def read_checked(dataset, attrs) -> np.ndarray:
+    """`dataset`'s array, checked against the `crc32` in `attrs` where it has one (a ValueError
+    when it does not match: the loaders say which entry is damaged)."""
+    array = read_dataset(dataset)
+    if "crc32" in attrs and crc32(array) != int(attrs["crc32"]):
+        raise ValueError("its CRC-32 does not match its bytes")
+    return array
+
+
+def text(value) -> str:
+    """An attribute's text: str as it is, bytes decoded as UTF-8; anything else a TypeError."""
+    if isinstance(value, bytes):
+        return value.decode("utf-8")
+    if not isinstance(value, str):
+        raise TypeError(f"expected text, found {type(value).__name__}")
+    return value
 
 
 def read_dataset(dataset) -> np.ndarray:
