@@ -62,7 +62,7 @@ CSTORCH_PACKAGES = {
     "csadmin.cstorch.__main__": ("", "backend.appliance", "backend.process_backend", "core", "utils.data"),
     # The top level is the script's `import cerebras.pytorch as cstorch`: it gathers the names of
     # every package below and defines none that they import.
-    "csadmin.cstorch": ("_version", "utils.constant", "core", "amp", "optim", "metrics", "storage", "saver",
+    "csadmin.cstorch": ("_version", "utils.constant", "core", "amp", "optim", "metrics", "storage", "saver", "sparse",
                         "distributed", "backends",
                         "utils", "utils.data", "utils.tensorboard", "utils.tensor", "utils.step_closures",
                         "backend", "backend.backend_type", "backend.config", "backend.process_backend"),
@@ -95,7 +95,10 @@ CSTORCH_PACKAGES = {
     # sits between them and the packages it reads.
     "csadmin.cstorch.backend": ("backend.backend_type", "backend.config", "backend.csd_link",
                                 "backend.process_backend", "distributed", "optim"),
-    "csadmin.cstorch.optim": ("checks", "backend.device", "backend.process_backend"),  # the backend's run: state only on its checkpoint steps
+    "csadmin.cstorch.optim": ("checks", "backend.device", "backend.process_backend"),
+    # Weight sparsity: masks pruning a model's weights and a cstorch optimizer's state (its
+    # argument checks, the glob filters of utils.utils).
+    "csadmin.cstorch.sparse": ("checks", "optim", "utils.utils"),  # the backend's run: state only on its checkpoint steps
     "csadmin.cstorch.distributed": ("backend.process_backend",),  # the cluster config configure reads
     "csadmin.cstorch.utils.step_closures": ("backend.process_backend",),  # closures run on the run's steps
     "csadmin.cstorch.utils.profiler": ("utils.tracker",),
