@@ -63,6 +63,7 @@ CSTORCH_PACKAGES = {
     # The top level is the script's `import cerebras.pytorch as cstorch`: it gathers the names of
     # every package below and defines none that they import.
     "csadmin.cstorch": ("_version", "utils.constant", "core", "amp", "optim", "metrics", "storage", "saver", "sparse",
+                        "experimental",
                         "distributed", "backends",
                         "utils", "utils.data", "utils.tensorboard", "utils.tensor", "utils.step_closures",
                         "backend", "backend.backend_type", "backend.config", "backend.process_backend"),
@@ -70,9 +71,10 @@ CSTORCH_PACKAGES = {
     # (amp), the optimizers it guards, the input it feeds, the summaries it writes, the closures
     # it dispatches, and the backend and csd it programs; R1.8's cb_model (core/r18) answers
     # ModelZoo's questions from the cluster config (distributed) and gives it make_constant.
-    "csadmin.cstorch.core": ("amp", "optim", "distributed", "utils.constant", "utils.data", "utils.tensorboard",
+    "csadmin.cstorch.core": ("amp", "optim", "distributed", "experimental", "utils.constant", "utils.data",
+                             "utils.tensorboard",
                              "utils.step_closures", "backend", "backend.backend_type", "backend.config",
-                             "backend.csd_link", "backend.device", "backend.process_backend"),
+                             "backend.csd_link", "backend.device", "backend.ltc_backend", "backend.process_backend"),
     # The library a script calls: each asks the process's backend (use_cs, its mode, its run),
     # never the compile above it.
     "csadmin.cstorch.utils": ("distributed", "utils.data", "utils.nest", "utils.tensorboard", "utils.tracker"),  # its doorway
@@ -98,10 +100,15 @@ CSTORCH_PACKAGES = {
     "csadmin.cstorch.optim": ("checks", "backend.device", "backend.process_backend"),
     # Weight sparsity: masks pruning a model's weights and a cstorch optimizer's state (its
     # argument checks, the glob filters of utils.utils).
-    "csadmin.cstorch.sparse": ("checks", "optim", "utils.utils"),  # the backend's run: state only on its checkpoint steps
+    "csadmin.cstorch.sparse": ("checks", "optim", "utils.utils"),
+    # The later releases' experimental features: traced-tensor hooks the capture calls, held by
+    # the process's backend.
+    "csadmin.cstorch.experimental": ("backend", "backend.process_backend"),  # the backend's run: state only on its checkpoint steps
     "csadmin.cstorch.distributed": ("backend.process_backend",),  # the cluster config configure reads
     "csadmin.cstorch.utils.step_closures": ("backend.process_backend",),  # closures run on the run's steps
     "csadmin.cstorch.utils.profiler": ("utils.tracker",),
+    # The hooks on the tensors a CSX run hands back (core/program.py announces them).
+    "csadmin.cstorch.backend.ltc_backend": ("backend.process_backend",),
     "csadmin.cstorch.backend.csd_link": ("backend.config",),  # csd as configure named it
     "csadmin.cstorch.backend.config": ("backend.appliance", "backend.process_backend"),  # configure fills the backend
     # The process's one backend object: its type, CSX settings, device and the run on csd.
