@@ -124,6 +124,9 @@ CSTORCH_PACKAGES = {
     "csadmin.cstorch.checks": (),  # the argument checks the optimizers, amp and the DataLoader share
     "csadmin.cstorch._version": (),
     "csadmin.cstorch.utils.constant": ("backend",),  # make_constant asks whether the backend is CSX
+    # Compiler hints on a function's ops (core.annotation), on CSX only (backend's use_cs).
+    "csadmin.cstorch.utils.kernel": ("backend", "core"),
+    "csadmin.cstorch.utils.num_kv_groups": ("backend", "core"),
     "csadmin.cstorch.utils.call_once": (),
     "csadmin.cstorch.utils.nest": (),
     "csadmin.cstorch.utils.utils": (),
