@@ -63,7 +63,7 @@ CSTORCH_PACKAGES = {
     # The top level is the script's `import cerebras.pytorch as cstorch`: it gathers the names of
     # every package below and defines none that they import.
     "csadmin.cstorch": ("_version", "utils.constant", "core", "amp", "optim", "metrics", "storage", "saver", "sparse",
-                        "experimental",
+                        "experimental", "utils.pol", "nn",
                         "distributed", "backends",
                         "utils", "utils.data", "utils.tensorboard", "utils.tensor", "utils.step_closures",
                         "backend", "backend.backend_type", "backend.config", "backend.process_backend"),
@@ -121,11 +121,13 @@ CSTORCH_PACKAGES = {
     "csadmin.cstorch.backend.run": (),
     "csadmin.cstorch.backend.appliance": (),
     "csadmin.cstorch.storage": ("backend.process_backend",),  # which API generation's file format to write
+    "csadmin.cstorch.nn": (),  # the torch.nn look-alike: torch's losses, one_hot
     "csadmin.cstorch.checks": (),  # the argument checks the optimizers, amp and the DataLoader share
     "csadmin.cstorch._version": (),
     "csadmin.cstorch.utils.constant": ("backend",),  # make_constant asks whether the backend is CSX
     # Compiler hints on a function's ops (core.annotation), on CSX only (backend's use_cs).
     "csadmin.cstorch.utils.kernel": ("backend", "core"),
+    "csadmin.cstorch.utils.pol": ("backend", "core"),
     "csadmin.cstorch.utils.num_kv_groups": ("backend", "core"),
     "csadmin.cstorch.utils.call_once": (),
     "csadmin.cstorch.utils.nest": (),

@@ -35,6 +35,23 @@ PATHS = {
     "cerebras.pytorch.optim.optimizer": ["ParamsT", "Optimizer"],
     "cerebras.pytorch.utils.utils": ["FilterCallable", "convert_glob_to_regex", "make_param_filter"],
     "cerebras.pytorch.metrics": ["AccuracyMetric", "PerplexityMetric", "FBetaScoreMetric", "MeanMetric"],
+    "cerebras.pytorch.optim.scheduler": ["Scheduler", "SequentialScheduler", "ChainedScheduler",
+                                         "PiecewiseConstantScheduler"],
+    "cerebras.pytorch.optim.weight_decay_scheduler": ["WeightDecayScheduler", "CosineDecayWD", "LinearWD"],
+    "cerebras.pytorch.optim.lr_scheduler": ["LRScheduler", "ScalePerParamLR", "SequentialLR"],
+    "cerebras.pytorch.sparse": ["SparsityAlgorithm", "Group", "configure", "Static", "GMP", "SET", "RigL"],
+    "cerebras.pytorch.sparse.configure": ["default_sparse_param_filter"],
+    "cerebras.pytorch.experimental.listener": ["register_traced_tensor_hook"],
+    "cerebras.pytorch.backend.ltc_backend": ["register_after_tensor_to_cpu"],
+    "cerebras.pytorch.utils.kernel": ["kernel_annotater"],
+    "cerebras.pytorch.utils.num_kv_groups": ["groups_annotater"],
+    "cerebras.pytorch.utils.pol": ["pol", "current_pol"],
+    "cerebras.pytorch.utils.data.sampler": ["pad_index", "DistributedSampler"],
+    "cerebras.pytorch.utils.data": ["DistributedSampler"],
+    "cerebras.pytorch.distributed.cluster_resolver": ["ClusterSpec", "TaskSpec"],
+    "cerebras.pytorch.distributed": ["service_resolver"],
+    "cerebras.pytorch.nn": ["SmoothL1Loss", "SelectiveGrad", "functional"],
+    "cerebras.pytorch.nn.functional": ["one_hot"],
 }
 
 

@@ -44,3 +44,21 @@ def test_off_the_system_the_function_comes_back_and_bad_values_are_refused(tmp_p
         KernelConfig(enable_fwd=True, enable_bwd=True, kernel=3)
     with pytest.raises(errors.InvalidArgument, match="Expected `num_kv_groups` to be <class 'int'>"):
         GroupsConfig(enable_fwd=True, enable_bwd=True, num_kv_groups="2")
+
+
+def test_pol_sets_the_level_current_pol_reads_inside_and_the_backends_outside(ws_csd, tmp_path):
+    """ModelZoo's GPT heads run lm_head under cstorch.pol(bwd_level=0); its rotary embedding asks
+    cstorch.current_pol() (>= 1 computes in the half dtype)."""
+    csx(ws_csd, tmp_path)
+    assert cstorch.current_pol() == 1  # the backend's optimization_level, by default
+    cstorch.backends.csx.precision.optimization_level = 2
+    assert cstorch.current_pol() == 2
+    inner = cstorch.pol(level=0)(lambda: cstorch.current_pol())
+    assert inner() == 0 and cstorch.current_pol() == 2
+    head = torch.nn.Linear(4, 2)
+    x = torch.randn(3, 4)
+    assert torch.equal(cstorch.pol(bwd_level=0)(head)(x), head(x))  # no forward level: the backend's
+    assert cstorch.pol(bwd_level=0)(lambda: cstorch.current_pol())() == 2
+    with pytest.raises(errors.InvalidArgument, match="POL must be None or an integer in range \\[0, 3\\) but got "
+                                                     "backward level 3"):
+        cstorch.pol(bwd_level=3)

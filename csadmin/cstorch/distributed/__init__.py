@@ -19,6 +19,9 @@ input worker, which one and of how many (cstorch.utils.data.worker_info(), for s
 `is_master_ordinal()` whether it is the script's own process, and `get_streaming_batch_size(n)`
 the batch an input worker streams to the one CS-2 (n itself).
 
+`service_resolver().cluster_spec` is the cluster as the real ClusterSpec describes it, with this
+process's task (cluster_resolver.py: what ModelZoo's input functions read).
+
 `get_worker_state()` is for a restartable dataloader's `state_dict` (utils/data/restartable.py):
 there, and once per call, it returns the worker's DataLoaderCheckpoint (what it streamed in this
 run); anywhere else, or a second time, it is refused, as the real one refuses.
@@ -31,7 +34,8 @@ from typing import List, Optional
 
 from csadmin.errors import InvalidArgument, InvalidState
 
-from .backend import process_backend
+from ..backend import process_backend
+from .cluster_resolver import ServiceResolver
 
 # ClusterConfig's field → configure's parameter, where the names differ.
 _RENAMED = {"credentials_path": "key"}
@@ -119,3 +123,8 @@ def get_worker_state():
             hint="Call it in the state_dict method of the RestartableDataLoader your input function returns, "
                  "and save cstorch.utils.data.DataLoader.state_dict() in a @cstorch.checkpoint_closure.")
     return checkpoint
+
+
+def service_resolver():
+    """The cluster's tasks and roles (cluster_resolver.ServiceResolver: `.cluster_spec`)."""
+    return ServiceResolver()
