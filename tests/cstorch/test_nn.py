@@ -1,6 +1,7 @@
 """cstorch.nn (2.x) as ModelZoo 2.10 reaches it: functional.one_hot (its mixture-of-experts
 router), the loss modules under the real names (torch's numbers), SelectiveGrad refused by name,
-and R1.8's cerebras_pytorch.nn left R1.8's under `python -m csadmin.cstorch`."""
+and R1.8's cerebras_pytorch.nn left R1.8's under `python -m csadmin.cstorch`; and
+cstorch.lib.cerebras_pytorch_lib.set_attribute, which its decoder layers call."""
 
 import sys
 
@@ -40,3 +41,13 @@ def test_r18s_nn_stays_r18s_and_2xs_is_ours():
         for name in set(sys.modules) - before:
             if name.split(".")[0] in ("cerebras", "cerebras_pytorch", "cerebras_appliance"):
                 del sys.modules[name]
+
+
+def test_set_attribute_keeps_the_compiler_attribute_on_the_tensor_and_changes_nothing():
+    """ModelZoo's decoder layers mark their outputs for numeric validation on CSX."""
+    lib = cstorch.lib.cerebras_pytorch_lib
+    t = torch.ones(2)
+    lib.set_attribute(t, "cs.internal", {"source_vars": ["layer0.attn.fwd"]})
+    assert t.cs_attributes == {"cs.internal": {"source_vars": ["layer0.attn.fwd"]}} and torch.equal(t, torch.ones(2))
+    with pytest.raises(InvalidArgument, match="an attribute holds a bool, int, float, str"):
+        lib.set_attribute(t, "cs.internal", {"source_vars": [object()]})

@@ -52,6 +52,7 @@ PATHS = {
     "cerebras.pytorch.distributed": ["service_resolver"],
     "cerebras.pytorch.nn": ["SmoothL1Loss", "SelectiveGrad", "functional"],
     "cerebras.pytorch.nn.functional": ["one_hot"],
+    "cerebras.pytorch.lib": ["cerebras_pytorch_lib"],
 }
 
 
