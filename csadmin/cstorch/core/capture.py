@@ -42,7 +42,7 @@ from torch.utils._pytree import tree_flatten
 
 from csadmin.errors import InvalidState
 
-from ..backend.device import storage_device
+from ..backend.device import off_xla, storage_device
 from .class_targets import widen_target
 from .static_shapes import data_dependent_error, data_dependent_op
 
@@ -83,7 +83,8 @@ def _read_error(operation: str, step: str) -> InvalidState:
 
 
 class _ReadGuard(TorchFunctionMode):
-    """Refuses the Python-level reads of READS while the step is captured."""
+    """Refuses the Python-level reads of READS while the step is captured. It also makes the
+    tensors the step asks for on R1.8's "xla" device where the data is (device.off_xla)."""
 
     def __init__(self, step: str):
         super().__init__()
@@ -93,7 +94,8 @@ class _ReadGuard(TorchFunctionMode):
         name = getattr(func, "__name__", None)
         if name in READS and args and isinstance(args[0], torch.Tensor):
             raise _read_error(READS[name], self.step)
-        return func(*args, **(kwargs or {}))
+        args, kwargs = off_xla(func, args, kwargs or {})
+        return func(*args, **kwargs)
 
 
 def _describe(node: fx.Node, t: torch.Tensor) -> None:

@@ -72,6 +72,9 @@ ELSEWHERE = {
     "min_loss_scale": "GradScaler(min_loss_scale=...)",
     "max_loss_scale": "GradScaler(max_loss_scale=...)",
     "log_summaries": "the runner's parameter and gradient norm summaries",
+    # R1.8's older runner hands it to its own schedules (PyTorchBaseModel); the cstorch flow
+    # passes configure_lr_scheduler the learning_rate alone, so there it changes nothing
+    "disable_lr_steps_reset": "R1.8's PyTorchBaseModel learning-rate schedules",
 }
 
 
