@@ -124,6 +124,10 @@ def test_configure_optimizer_takes_modelzoos_spellings():
         disable_lr_steps_reset=True)  # R1.8's older runner's schedules read it (bert's configs set it)
     group = optimizer.param_groups[0]
     assert (group["eps"], group["correct_bias"], group["betas"], group["weight_decay"]) == (1.0e-8, True, (0.9, 0.95), 0.01)
+    with pytest.warns(UserWarning) as caught:  # params_gpt3_20b.yaml carries it over from the TensorFlow config
+        cstorch.optim.configure_optimizer(optimizer_type="adamw", params=params, ws_summary=True)
+    assert [str(w.message) for w in caught] == [
+        "optimizer: ws_summary (the TensorFlow Trainer's weight summaries) changes nothing: no PyTorch runner reads it."]
     with pytest.raises(errors.InvalidArgument) as exc:  # a class without eps does not take epsilon either
         cstorch.optim.configure_optimizer(optimizer_type="sgd", params=params, lr=0.1, epsilon=1.0e-8)
     assert exc.value.message.startswith("SGD does not take 'epsilon'")
