@@ -1,5 +1,5 @@
 """R1.8's compile-stack state (`cerebras_pytorch.state()`, `cerebras_pytorch.env()`), its
-`cerebras_pytorch.nn.Scope` (and its StripPadding, refused), and the autogen policies of
+`cerebras_pytorch.nn.Scope` (and its StripPadding, refused when applied), and the autogen policies of
 `cerebras_appliance.pb.stack.autogen_pb2`.
 
     state = cbtorch.state()
@@ -126,15 +126,18 @@ class Scope:
         return tensor
 
 
-def StripPadding(*args, **kwargs):  # noqa: N802  (the wheel's class name, which ModelZoo calls)
-    """R1.8's `cbtorch.nn.StripPadding()`, Variable Tensor Shape (a model's `enable_vts`): the
-    system skips the padding tokens. R1.8 runs it in Layer Pipelined execution only (t5's and
-    transformer's READMEs); the cstorch flow compiles for weight streaming (WSE_WS), so building
-    one is refused (InvalidArgument) naming the setting to change."""
-    raise InvalidArgument("cerebras_pytorch.nn.StripPadding (Variable Tensor Shape, the model's `enable_vts`) runs "
-                          "in Layer Pipelined execution only; ModelZoo's cstorch flow compiles for weight streaming "
-                          "(backend WSE_WS), which does not take it.",
-                          "Set `enable_vts: False` in the params' model section.")
+class StripPadding(torch.nn.Module):
+    """R1.8's `cbtorch.nn.StripPadding()`, Variable Tensor Shape (a model's `enable_vts`):
+    `vts(tensor, mask)` has the system skip the padding tokens. R1.8 runs it in Layer Pipelined
+    execution only (t5's and transformer's READMEs), and the cstorch flow compiles for weight
+    streaming (WSE_WS): building one is allowed (ModelZoo builds it whatever the mode, and its
+    models skip it in eval), applying one is refused (InvalidArgument) naming the setting to change."""
+
+    def forward(self, tensor, mask):
+        raise InvalidArgument("cerebras_pytorch.nn.StripPadding (Variable Tensor Shape, the model's `enable_vts`) "
+                              "runs in Layer Pipelined execution only; ModelZoo's cstorch flow compiles for weight "
+                              "streaming (backend WSE_WS), which does not take it.",
+                              "Set `enable_vts: False` in the params' model section.")
 
 
 def state() -> StackState:
