@@ -18,6 +18,7 @@ archive or the release's import-time requirements are absent. About 2-3 minutes 
 
 from __future__ import annotations
 
+import json
 import os
 
 import numpy as np
@@ -37,6 +38,12 @@ def zoo(tmp_path_factory) -> dict[str, Zoo]:
     release, path = extract(tmp_path_factory)
     base = str(tmp_path_factory.mktemp("r18-data"))
     return {name: Zoo(model.folder(release), model.prepare(release, base), path) for name, model in MODELS.items()}
+
+
+def performance(model_dir) -> dict:
+    """The run's performance.json, where the R1.8 flow writes it."""
+    with open(model_dir / "performance" / "performance.json") as f:
+        return json.load(f)
 
 
 def _log(done) -> str:
@@ -62,7 +69,7 @@ def test_trains_then_evaluates_its_checkpoint(ws_csd, zoo, tmp_path, name):
     assert sorted(scalars(model_dir / "train")["loss"]) == [1, 2, 3, 4]
     with open(model_dir / "train" / "params_train.yaml") as f:
         assert yaml.safe_load(f)["run"]["run_id"] == record["runId"]
-    assert os.path.isfile(model_dir / "performance" / "performance.json")
+    assert performance(model_dir)["total_samples"] == STEPS * BATCH
     first, last = cstorch.load(str(model_dir / "checkpoint_2.mdl")), cstorch.load(str(model_dir / "checkpoint_4.mdl"))
     assert (first["global_step"], last["global_step"]) == (2, 4) and last["optimizer"]["state"]
     assert any(not np.array_equal(first["model"][k].numpy(), last["model"][k].numpy()) for k in last["model"])
@@ -75,6 +82,7 @@ def test_trains_then_evaluates_its_checkpoint(ws_csd, zoo, tmp_path, name):
     assert (record["status"], record["mode"], record["totalSamples"]) == ("CLOSED", "eval", 2 * BATCH)
     assert programmings(ws_csd, record["runId"]) == 1
     assert "loss" in scalars(model_dir / "eval")
+    assert performance(model_dir)["total_samples"] == 2 * BATCH  # each run writes its own
 
 
 @pytest.mark.parametrize("name", ["bert", "t5"])
