@@ -63,7 +63,7 @@ CSTORCH_PACKAGES = {
     # The top level is the script's `import cerebras.pytorch as cstorch`: it gathers the names of
     # every package below and defines none that they import.
     "csadmin.cstorch": ("_version", "utils.constant", "core", "amp", "optim", "metrics", "storage", "saver", "sparse",
-                        "experimental", "utils.pol", "nn", "lib",
+                        "experimental", "utils.pol", "nn", "lib", "profiler",
                         "distributed", "backends",
                         "utils", "utils.data", "utils.tensorboard", "utils.tensor", "utils.step_closures",
                         "backend", "backend.backend_type", "backend.config", "backend.process_backend"),
@@ -123,6 +123,7 @@ CSTORCH_PACKAGES = {
     "csadmin.cstorch.storage": ("backend.process_backend",),  # which API generation's file format to write
     "csadmin.cstorch.nn": (),  # the torch.nn look-alike: torch's losses, one_hot
     "csadmin.cstorch.lib": (),  # the native library's calls ModelZoo makes (compiler attributes)
+    "csadmin.cstorch.profiler": (),  # the op profiler: its schedule, and the profile refused
     "csadmin.cstorch.checks": (),  # the argument checks the optimizers, amp and the DataLoader share
     "csadmin.cstorch._version": (),
     "csadmin.cstorch.utils.constant": ("backend",),  # make_constant asks whether the backend is CSX
