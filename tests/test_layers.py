@@ -103,7 +103,7 @@ CSTORCH_PACKAGES = {
     "csadmin.cstorch.sparse": ("checks", "optim", "utils.utils"),
     # The later releases' experimental features: traced-tensor hooks the capture calls, held by
     # the process's backend.
-    "csadmin.cstorch.experimental": ("backend", "backend.process_backend"),  # the backend's run: state only on its checkpoint steps
+    "csadmin.cstorch.experimental": ("backend", "backend.process_backend", "lib", "utils.utils"),  # the backend's run: state only on its checkpoint steps
     "csadmin.cstorch.distributed": ("backend.process_backend",),  # the cluster config configure reads
     "csadmin.cstorch.utils.step_closures": ("backend.process_backend",),  # closures run on the run's steps
     "csadmin.cstorch.utils.profiler": ("utils.tracker",),
