@@ -98,3 +98,18 @@ def test_compression_marks_the_filtered_weights_on_csx_only(ws_csd, tmp_path):
     assert all(torch.equal(a, b) for a, b in zip(before, net.parameters()))  # a hint: no value changes
     with pytest.raises(cstorch_errors.InvalidArgument, match='Expected format to be one of .* but got "mx4"'):
         cstorch.experimental.Compression(format="mx4", param_filter="*")
+
+
+def test_the_implicit_loop_helpers_the_slice_is_the_real_ones_and_the_loops_are_refused():
+    from csadmin.cstorch import experimental
+
+    tokens = torch.arange(24).view(2, 4, 3)
+    # the real wheel's answers for these inputs
+    assert experimental.get_loop_iteration_slice(tokens, torch.tensor([[1], [3]])).tolist() == [[[3, 4, 5]],
+                                                                                                 [[21, 22, 23]]]
+    assert experimental.get_loop_iteration_slice(torch.arange(8).view(2, 4),
+                                                 torch.tensor([[1, 2], [3, 0]])).tolist() == [[1, 2], [7, 4]]
+    with pytest.raises(cstorch_errors.InvalidState, match="start_implicit_loop: autoregressive implicit loops"):
+        experimental.start_implicit_loop(tokens, 1)
+    with pytest.raises(cstorch_errors.InvalidState, match="update_implicit_loop"):
+        experimental.update_implicit_loop(tokens, tokens, tokens, tokens, 0)
