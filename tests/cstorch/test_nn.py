@@ -60,3 +60,15 @@ def test_the_op_profilers_schedule_is_checked_and_profile_is_refused_by_name():
         cstorch.profiler.schedule(start_step=5, end_step=4)
     with pytest.raises(InvalidArgument, match=r"cstorch.profiler.profile \(the op profiler"):
         cstorch.profiler.profile(schedule=cstorch.profiler.schedule(start_step=1, end_step=2))
+
+
+def test_the_systems_ops_and_the_dataloader_benchmark_are_refused_by_name():
+    """ModelZoo's generation samples with cstorch.cirh's fused ops; `cszoo data_info` benchmarks
+    a dataloader: neither is built, and each says so instead of an AttributeError."""
+    from csadmin.errors import InvalidState
+
+    with pytest.raises(InvalidState, match=r"cstorch.cirh.FusedTopK is one of the system's compiler operations"):
+        cstorch.cirh.FusedTopK(torch.zeros(2, 4), k=2, dimension=1)
+    assert not hasattr(cstorch.cirh, "FusedTopP")  # an AttributeError too, for code that probes
+    with pytest.raises(InvalidState, match="benchmark_dataloader .the dataloader benchmark. is not built"):
+        cstorch.utils.benchmark.benchmark_dataloader(lambda: None, num_epochs=1)
