@@ -63,7 +63,7 @@ CSTORCH_PACKAGES = {
     # The top level is the script's `import cerebras.pytorch as cstorch`: it gathers the names of
     # every package below and defines none that they import.
     "csadmin.cstorch": ("_version", "utils.constant", "core", "amp", "optim", "metrics", "storage", "saver", "sparse",
-                        "experimental", "utils.pol", "nn", "lib",
+                        "experimental", "utils.pol", "nn", "lib", "profiler", "cirh",
                         "distributed", "backends",
                         "utils", "utils.data", "utils.tensorboard", "utils.tensor", "utils.step_closures",
                         "backend", "backend.backend_type", "backend.config", "backend.process_backend"),
@@ -77,7 +77,8 @@ CSTORCH_PACKAGES = {
                              "backend.csd_link", "backend.device", "backend.ltc_backend", "backend.process_backend"),
     # The library a script calls: each asks the process's backend (use_cs, its mode, its run),
     # never the compile above it.
-    "csadmin.cstorch.utils": ("distributed", "utils.data", "utils.nest", "utils.tensorboard", "utils.tracker"),  # its doorway
+    "csadmin.cstorch.utils": ("distributed", "utils.benchmark", "utils.data", "utils.nest", "utils.tensorboard",
+                              "utils.tracker"),  # its doorway
     # The DataLoader and DataExecutor: the backend's settings and run, csd for the input workers,
     # the cluster config, the optimizers' argument checks, the executor's profiler.
     "csadmin.cstorch.utils.data": ("backend", "backend.backend_type", "backend.config", "backend.csd_link",
@@ -103,7 +104,7 @@ CSTORCH_PACKAGES = {
     "csadmin.cstorch.sparse": ("checks", "optim", "utils.utils"),
     # The later releases' experimental features: traced-tensor hooks the capture calls, held by
     # the process's backend.
-    "csadmin.cstorch.experimental": ("backend", "backend.process_backend"),  # the backend's run: state only on its checkpoint steps
+    "csadmin.cstorch.experimental": ("backend", "backend.process_backend", "lib", "utils.utils"),  # the backend's run: state only on its checkpoint steps
     "csadmin.cstorch.distributed": ("backend.process_backend",),  # the cluster config configure reads
     "csadmin.cstorch.utils.step_closures": ("backend.process_backend",),  # closures run on the run's steps
     "csadmin.cstorch.utils.profiler": ("utils.tracker",),
@@ -123,6 +124,9 @@ CSTORCH_PACKAGES = {
     "csadmin.cstorch.storage": ("backend.process_backend",),  # which API generation's file format to write
     "csadmin.cstorch.nn": (),  # the torch.nn look-alike: torch's losses, one_hot
     "csadmin.cstorch.lib": (),  # the native library's calls ModelZoo makes (compiler attributes)
+    "csadmin.cstorch.profiler": (),  # the op profiler: its schedule, and the profile refused
+    "csadmin.cstorch.cirh": (),  # the system's compiler ops: refused by name
+    "csadmin.cstorch.utils.benchmark": (),  # the dataloader benchmark: refused by name
     "csadmin.cstorch.checks": (),  # the argument checks the optimizers, amp and the DataLoader share
     "csadmin.cstorch._version": (),
     "csadmin.cstorch.utils.constant": ("backend",),  # make_constant asks whether the backend is CSX

@@ -37,7 +37,7 @@ Needs the optional extra `csadmin[cstorch]` (torch, h5py); `cs`, `csd` and `csad
 import it. docs/cstorch.md lists every name of the API with its status here.
 """
 
-from . import amp, backends, distributed, experimental, lib, metrics, nn, optim, saver, sparse, utils
+from . import amp, backends, cirh, distributed, experimental, lib, metrics, nn, optim, profiler, saver, sparse, utils
 from .backend import (backend, current_backend, current_backend_impl, current_torch_device, get_backend_args,
                           use_cs)
 from .backend.backend_type import BackendType
@@ -64,4 +64,4 @@ __all__ = ["configure", "compile", "compile_step", "step_closure", "scalar_summa
            "use_cs", "current_torch_device", "current_backend_impl", "get_backend_args", "full", "full_like", "ones",
            "ones_like", "zeros", "zeros_like", "from_numpy", "to_numpy", "SyntheticDataset", "DataLoader",
            "DataLoaderCheckpoint", "RestartableDataLoader", "get_worker_state", "current_executor", "make_constant",
-           "name_scope", "set_debug_scope", "add_debug_name", "get_debug_name", "sparse", "experimental", "pol", "current_pol", "nn", "lib"]
+           "name_scope", "set_debug_scope", "add_debug_name", "get_debug_name", "sparse", "experimental", "pol", "current_pol", "nn", "lib", "profiler", "cirh"]

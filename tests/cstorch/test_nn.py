@@ -1,7 +1,8 @@
 """cstorch.nn (2.x) as ModelZoo 2.10 reaches it: functional.one_hot (its mixture-of-experts
 router), the loss modules under the real names (torch's numbers), SelectiveGrad refused by name,
 and R1.8's cerebras_pytorch.nn left R1.8's under `python -m csadmin.cstorch`; and
-cstorch.lib.cerebras_pytorch_lib.set_attribute, which its decoder layers call."""
+cstorch.lib.cerebras_pytorch_lib.set_attribute, which its decoder layers call; and the op profiler
+(cstorch.profiler), refused."""
 
 import sys
 
@@ -51,3 +52,23 @@ def test_set_attribute_keeps_the_compiler_attribute_on_the_tensor_and_changes_no
     assert t.cs_attributes == {"cs.internal": {"source_vars": ["layer0.attn.fwd"]}} and torch.equal(t, torch.ones(2))
     with pytest.raises(InvalidArgument, match="an attribute holds a bool, int, float, str"):
         lib.set_attribute(t, "cs.internal", {"source_vars": [object()]})
+
+
+def test_the_op_profilers_schedule_is_checked_and_profile_is_refused_by_name():
+    assert cstorch.profiler.schedule(start_step=2, end_step=4)() == [2, 4]
+    with pytest.raises(InvalidArgument, match="start step should be less than or equal to end_step"):
+        cstorch.profiler.schedule(start_step=5, end_step=4)
+    with pytest.raises(InvalidArgument, match=r"cstorch.profiler.profile \(the op profiler"):
+        cstorch.profiler.profile(schedule=cstorch.profiler.schedule(start_step=1, end_step=2))
+
+
+def test_the_systems_ops_and_the_dataloader_benchmark_are_refused_by_name():
+    """ModelZoo's generation samples with cstorch.cirh's fused ops; `cszoo data_info` benchmarks
+    a dataloader: neither is built, and each says so instead of an AttributeError."""
+    from csadmin.errors import InvalidState
+
+    with pytest.raises(InvalidState, match=r"cstorch.cirh.FusedTopK is one of the system's compiler operations"):
+        cstorch.cirh.FusedTopK(torch.zeros(2, 4), k=2, dimension=1)
+    assert not hasattr(cstorch.cirh, "FusedTopP")  # an AttributeError too, for code that probes
+    with pytest.raises(InvalidState, match="benchmark_dataloader .the dataloader benchmark. is not built"):
+        cstorch.utils.benchmark.benchmark_dataloader(lambda: None, num_epochs=1)

@@ -53,6 +53,9 @@ PATHS = {
     "cerebras.pytorch.nn": ["SmoothL1Loss", "SelectiveGrad", "functional"],
     "cerebras.pytorch.nn.functional": ["one_hot"],
     "cerebras.pytorch.lib": ["cerebras_pytorch_lib"],
+    "cerebras.pytorch.profiler": ["profile", "schedule"],
+    "cerebras.pytorch.storage.constants": ["__CSTORCH_VERSION__"],
+    "cerebras.pytorch.storage.serializers": ["use_external_link", "cache_deferred_tensors"],
 }
 
 

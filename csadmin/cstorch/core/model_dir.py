@@ -22,6 +22,7 @@ from csadmin.shared.atomic_write import write_atomically
 
 from ..backend.config import PARAMETERS
 from ..optim.lr_scheduler.base import LRScheduler
+from ..optim.scheduler.base import Scheduler
 from ..optim.optimizer import Optimizer
 from .program import Program
 from ..utils.data import DataLoader
@@ -54,8 +55,11 @@ def run_params(backend, program: Program, run: dict) -> dict:
         value = getattr(config, name)
         if name != "key":  # a key file's path says nothing about the run
             runconfig[name] = list(value) if isinstance(value, tuple) else value
-    schedulers = backend.announced(LRScheduler)
+    schedulers = backend.announced(Scheduler)
     inner = {id(part) for s in schedulers for part in s.parts()}
+    outer = [s for s in schedulers if id(s) not in inner]
+    lr = [s.settings() for s in outer if isinstance(s, LRScheduler)]
+    others = [{**s.settings(), "param_group_key": s.param_group_key} for s in outer if not isinstance(s, LRScheduler)]
     return {
         "runconfig": runconfig,
         "run": {**run, "mode": program.mode, "execmode": program.execmode, "step": program.name,
@@ -64,7 +68,8 @@ def run_params(backend, program: Program, run: dict) -> dict:
                 "batch_size": program.batch_size},
         "model": [_model(m.model) for m in backend.models],
         "optimizer": [o.settings() for o in backend.announced(Optimizer)],
-        "lr_scheduler": [s.settings() for s in schedulers if id(s) not in inner],
+        "lr_scheduler": lr,
+        **({"schedulers": others} if others else {}),  # the weight decay's and other keys' schedules
         f"{program.mode}_input": [d.settings() for d in backend.announced(DataLoader)],
     }
 

@@ -20,6 +20,7 @@ step replays it.
 """
 
 import abc
+import warnings
 from collections import OrderedDict
 from typing import Callable, Optional
 
@@ -101,14 +102,15 @@ class SparsityAlgorithm(abc.ABC):
 
     def sparsify_module(self, module: torch.nn.Module) -> None:
         """Sparsify every parameter of `module` this algorithm chooses (below its modules marked
-        `requires_dense`), then prune before each forward."""
+        `requires_dense`), then prune before each forward; with none chosen, warn (as the real
+        package does: the model trains dense)."""
         before = self.num_sparse_params
         for name, submodule, param in _named_parameters(module):
             self.sparsify_parameter(submodule, name, param)
-        if self.num_sparse_params == before:
-            raise InvalidArgument(f"No parameters were sparsified in module {type(module).__name__}: the sparsity "
-                                  "filter matched none of its parameters.",
-                                  hint="Check param_filter against the model's parameter names.")
+        if self.num_sparse_params == before:  # the real package's warning: the model trains dense
+            warnings.warn(f"No parameters were sparsified in module {type(module).__name__}: the sparsity filter "
+                          "matched none of its parameters (check param_filter against the parameter names).")
+            return
         module.register_forward_pre_hook(self._forward_pre_hook)
 
     def _forward_pre_hook(self, module, args) -> None:

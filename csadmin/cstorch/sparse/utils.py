@@ -6,12 +6,13 @@ of `score` (flattened: unstructured sparsity), as the real helper does: True whe
 
 import torch
 
+from csadmin.errors import InvalidArgument
+
 
 def make_mask_topk_sparsity(score: torch.Tensor, sparsity: torch.Tensor, score_shaper=None) -> torch.Tensor:
     """A bool mask of `score`'s shape, True at the top int((1 - sparsity) * numel) scores.
     `score_shaper` (the real package's structured shapers) is not built: None only."""
     if score_shaper is not None:
-        from csadmin.errors import InvalidArgument  # only on this refusal
         raise InvalidArgument("make_mask_topk_sparsity: score shapers (structured sparsity) are not built here; "
                               "the mask is unstructured over the whole tensor.", hint="Pass score_shaper=None.")
     flat = score.reshape(-1)

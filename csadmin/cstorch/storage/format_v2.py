@@ -23,9 +23,9 @@ import h5py
 import numpy as np
 import torch
 
-from . import pickles, tensors, tree
+from . import constants, pickles, tensors, tree
 
-VERSION = 0.5
+VERSION = constants.CURRENT_CKPT_FORMAT_VERSION
 _META = ".__metadata__"
 
 
@@ -42,9 +42,9 @@ def write(f: h5py.File, state_dict, cstorch_version: str) -> None:
     keys, wheres = tree.dotted_keys(spec), tree.paths(spec)
     _check_unique(keys, wheres)
     lz4 = _lz4()
-    f.attrs["__spec__"] = json.dumps([tree.sketch(spec), tree.dumps(spec)], indent=4)
-    f.attrs["__version__"] = VERSION
-    f.attrs["__cstorch_version__"] = cstorch_version
+    f.attrs[constants.__SPEC__] = json.dumps([tree.sketch(spec), tree.dumps(spec)], indent=4)
+    f.attrs[constants.__VERSION__] = VERSION
+    f.attrs[constants.__CSTORCH_VERSION__] = cstorch_version
     first_key: dict[int, str] = {}  # a tensor's id -> the key it was written under
     for key, value, where in zip(keys, leaves, wheres):
         if isinstance(value, torch.Tensor) and id(value) in first_key:

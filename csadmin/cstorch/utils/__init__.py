@@ -3,7 +3,7 @@ summaries (cstorch.utils.tensorboard), samples-per-second tracking (tracker), wa
 structures (nest, which ModelZoo reads as `cstorch.utils.nest` without importing it), and the
 2.0–2.1 name of the cluster config (`CSConfig`, cstorch.distributed.ClusterConfig)."""
 
-from . import data, nest, tensorboard, tracker
+from . import benchmark, data, nest, tensorboard, tracker
 from ..distributed import ClusterConfig as CSConfig
 
 __all__ = ["data", "nest", "tensorboard", "tracker", "CSConfig"]

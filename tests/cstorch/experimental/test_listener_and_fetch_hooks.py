@@ -9,6 +9,7 @@ import torch
 
 import csadmin.cstorch as cstorch
 from csadmin.cstorch.backend.ltc_backend import register_after_tensor_to_cpu, register_before_tensor_to_cpu
+from csadmin import errors as cstorch_errors
 from csadmin.cstorch.experimental.listener import register_traced_tensor_hook
 from tests.cstorch.helpers import model
 from tests.cstorch.v2 import csx, input_fn
@@ -81,3 +82,34 @@ def test_no_hook_is_called_on_the_cpu_backend(tmp_path):
     register_after_tensor_to_cpu(lambda tensor, name: heard.append(name))
     assert len(_run(backend)) == STEPS and heard == []
 
+
+
+def test_compression_marks_the_filtered_weights_on_csx_only(ws_csd, tmp_path):
+    """ModelZoo's WeightCompression callback: `model.apply(Compression(...))` after compile."""
+    backend = csx(ws_csd, tmp_path)
+    with backend.device:
+        net = model(0)
+    compiled = cstorch.compile(net, backend)
+    net.apply(cstorch.experimental.Compression(format="mx8-e3m4", param_filter="0.*"))
+    before = [p.detach().clone() for p in net.parameters()]
+    compiled(torch.zeros(2, 8))
+    assert net[0].weight.cs_attributes == {"cs.compress": "mx8-e3m4"} and net[0].bias.cs_attributes
+    assert not hasattr(net[2].weight, "cs_attributes")
+    assert all(torch.equal(a, b) for a, b in zip(before, net.parameters()))  # a hint: no value changes
+    with pytest.raises(cstorch_errors.InvalidArgument, match='Expected format to be one of .* but got "mx4"'):
+        cstorch.experimental.Compression(format="mx4", param_filter="*")
+
+
+def test_the_implicit_loop_helpers_the_slice_is_the_real_ones_and_the_loops_are_refused():
+    from csadmin.cstorch import experimental
+
+    tokens = torch.arange(24).view(2, 4, 3)
+    # the real wheel's answers for these inputs
+    assert experimental.get_loop_iteration_slice(tokens, torch.tensor([[1], [3]])).tolist() == [[[3, 4, 5]],
+                                                                                                 [[21, 22, 23]]]
+    assert experimental.get_loop_iteration_slice(torch.arange(8).view(2, 4),
+                                                 torch.tensor([[1, 2], [3, 0]])).tolist() == [[1, 2], [7, 4]]
+    with pytest.raises(cstorch_errors.InvalidState, match="start_implicit_loop: autoregressive implicit loops"):
+        experimental.start_implicit_loop(tokens, 1)
+    with pytest.raises(cstorch_errors.InvalidState, match="update_implicit_loop"):
+        experimental.update_implicit_loop(tokens, tokens, tokens, tokens, 0)

@@ -160,3 +160,22 @@ def test_adams_scheduled_weight_decay_is_its_decoupled_term():
     assert optimizer.param_groups[0]["l2_regularization_rate"] == 0.0
     for p, q in zip(net.parameters(), reference.parameters()):
         torch.testing.assert_close(p, q, rtol=1e-5, atol=1e-6)
+
+
+def test_the_runs_yaml_lists_a_weight_decay_schedule_beside_the_lr_ones(configured):
+    from types import SimpleNamespace
+
+    from csadmin.cstorch.core import model_dir
+
+    optimizer = cstorch.optim.AdamW(_net().parameters(), lr=0.1, weight_decay=0.1)
+    kept = [cstorch.optim.lr_scheduler.ConstantLR(optimizer, 0.1)]  # the backend holds what it announces weakly
+    kept.append(wd.SequentialWD(optimizer, [wd.ConstantWD(optimizer, 0.1), wd.LinearWD(optimizer, 0.1, 0.0, total_iters=5)],
+                    milestones=[3]))
+    program = SimpleNamespace(mode="train", execmode="WEIGHT_STREAMING", name="step", checksum="0" * 64,
+                              directory=None, batch_size=4)
+    params = model_dir.run_params(configured, program, {})
+    assert [s["scheduler"] for s in params["lr_scheduler"]] == ["ConstantLR"]
+    (decay,) = params["schedulers"]
+    assert decay["scheduler"] == "SequentialWD" and decay["param_group_key"] == "weight_decay"
+    assert [s["scheduler"] for s in decay["schedulers"]] == ["ConstantWD", "LinearWD"]
+    assert decay["schedulers"][1]["initial_val"] == 0.1

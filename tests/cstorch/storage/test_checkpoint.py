@@ -256,3 +256,22 @@ def test_ctrl_c_during_a_save_leaves_a_whole_checkpoint_and_no_temporary(tmp_pat
     assert os.listdir(tmp_path) == ["c.mdl"]
     loaded = load(path)
     assert torch.equal(loaded["w"], torch.full((16, 1024, 1024), float(loaded["version"] - 1)))
+
+
+def test_the_real_attribute_names_and_save_load_switches(tmp_path):
+    """ModelZoo's checkpoint tools read a file's `__cstorch_version__` by the constant's name, and
+    its trainer saves its autorestart file under use_external_link(True): the file is the same."""
+    import csadmin.cstorch as cstorch
+
+    state = {"w": torch.arange(6.0).view(2, 3), "step": 3}
+    save(state, str(tmp_path / "plain.mdl"))
+    with h5py.File(tmp_path / "plain.mdl", "r") as f:
+        assert cstorch.storage.constants.__CSTORCH_VERSION__ in f.attrs
+    flags = cstorch.storage.serializers
+    assert not flags.use_external_link and flags.cache_deferred_tensors
+    with flags.use_external_link(True), flags.cache_deferred_tensors(False):
+        assert flags.use_external_link and not flags.cache_deferred_tensors
+        save(state, str(tmp_path / "linked.mdl"))
+    assert not flags.use_external_link and flags.cache_deferred_tensors  # restored after the body
+    linked = load(str(tmp_path / "linked.mdl"))
+    assert torch.equal(linked["w"], state["w"]) and linked["step"] == 3
