@@ -37,8 +37,11 @@ optimizer guard included. Stdlib only: importing it never imports torch.
 from __future__ import annotations
 
 import atexit
+import collections
 import contextlib
+import dataclasses
 import itertools
+import os
 import weakref
 from typing import NamedTuple
 
@@ -120,6 +123,8 @@ class Backend(BackendFacts):
         self.debug_scope = ""  # cstorch.set_debug_scope's: traced ops' debug names start with it
         self.stack_state = None  # R1.8's cbtorch.state() (core/r18/stack.py), made when first asked for
         self.annotations: dict = {}  # config class → (config, attribute) of the active core.annotation ones
+        # handle id → hook(tensor, name) (backend/ltc_backend.py); an OrderedDict: its handles hold it weakly
+        self.after_tensor_to_cpu_hooks: dict = collections.OrderedDict()
         self._device = None  # device.Device, made when first asked for
         self._stepping = False
         self._announced: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # object → order
@@ -168,6 +173,20 @@ class Backend(BackendFacts):
     def artifact_dir(self) -> str | None:
         """The later releases' name for the model directory (configure's model_dir)."""
         return None if self.config is None else self.config.model_dir
+
+    @property
+    def _impl(self) -> "Backend":
+        """The real package's Backend is a front for its implementation object, `_impl`, which
+        ModelZoo reads (`backend._impl.is_e2e_execution`); here they are one object."""
+        return self
+
+    @artifact_dir.setter
+    def artifact_dir(self, value) -> None:
+        """Move where the backend's runs write from now on (ModelZoo's trainer points it at its
+        timestamped `model_dir/cerebras_logs/<time>`), made if missing; the compile directory stays."""
+        path = os.path.abspath(os.fspath(value))
+        os.makedirs(path, exist_ok=True)
+        self.config = dataclasses.replace(self.require_config(), model_dir=path)
 
     def parameters(self) -> list:
         """The compiled models' parameters, each once, in compile order (what a step trains)."""
