@@ -98,7 +98,7 @@ CSTORCH_PACKAGES = {
     # system (csd_link), takes a ClusterConfig (distributed) and refuses to come after a cstorch
     # Optimizer (optim.optimizer). The library above asks it use_cs / current_backend_impl, so it
     # sits between them and the packages it reads.
-    "csadmin.cstorch.backend": ("backend.backend_type", "backend.config", "backend.csd_link",
+    "csadmin.cstorch.backend": ("backend.backend_type", "backend.cluster", "backend.config", "backend.csd_link",
                                 "backend.process_backend", "distributed", "optim"),
     "csadmin.cstorch.optim": ("checks", "backend.device", "backend.process_backend"),  # the backend's run: state only on its checkpoint steps
     "csadmin.cstorch.distributed": ("backend.process_backend",),  # the cluster config configure reads
@@ -111,6 +111,7 @@ CSTORCH_PACKAGES = {
                                                 "backend.run"),
     # The leaves: plain values, the checkpoint files and the run's clock, none of cstorch's state.
     "csadmin.cstorch.backend.backend_type": (),
+    "csadmin.cstorch.backend.cluster": (),  # a CSX backend's `cluster`: its config and workflow
     "csadmin.cstorch.backend.csx_settings": (),
     "csadmin.cstorch.backend.device": (),
     "csadmin.cstorch.backend.run": (),

@@ -108,6 +108,10 @@ class Backend(BackendFacts):
         self.execmode: str | None = None  # the execution mode it targets
         self.models: list = []  # core/compile.py's CompiledModel, in compile order
         self.csd = None  # csd_link.CsdLink, once cstorch.compile reached csd
+        self.cluster = None  # a CSX backend's cluster.Cluster (the later releases' `backend.cluster`)
+        # The real CSX backend's appliance client, whose compile response counts the program's FLOPs
+        # (ModelZoo's FlopUtilization reads it when there is one): csd's compile counts none.
+        self.appliance = None
         self.run = Run()  # the run in progress (or the last one, ended)
         self.worker = WorkerInfo(0, 1)  # an input worker process says who it is
         self.is_input_worker = False  # … and that it is one (cstorch.distributed.is_streamer())

@@ -62,6 +62,12 @@ class ClusterConfig:
     python_paths: Optional[List[str]] = None
     disable_version_check: Optional[bool] = None
 
+    def __hash__(self) -> int:
+        """By the fields set, lists as tuples, as the real one hashes (ModelZoo caches backends by
+        their arguments, this among them)."""
+        return hash(tuple(tuple(v) if isinstance(v, list) else v
+                          for f in dataclasses.fields(self) if (v := getattr(self, f.name)) is not None))
+
     def configure_kwargs(self, parameters) -> dict:
         """The fields given (not None), under configure's names, that configure's `parameters`
         take: configure checks each one."""
