@@ -69,7 +69,7 @@ CSTORCH_PACKAGES = {
     # every package below and defines none that they import.
     "csadmin.cstorch": ("_version", "utils.constant", "core", "amp", "optim", "metrics", "storage", "saver",
                         "distributed", "backends",
-                        "utils", "utils.data", "utils.tensorboard", "utils.tensor", "utils.step_closures",
+                        "utils", "utils.data", "utils.tensorboard", "utils.tensor", "utils.step_closures", "utils.pol",
                         "backend", "backend.backend_type", "backend.config", "backend.process_backend"),
     # compile, trace and capture run a step over the library: the precision to capture under
     # (amp), the optimizers it guards, the input it feeds, the summaries it writes, the closures
@@ -123,6 +123,7 @@ CSTORCH_PACKAGES = {
     "csadmin.cstorch.utils.call_once": (),
     # Compiler hints ModelZoo's attention layers give: core.annotation's, on CSX only.
     "csadmin.cstorch.utils.kernel": ("backend", "core"),
+    "csadmin.cstorch.utils.pol": ("backend.process_backend", "core"),
     "csadmin.cstorch.utils.num_kv_groups": ("backend", "core"),
     "csadmin.cstorch.backend.ltc_backend": ("backend.process_backend",),  # hooks on tensors the run hands over
     "csadmin.cstorch.lib": (),  # the compiled library's one hint ModelZoo calls
