@@ -114,8 +114,16 @@ def register_levels() -> None:
 
 def _extend(name: str, found) -> None:
     if isinstance(found, logging.Logger) and (name == ROOTNAME or name.startswith(ROOTNAME + ".")):
-        found.verbose = lambda msg, *args, **kw: found.log(VERBOSE, msg, *args, stacklevel=kw.pop("stacklevel", 1) + 1, **kw)
-        found.trace = lambda msg, *args, **kw: found.log(TRACE, msg, *args, stacklevel=kw.pop("stacklevel", 1) + 1, **kw)
+        found.verbose = _at_level(found, VERBOSE)
+        found.trace = _at_level(found, TRACE)
+
+
+def _at_level(found: logging.Logger, level: int):
+    """`found.log(level, ...)`, reporting its caller's line (one frame up) as its own."""
+    def log_at(msg, *args, stacklevel: int = 1, **kwargs):
+        found.log(level, msg, *args, stacklevel=stacklevel + 1, **kwargs)
+
+    return log_at
 
 
 @dataclass(order=False)

@@ -56,10 +56,17 @@ def write_debug_args(debug_args: DebugArgs, path: str) -> None:
     lines = []
     for kind in KINDS:
         for key, value in getattr(debug_args.ini, kind).items():
-            text = ("true" if value else "false") if kind == "bools" else json.dumps(value) if kind == "strings" else repr(value)
+            text = _text(kind, value)
             lines += [f"  {kind} {{", f"    key: {json.dumps(key)}", f"    value: {text}", "  }"]
     with open(path, "w") as f:
         f.write("ini {\n" + "".join(line + "\n" for line in lines) + "}\n" if lines else "")
+
+
+def _text(kind: str, value) -> str:
+    """`value` as protobuf's text format writes a map value of `kind`."""
+    if kind == "bools":
+        return "true" if value else "false"
+    return json.dumps(value) if kind == "strings" else repr(value)
 
 
 def get_debug_args(value) -> DebugArgs:
