@@ -67,17 +67,19 @@ CSTORCH_PACKAGES = {
                                  "utils.data"),
     # The top level is the script's `import cerebras.pytorch as cstorch`: it gathers the names of
     # every package below and defines none that they import.
-    "csadmin.cstorch": ("_version", "utils.constant", "core", "amp", "optim", "metrics", "storage", "saver",
+    "csadmin.cstorch": ("_version", "utils.constant", "core", "amp", "optim", "metrics", "storage", "saver", "sparse",
+                        "experimental", "utils.pol", "nn", "lib",
                         "distributed", "backends",
-                        "utils", "utils.data", "utils.tensorboard", "utils.tensor", "utils.step_closures", "utils.pol",
+                        "utils", "utils.data", "utils.tensorboard", "utils.tensor", "utils.step_closures",
                         "backend", "backend.backend_type", "backend.config", "backend.process_backend"),
     # compile, trace and capture run a step over the library: the precision to capture under
     # (amp), the optimizers it guards, the input it feeds, the summaries it writes, the closures
     # it dispatches, and the backend and csd it programs; R1.8's cb_model (core/r18) answers
     # ModelZoo's questions from the cluster config (distributed) and gives it make_constant.
-    "csadmin.cstorch.core": ("amp", "optim", "distributed", "utils.constant", "utils.data", "utils.tensorboard",
+    "csadmin.cstorch.core": ("amp", "optim", "distributed", "experimental", "utils.constant", "utils.data",
+                             "utils.tensorboard",
                              "utils.step_closures", "backend", "backend.backend_type", "backend.config",
-                             "backend.csd_link", "backend.device", "backend.process_backend"),
+                             "backend.csd_link", "backend.device", "backend.ltc_backend", "backend.process_backend"),
     # The library a script calls: each asks the process's backend (use_cs, its mode, its run),
     # never the compile above it.
     "csadmin.cstorch.utils": ("distributed", "utils.data", "utils.nest", "utils.tensorboard", "utils.tracker"),  # its doorway
@@ -100,10 +102,18 @@ CSTORCH_PACKAGES = {
     # sits between them and the packages it reads.
     "csadmin.cstorch.backend": ("backend.backend_type", "backend.cluster", "backend.config", "backend.csd_link",
                                 "backend.process_backend", "distributed", "optim"),
-    "csadmin.cstorch.optim": ("checks", "backend.device", "backend.process_backend"),  # the backend's run: state only on its checkpoint steps
+    "csadmin.cstorch.optim": ("checks", "backend.device", "backend.process_backend"),
+    # Weight sparsity: masks pruning a model's weights and a cstorch optimizer's state (its
+    # argument checks, the glob filters of utils.utils).
+    "csadmin.cstorch.sparse": ("checks", "optim", "utils.utils"),
+    # The later releases' experimental features: traced-tensor hooks the capture calls, held by
+    # the process's backend.
+    "csadmin.cstorch.experimental": ("backend", "backend.process_backend"),  # the backend's run: state only on its checkpoint steps
     "csadmin.cstorch.distributed": ("backend.process_backend",),  # the cluster config configure reads
     "csadmin.cstorch.utils.step_closures": ("backend.process_backend",),  # closures run on the run's steps
     "csadmin.cstorch.utils.profiler": ("utils.tracker",),
+    # The hooks on the tensors a CSX run hands back (core/program.py announces them).
+    "csadmin.cstorch.backend.ltc_backend": ("backend.process_backend",),
     "csadmin.cstorch.backend.csd_link": ("backend.config",),  # csd as configure named it
     "csadmin.cstorch.backend.config": ("backend.appliance", "backend.process_backend"),  # configure fills the backend
     # The process's one backend object: its type, CSX settings, device and the run on csd.
@@ -117,17 +127,17 @@ CSTORCH_PACKAGES = {
     "csadmin.cstorch.backend.run": (),
     "csadmin.cstorch.backend.appliance": (),
     "csadmin.cstorch.storage": ("backend.process_backend",),  # which API generation's file format to write
+    "csadmin.cstorch.nn": (),  # the torch.nn look-alike: torch's losses, one_hot
+    "csadmin.cstorch.lib": (),  # the native library's calls ModelZoo makes (compiler attributes)
     "csadmin.cstorch.checks": (),  # the argument checks the optimizers, amp and the DataLoader share
     "csadmin.cstorch._version": (),
     "csadmin.cstorch.utils.constant": ("backend",),  # make_constant asks whether the backend is CSX
-    "csadmin.cstorch.utils.call_once": (),
-    # Compiler hints ModelZoo's attention layers give: core.annotation's, on CSX only.
+    # Compiler hints on a function's ops (core.annotation), on CSX only (backend's use_cs).
     "csadmin.cstorch.utils.kernel": ("backend", "core"),
-    "csadmin.cstorch.utils.pol": ("backend.process_backend", "core"),
+    "csadmin.cstorch.utils.pol": ("backend", "core"),
     "csadmin.cstorch.utils.num_kv_groups": ("backend", "core"),
-    "csadmin.cstorch.backend.ltc_backend": ("backend.process_backend",),  # hooks on tensors the run hands over
-    "csadmin.cstorch.lib": (),  # the compiled library's one hint ModelZoo calls
-    "csadmin.cstorch.torch_compat": (),
+    "csadmin.cstorch.utils.call_once": (),
+    "csadmin.cstorch.torch_compat": (),  # what ModelZoo 2.x (written for torch 2.4) needs of torch 2.13
     "csadmin.cstorch.utils.nest": (),
     "csadmin.cstorch.utils.utils": (),
     "csadmin.cstorch.utils.tracker": (),

@@ -21,8 +21,8 @@ too: `use_cs()`, `current_torch_device()`, `current_backend_impl()`, `get_backen
 `Backend`/`BackendType`, the one-value tensor factories (`full`, `ones`, `zeros`, their `_like`s),
 `from_numpy`/`to_numpy`, `SyntheticDataset`, `DataLoader`, the `saver` module,
 `summarize_tensor` beside `summarize_scalar`, `current_executor()`, `make_constant`, the debug
-names (`name_scope`, `set_debug_scope`, `add_debug_name`, `get_debug_name`), `pol` and `current_pol`
-(utils/pol.py) and `__version__`,
+names (`name_scope`, `set_debug_scope`, `add_debug_name`, `get_debug_name`), the precision
+optimization level's `pol()` / `current_pol()`, and `__version__`,
 the release whose API this is (2.10.0: ModelZoo checks checkpoints' versions against it).
 
     backend = cstorch.backend("CSX", artifact_dir="out")          # or "CPU", "GPU": no system
@@ -37,7 +37,7 @@ Needs the optional extra `csadmin[cstorch]` (torch, h5py); `cs`, `csd` and `csad
 import it. docs/cstorch.md lists every name of the API with its status here.
 """
 
-from . import amp, backends, distributed, metrics, optim, saver, utils
+from . import amp, backends, distributed, experimental, lib, metrics, nn, optim, saver, sparse, utils
 from .backend import (backend, current_backend, current_backend_impl, current_torch_device, get_backend_args,
                           use_cs)
 from .backend.backend_type import BackendType
@@ -55,8 +55,8 @@ from .utils.tensorboard import summarize_scalar, summarize_tensor
 from .utils.constant import make_constant
 from .utils.data.data_executor import current_executor
 from .core.name_scope import add_debug_name, get_debug_name, name_scope, set_debug_scope
-from .utils.pol import current_pol, pol
 from ._version import __version__, _generating_docs
+from .utils.pol import current_pol, pol
 
 __all__ = ["configure", "compile", "compile_step", "step_closure", "scalar_summary", "save_summaries", "save", "load",
            "optim", "amp", "metrics", "utils", "backend", "current_backend", "trace", "checkpoint_closure",
@@ -64,4 +64,4 @@ __all__ = ["configure", "compile", "compile_step", "step_closure", "scalar_summa
            "use_cs", "current_torch_device", "current_backend_impl", "get_backend_args", "full", "full_like", "ones",
            "ones_like", "zeros", "zeros_like", "from_numpy", "to_numpy", "SyntheticDataset", "DataLoader",
            "DataLoaderCheckpoint", "RestartableDataLoader", "get_worker_state", "current_executor", "make_constant",
-           "name_scope", "set_debug_scope", "add_debug_name", "get_debug_name", "pol", "current_pol"]
+           "name_scope", "set_debug_scope", "add_debug_name", "get_debug_name", "sparse", "experimental", "pol", "current_pol", "nn", "lib"]

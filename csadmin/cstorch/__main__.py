@@ -88,8 +88,9 @@ def alias_modules() -> list[str]:
     for alias in ALIASES:
         for name in names:
             aliased = alias + name[len("csadmin.cstorch"):]
-            sys.modules.setdefault(aliased, sys.modules[name])
-            made.append(aliased)
+            if aliased not in r18.MODULES:  # R1.8's own module of that name (cerebras_pytorch.nn) is its
+                sys.modules.setdefault(aliased, sys.modules[name])
+                made.append(aliased)
     from csadmin.cstorch.backend import appliance  # what scripts pass to configure from cerebras_appliance
 
     for name in appliance.ALIASES:

@@ -127,8 +127,10 @@ class Backend(BackendFacts):
         self.debug_scope = ""  # cstorch.set_debug_scope's: traced ops' debug names start with it
         self.stack_state = None  # R1.8's cbtorch.state() (core/r18/stack.py), made when first asked for
         self.annotations: dict = {}  # config class → (config, attribute) of the active core.annotation ones
-        # handle id → hook(tensor, name) (backend/ltc_backend.py); an OrderedDict: its handles hold it weakly
-        self.after_tensor_to_cpu_hooks: dict = collections.OrderedDict()
+        # Hooks by handle id (torch's RemovableHandle holds its dict weakly: an OrderedDict, not a dict).
+        self.before_tensor_to_cpu_hooks = collections.OrderedDict()  # backend/ltc_backend.py's
+        self.after_tensor_to_cpu_hooks = collections.OrderedDict()
+        self.traced_tensor_hooks = collections.OrderedDict()  # experimental/listener.py's
         self._device = None  # device.Device, made when first asked for
         self._stepping = False
         self._announced: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # object → order

@@ -43,6 +43,7 @@ from torch.utils._pytree import tree_flatten
 from csadmin.errors import InvalidState
 
 from ..backend.device import storage_device
+from ..experimental.listener import TraceListener
 from .class_targets import widen_target
 from .static_shapes import data_dependent_error, data_dependent_op
 
@@ -83,17 +84,21 @@ def _read_error(operation: str, step: str) -> InvalidState:
 
 
 class _ReadGuard(TorchFunctionMode):
-    """Refuses the Python-level reads of READS while the step is captured."""
+    """Refuses the Python-level reads of READS while the step is captured, and hands the tensors
+    each function makes to the traced-tensor hooks."""
 
     def __init__(self, step: str):
         super().__init__()
         self.step = step
+        self.listener = TraceListener()  # the traced-tensor hooks (cstorch.experimental.listener)
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
         name = getattr(func, "__name__", None)
         if name in READS and args and isinstance(args[0], torch.Tensor):
             raise _read_error(READS[name], self.step)
-        return func(*args, **(kwargs or {}))
+        result = func(*args, **(kwargs or {}))
+        self.listener.traced(func, result)
+        return result
 
 
 def _describe(node: fx.Node, t: torch.Tensor) -> None:

@@ -208,6 +208,23 @@ def _later_backend(process: process_backend.Backend, backend) -> str | None:
     return None
 
 
+def _accept_appliers(model: torch.nn.Module) -> None:
+    """As the real compile does: each submodule's `apply(x)` also takes an object that is not
+    callable but has an `apply` method (a cstorch.sparse algorithm: `model.apply(sparsity)`),
+    calling `x.apply(module)` once on it, where torch's would call x on every submodule."""
+    for module in model.modules():
+        if getattr(module.apply, "accepts_appliers", False):
+            continue
+
+        def apply(fn, _plain=module.apply, _module=module):
+            if not callable(fn) and callable(getattr(fn, "apply", None)):
+                return fn.apply(_module)
+            return _plain(fn)
+
+        apply.accepts_appliers = True
+        module.apply = apply
+
+
 def compile(model: torch.nn.Module, backend=None) -> CompiledModel:
     """Prepare `model` for the system `backend` names; see the module docstring."""
     process = process_backend.current()
@@ -216,6 +233,7 @@ def compile(model: torch.nn.Module, backend=None) -> CompiledModel:
     if not isinstance(model, torch.nn.Module):
         raise InvalidArgument(f"compile: model must be a torch.nn.Module, not {type(model).__name__}.",
                               "Pass the model instance (e.g. cstorch.compile(model, backend='wse_ws')).")
+    _accept_appliers(model)
     if later in ("CPU", "GPU"):  # no system, no wafer rule
         compiled = CompiledModel(process.device.move_to_device(model), process)
         _give_device(model, process)

@@ -35,6 +35,7 @@ from torch import fx
 from csadmin.shared.atomic_write import write_atomically
 
 from .half_precision import emulate
+from ..backend.ltc_backend import fetched
 from ..amp.formats import FORMATS
 from .estimate import program_seconds
 from .signature import Signature
@@ -116,7 +117,9 @@ class Program:
         result = self.result_spec.unflatten([outs[v] if kind == "out" else v for kind, v in self.result_leaves])
         calls = []
         for fn, spec, leaves in self.closures:
-            args, kwargs = spec.unflatten([outs[v] if kind == "out" else v for kind, v in leaves])
+            name = getattr(fn, "__name__", "closure")
+            args, kwargs = spec.unflatten([fetched(outs[v], f"{name}.{i}") if kind == "out" else v
+                                           for i, (kind, v) in enumerate(leaves)])
             calls.append((fn, args, kwargs))
         return result, calls
 

@@ -19,9 +19,8 @@ input worker, which one and of how many (cstorch.utils.data.worker_info(), for s
 `is_master_ordinal()` whether it is the script's own process, and `get_streaming_batch_size(n)`
 the batch an input worker streams to the one CS-2 (n itself).
 
-`service_resolver().cluster_spec` is the cluster as this process sees it (cluster_resolver.py), as
-the real package's resolvers make it: in the script's process one master task, in an input worker
-the run's input workers, one task each (ModelZoo shards its files by it); `get_ordinal()` and
+`service_resolver().cluster_spec` is the cluster as the real ClusterSpec describes it, with this
+process's task (cluster_resolver.py: what ModelZoo's input functions read); `get_ordinal()` and
 `num_tasks()` read it.
 
 `get_worker_state()` is for a restartable dataloader's `state_dict` (utils/data/restartable.py):
@@ -37,7 +36,7 @@ from typing import List, Optional
 from csadmin.errors import InvalidArgument, InvalidState
 
 from ..backend import process_backend
-from .cluster_resolver import ClusterSpec, TaskRole, TaskSpec
+from .cluster_resolver import ServiceResolver
 
 # ClusterConfig's field → configure's parameter, where the names differ.
 _RENAMED = {"credentials_path": "key"}
@@ -102,47 +101,6 @@ def is_master_ordinal(local: bool = False) -> bool:
     return not process_backend.current().is_input_worker
 
 
-class ServiceResolver:
-    """The run's tasks as this process sees them (the real package's two cluster resolvers): in
-    the script's process, one master task; in an input worker, the run's input workers, one task
-    each, this worker's the one of its rank."""
-
-    def __init__(self, backend):
-        self._worker = backend.worker
-        self._streams = backend.is_input_worker
-
-    @property
-    def cluster_spec(self) -> ClusterSpec:
-        if not self._streams:
-            return ClusterSpec([TaskSpec(0, 0, 0, "unknown", [TaskRole.MASTER])], 0, 1, 0)
-        count = self._worker.num_tasks
-        tasks = [TaskSpec(rank, rank, 0, "unknown", [TaskRole.WORKER]) for rank in range(count)]
-        return ClusterSpec(tasks, self._worker.task_id, 1, count)
-
-    def streamer_ordinals(self) -> list[int]:
-        """The ranks of the tasks that stream input."""
-        return [task.rank for task in self.cluster_spec.filter_tasks_by_role(TaskRole.WORKER)]
-
-    def receiver_ordinals(self) -> list[int]:
-        """The ranks of the tasks that receive the run's outputs (the master)."""
-        return [task.rank for task in self.cluster_spec.filter_tasks_by_role(TaskRole.MASTER)]
-
-
-def service_resolver() -> ServiceResolver:
-    """The run's tasks as this process sees them (see ServiceResolver)."""
-    return ServiceResolver(process_backend.current())
-
-
-def get_ordinal() -> int:
-    """This process's rank among its cluster's tasks (0: the script's own process)."""
-    return service_resolver().cluster_spec.rank
-
-
-def num_tasks() -> int:
-    """How many tasks this process's cluster has (1 in the script's process: the master)."""
-    return service_resolver().cluster_spec.num_tasks()
-
-
 def get_streaming_batch_size(effective_batch_size: int, global_rank: int | None = None) -> int:
     """The batch size an input worker streams to its CS-2 for a model of `effective_batch_size`:
     that size itself here, as csd has one CS-2 (`num_csx` 1), which receives the whole batch;
@@ -172,3 +130,19 @@ def get_worker_state():
             hint="Call it in the state_dict method of the RestartableDataLoader your input function returns, "
                  "and save cstorch.utils.data.DataLoader.state_dict() in a @cstorch.checkpoint_closure.")
     return checkpoint
+
+
+def service_resolver():
+    """The cluster's tasks and roles (cluster_resolver.ServiceResolver: `.cluster_spec`)."""
+    return ServiceResolver()
+
+
+def get_ordinal() -> int:
+    """This process's rank among its cluster's tasks (0: the script's own process, the master);
+    ModelZoo's log formatter prefixes an input worker's lines with it."""
+    return service_resolver().cluster_spec.rank
+
+
+def num_tasks() -> int:
+    """How many tasks this process's cluster has (1 in the script's process)."""
+    return service_resolver().cluster_spec.num_tasks()

@@ -23,7 +23,7 @@ from torch.optim.optimizer import ParamsT
 from ..backend.device import storage_device
 from ..checks import betas_pair, number
 from .optimizer import Optimizer, closure_loss
-from .update import descend, with_gradients, zeros
+from .update import decoupled_decay, descend, with_gradients, with_l2, zeros
 
 
 class _AdamBase(Optimizer):
@@ -63,10 +63,8 @@ class _AdamBase(Optimizer):
             for p in with_gradients(group["params"]):
                 grad, state = p.grad, self.state[p]
                 step = self.increment_global_step(p).double()
-                if l2 != 0:  # torch.optim.Adam's weight_decay
-                    grad = grad.add(p, alpha=l2)
-                if decay != 0:  # torch.optim.AdamW's
-                    p.mul_(1 - lr * decay)
+                grad = with_l2(grad, p, l2)  # torch.optim.Adam's weight_decay
+                decoupled_decay(p, lr, decay)  # torch.optim.AdamW's
                 exp_avg, exp_avg_sq = state["exp_avg"], state["exp_avg_sq"]
                 exp_avg.lerp_(grad, 1 - beta1)
                 exp_avg_sq.mul_(beta2).addcmul_(grad, grad, value=1 - beta2)

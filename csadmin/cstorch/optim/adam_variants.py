@@ -18,7 +18,7 @@ from torch.optim.optimizer import ParamsT
 from ..backend.device import storage_device
 from ..checks import betas_pair, number, real
 from .optimizer import Optimizer, closure_loss
-from .update import descend, gradient, with_gradients, zeros
+from .update import descend, gradient, with_gradients, with_l2, zeros
 
 
 
@@ -52,8 +52,7 @@ class Adamax(Optimizer):
             beta1, beta2 = group["betas"]
             for p in with_gradients(group["params"]):
                 grad, state = gradient("Adamax", p, group["maximize"]), self.state[p]
-                if group["weight_decay"] != 0:
-                    grad = grad.add(p, alpha=group["weight_decay"])
+                grad = with_l2(grad, p, group["weight_decay"])
                 exp_avg, exp_inf, beta1_power = state["exp_avg"], state["exp_inf"], state["beta1_power"]
                 exp_avg.lerp_(grad, 1 - beta1)
                 torch.maximum(exp_inf.mul(beta2), grad.abs().add_(group["eps"]), out=exp_inf)
@@ -95,8 +94,7 @@ class NAdam(Optimizer):
             for p in with_gradients(group["params"]):
                 grad, state = gradient("NAdam", p), self.state[p]
                 step = self.increment_global_step(p).double()
-                if decay != 0:
-                    grad = grad.add(p, alpha=decay)
+                grad = with_l2(grad, p, decay)
                 mu = beta1 * (1 - 0.5 * torch.pow(0.96, step * momentum_decay))
                 mu_next = beta1 * (1 - 0.5 * torch.pow(0.96, (step + 1) * momentum_decay))
                 mu_product = state["mu_product"].mul_(mu)
@@ -141,8 +139,7 @@ class RAdam(Optimizer):
             for p in with_gradients(group["params"]):
                 grad, state = gradient("RAdam", p), self.state[p]
                 step = self.increment_global_step(p).double()
-                if group["weight_decay"] != 0:
-                    grad = grad.add(p, alpha=group["weight_decay"])
+                grad = with_l2(grad, p, group["weight_decay"])
                 exp_avg, exp_avg_sq = state["exp_avg"], state["exp_avg_sq"]
                 exp_avg.lerp_(grad, 1 - beta1)
                 exp_avg_sq.mul_(beta2).addcmul_(grad, grad, value=1 - beta2)

@@ -11,7 +11,7 @@ from torch.optim.optimizer import ParamsT
 
 from ..checks import number
 from .optimizer import Optimizer, closure_loss
-from .update import descend, descend_ratio, gradient, with_gradients, zeros
+from .update import descend, descend_ratio, gradient, with_gradients, with_l2, zeros
 
 
 
@@ -48,8 +48,7 @@ class Adagrad(Optimizer):
             for p in with_gradients(group["params"]):
                 grad = gradient("Adagrad", p, group["maximize"])
                 step = self.increment_global_step(p).double()
-                if decay != 0:
-                    grad = grad.add(p, alpha=decay)
+                grad = with_l2(grad, p, decay)
                 state_sum = self.state[p]["sum"]
                 state_sum.addcmul_(grad, grad, value=1)
                 std = state_sum.sqrt().add_(group["eps"])
@@ -84,8 +83,7 @@ class Adadelta(Optimizer):
             rho, eps, decay = group["rho"], group["eps"], group["weight_decay"]
             for p in with_gradients(group["params"]):
                 grad, state = gradient("Adadelta", p, group["maximize"]), self.state[p]
-                if decay != 0:
-                    grad = grad.add(p, alpha=decay)
+                grad = with_l2(grad, p, decay)
                 square_avg, acc_delta = state["square_avg"], state["acc_delta"]
                 square_avg.mul_(rho).addcmul_(grad, grad, value=1 - rho)
                 std = square_avg.add(eps).sqrt_()
@@ -133,8 +131,7 @@ class RMSprop(Optimizer):
             alpha, eps, decay, momentum = group["alpha"], group["eps"], group["weight_decay"], group["momentum"]
             for p in with_gradients(group["params"]):
                 grad, state = gradient("RMSprop", p), self.state[p]
-                if decay != 0:
-                    grad = grad.add(p, alpha=decay)
+                grad = with_l2(grad, p, decay)
                 square_avg = state["square_avg"]
                 square_avg.mul_(alpha).addcmul_(grad, grad, value=1 - alpha)
                 if group["centered"]:

@@ -106,6 +106,15 @@ class Optimizer(torch.optim.Optimizer, abc.ABC):
             raise InvalidState(f"{type(self).__name__} has no global step: it was built with enable_global_step=False.")
         return self.state[p]["step"].add_(1)
 
+    def apply(self, f):
+        """`f(self)`, or for an object that is not callable but has `apply` (a cstorch.sparse
+        algorithm: `optimizer.apply(sparsity)`), `f.apply(self)`, as the real Optimizer's."""
+        if callable(f):
+            return f(self)
+        if callable(getattr(f, "apply", None)):
+            return f.apply(self)
+        raise InvalidArgument(f"Expected a callable as the argument to apply. Got: {type(f).__name__}")
+
     # -- torch.optim.Optimizer, made static --------------------------------------------------------
 
     def add_param_group(self, param_group: dict) -> None:

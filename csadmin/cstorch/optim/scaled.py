@@ -20,7 +20,7 @@ from csadmin.errors import InvalidArgument
 from ..backend.device import storage_device
 from ..checks import betas_pair, number, real
 from .optimizer import Optimizer, closure_loss
-from .update import descend, gradient, with_gradients, zeros
+from .update import decay_off, descend, gradient, with_gradients, with_l2, zeros
 
 
 class Lamb(Optimizer):
@@ -52,8 +52,7 @@ class Lamb(Optimizer):
                 exp_avg.mul_(beta1).add_(grad, alpha=1 - beta1)
                 exp_avg_sq.mul_(beta2).addcmul_(grad, grad, value=1 - beta2)
                 update = exp_avg / exp_avg_sq.sqrt().add_(group["eps"])
-                if group["weight_decay"] != 0:
-                    update.add_(p, alpha=group["weight_decay"])
+                update = with_l2(update, p, group["weight_decay"])
                 if not group["adam"]:
                     weight_norm = p.square().sum().sqrt().clamp(0, 10).float()
                     update_norm = update.square().sum().sqrt().float()
@@ -141,7 +140,7 @@ class Adafactor(Optimizer):
                     exp_avg_sq.mul_(beta2).add_(squared.mul_(1.0 - beta2))
                     update = exp_avg_sq.rsqrt().mul_(grad)
                 update.div_(torch.clamp(_rms(update) / group["clip_threshold"], min=1.0))
-                if group["weight_decay"] != 0:
+                if not decay_off(group["weight_decay"]):
                     p.sub_(p.mul(group["weight_decay"] * lr))
                 descend(p, update, lr, scratch=True)
         return loss

@@ -19,7 +19,7 @@ from csadmin.errors import InvalidArgument
 from ..backend.device import storage_device
 from ..checks import number, real
 from .optimizer import Optimizer, closure_loss
-from .update import descend, gradient, with_gradients, zeros
+from .update import descend, gradient, with_gradients, with_l2, zeros
 
 
 class SGD(Optimizer):
@@ -53,7 +53,7 @@ class SGD(Optimizer):
             momentum, dampening, decay = group["momentum"], group["dampening"], group["weight_decay"]
             for p in with_gradients(group["params"]):
                 d_p = gradient("SGD", p, group["maximize"])
-                d_p = d_p if decay == 0 else d_p.add(p, alpha=decay)
+                d_p = with_l2(d_p, p, decay)
                 if momentum != 0:
                     buf = self.state[p]["momentum_buffer"]
                     if dampening == 0:  # the buffer starts at 0, so torch's first step (buf = d_p) is this
@@ -110,8 +110,7 @@ class ASGD(Optimizer):
             for p in with_gradients(group["params"]):
                 grad, state = gradient("ASGD", p, group["maximize"]), self.state[p]
                 step = self.increment_global_step(p).double()
-                if decay != 0:
-                    grad = grad.add(p, alpha=decay)
+                grad = with_l2(grad, p, decay)
                 eta, mu, ax = state["eta"], state["mu"], state["ax"]
                 p.mul_(1 - lambd * eta)
                 p.sub_(grad * eta)

@@ -11,7 +11,7 @@ from torch.optim.optimizer import ParamsT
 
 from ..checks import betas_pair, number, pair
 from .optimizer import Optimizer, closure_loss
-from .update import descend, gradient, with_gradients, zeros
+from .update import decoupled_decay, descend, gradient, with_gradients, zeros
 
 
 class Lion(Optimizer):
@@ -39,8 +39,7 @@ class Lion(Optimizer):
             beta1, beta2 = group["betas"]
             for p in with_gradients(group["params"]):
                 grad, exp_avg = gradient("Lion", p), self.state[p]["exp_avg"]
-                if decay != 0:
-                    p.mul_(1 - lr * decay)
+                decoupled_decay(p, lr, decay)
                 direction = exp_avg.mul(beta1).add_(grad, alpha=1 - beta1).sign_()
                 descend(p, direction, lr, scratch=True)
                 exp_avg.mul_(beta2).add_(grad, alpha=1 - beta2)

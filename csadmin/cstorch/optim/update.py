@@ -51,3 +51,26 @@ def descend_ratio(p: torch.Tensor, numerator: torch.Tensor, denominator: torch.T
         p.sub_(torch.div(numerator, denominator).mul_(lr))
     else:
         p.addcdiv_(numerator, denominator, value=-lr)
+
+
+def decay_off(decay) -> bool:
+    """Whether a weight decay is off: a Python 0. A scheduled decay (a 0-d tensor, written in
+    place by optim.weight_decay_scheduler) is always applied, with no branch on its value, so the
+    captured step replays whatever the schedule writes (0 included: the same numbers)."""
+    return not isinstance(decay, torch.Tensor) and decay == 0
+
+
+def with_l2(grad: torch.Tensor, p: torch.Tensor, decay) -> torch.Tensor:
+    """grad + decay * p (the L2 term of torch's `weight_decay`), a new tensor; grad itself when
+    the decay is off."""
+    if decay_off(decay):
+        return grad
+    if isinstance(decay, torch.Tensor):
+        return grad + p * decay
+    return grad.add(p, alpha=decay)
+
+
+def decoupled_decay(p: torch.Tensor, lr, decay) -> None:
+    """p *= 1 - lr * decay (AdamW's and Lion's decoupled weight decay), unless the decay is off."""
+    if not decay_off(decay):
+        p.mul_(1 - lr * decay)

@@ -1,12 +1,16 @@
-"""`cstorch.utils.num_kv_groups`: groups_annotater, which tags the operations of an attention
-function with its number of key/value groups (ModelZoo's multi-query attention layers). A
-compiler hint, as every core.annotation: no value changes, and off the CSX backend the function
-is returned as it is (the real package's rule)."""
+"""`cstorch.utils.num_kv_groups.groups_annotater(num_kv_groups)`: tag the operations a function
+runs with the number of key/value groups of grouped-query attention (ModelZoo's attention
+layers), a compiler hint.
 
-from __future__ import annotations
+A function decorated with it runs unchanged; on CSX its body runs under a core.annotation of
+GroupsConfig with the attribute ("num_kv_groups", num_kv_groups) (no tag when None), as the real
+module does; off the system (a CPU or GPU backend, or none yet) it returns the function as it is.
+"""
 
 from dataclasses import dataclass
 from typing import Optional
+
+from csadmin.errors import InvalidArgument
 
 from ..backend import use_cs
 from ..core.annotation import AnnotationMode, create_annotation
@@ -14,7 +18,7 @@ from ..core.annotation import AnnotationMode, create_annotation
 
 @dataclass
 class GroupsConfig(AnnotationMode.Config):
-    """The number of key/value groups (None: as many as heads)."""
+    """The number of key/value groups (None: not said), for the forward and backward passes."""
 
     num_kv_groups: Optional[int] = None
     enable_fwd: bool = True
@@ -22,16 +26,16 @@ class GroupsConfig(AnnotationMode.Config):
 
     def __post_init__(self):
         if not isinstance(self.num_kv_groups, (int, type(None))):
-            raise TypeError(f"Expected `num_kv_groups` to be {int}, got {type(self.num_kv_groups)}.")
+            raise InvalidArgument(f"Expected `num_kv_groups` to be {int}, got {type(self.num_kv_groups)}.")
 
 
-def get_attribute(config: GroupsConfig, is_backward: bool):
-    """The attribute the annotated operations carry: `num_kv_groups`."""
+def get_attribute(config: GroupsConfig, is_backward: bool) -> AnnotationMode.Attribute:
+    """The tag: ("num_kv_groups", the count)."""
     return AnnotationMode.Attribute("num_kv_groups", config.num_kv_groups)
 
 
 def groups_annotater(num_kv_groups: Optional[int] = None):
-    """A decorator that annotates a function's operations with `num_kv_groups` (on CSX only)."""
+    """A decorator tagging a function's operations with `num_kv_groups` on CSX; the identity elsewhere."""
     if not use_cs():
         return lambda fn: fn
     return create_annotation(GroupsConfig, get_attribute, num_kv_groups=num_kv_groups)

@@ -1,30 +1,31 @@
-"""`cstorch.pol` and `cstorch.current_pol()`: the precision optimization level (POL, 0, 1 or 2)
-the compiler uses for a function's operations, and the level in force where code runs.
+"""`cstorch.pol(level, bwd_level)` and `cstorch.current_pol()`: the precision optimization level
+(POL) of a function's operations, a compiler hint (the real module's; ModelZoo's GPT heads run
+their lm_head under `cstorch.pol(bwd_level=0)`, its rotary embeddings ask `current_pol()`).
 
-    @cstorch.pol(bwd_level=0)       # this function's backward pass at level 0
-    def lm_head(x): ...
+    logits = cstorch.pol(bwd_level=0)(model.lm_head)(hidden)
+    if cstorch.current_pol() >= 1: ...        # inside: the annotation's level, else the backend's
 
-    if cstorch.current_pol() >= 1:  # ModelZoo's rotary embeddings compute in a cheaper way at 1 and 2
-
-`pol` is a core.annotation (a compiler hint: the function runs as it is). current_pol() is the
-forward level of the innermost active `pol` annotation, else `cstorch.backends.csx.precision.
-optimization_level` (default 1), as the real package answers.
+`pol` is a core.annotation of PolConfig (levels None or 0, 1, 2; another is refused, as in the
+real package) whose attribute is ("pol", level), the backward pass's `bwd_level` where given; the
+function runs unchanged (off the system the annotation warns that it has no effect, as every
+annotation does there). `current_pol()` is the level of the innermost active `pol` annotation
+that names one, else `cstorch.backends.csx.precision.optimization_level` (default 1). The
+system's precision at each level is not modelled: the numbers a step computes are the
+numerics contract's (docs/cstorch/numerics.md) at every level.
 """
-
-from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Optional
 
 from csadmin.errors import InvalidArgument
 
-from ..backend import process_backend
+from ..backend import current_backend_impl
 from ..core.annotation import AnnotationMode, create_annotation
 
 
 @dataclass
 class PolConfig(AnnotationMode.Config):
-    """The forward and backward levels (None: the level in force)."""
+    """The forward `level` and the backward `bwd_level` (None: the forward's)."""
 
     level: Optional[int]
     bwd_level: Optional[int]
@@ -37,23 +38,23 @@ class PolConfig(AnnotationMode.Config):
                                       f"{'forward' if name == 'level' else 'backward'} level {value}.")
 
 
-def get_attribute(config: PolConfig, is_backward: bool):
-    """The attribute the annotated operations carry: `pol`, the backward level on the backward pass."""
+def get_attribute(config: PolConfig, is_backward: bool) -> AnnotationMode.Attribute:
+    """("pol", the level of the pass)."""
     level = config.bwd_level if is_backward and config.bwd_level is not None else config.level
     return AnnotationMode.Attribute("pol", level)
 
 
 def pol(level: Optional[int] = None, bwd_level: Optional[int] = None, enable_fwd: bool = True,
         enable_bwd: bool = True):
-    """A decorator that runs a function's operations at POL `level` (`bwd_level` backward)."""
+    """A decorator running a function under the POL annotation (see the module docstring)."""
     return create_annotation(PolConfig, get_attribute, level=level, bwd_level=bwd_level, enable_fwd=enable_fwd,
                              enable_bwd=enable_bwd)
 
 
 def current_pol() -> int:
-    """The POL in force here (see the module docstring)."""
-    backend = process_backend.current()
+    """The POL in effect here: the active annotation's level, else the backend's setting."""
+    backend = current_backend_impl()
     active = backend.annotations.get(PolConfig)
-    if active is not None and active[1] is not None and active[1].value is not None:
+    if active is not None and active[1].value is not None:
         return active[1].value
     return backend.csx.precision.optimization_level

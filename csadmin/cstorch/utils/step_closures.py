@@ -49,20 +49,9 @@ def when_due(fn):
         backend = process_backend.current()
         if backend.kind == "CSX" and not backend.run.is_activation_step():
             return None
-        if backend.kind == "CSX" and backend.after_tensor_to_cpu_hooks:
-            _received(backend, getattr(fn, "__name__", "closure"), (args, kwargs))
         return fn(*args, **kwargs)
 
     return due
-
-
-def _received(backend, name: str, arguments) -> None:
-    """Tell backend/ltc_backend.py's hooks about each tensor the system hands this closure."""
-    flat, _ = tree_flatten(arguments)
-    tensors = [value for value in flat if isinstance(value, torch.Tensor)]
-    for hook in list(backend.after_tensor_to_cpu_hooks.values()):
-        for position, tensor in enumerate(tensors):
-            hook(tensor, f"{name}.{position}")
 
 
 def dispatch(due, args: tuple, kwargs: dict):

@@ -124,3 +124,45 @@ def test_nadams_momentum_divisor_is_the_real_classs_not_torchs(ws_csd, tmp_path)
     gap = max((a - b).abs().max().item() for a, b in zip(net.parameters(), reference.parameters()))
     assert gap > 1e-4 and math.isfinite(gap)
     _assert_same(net, _eager(references.nadam()))
+
+
+def test_a_scheduled_weight_decay_replays_in_the_compiled_step(ws_csd, tmp_path):
+    """cstorch.optim.weight_decay_scheduler beside the StepLR: the captured program reads the
+    weight decay tensor the schedule writes each step, down to 0, as torch's AdamW takes the same
+    decays set by hand."""
+    schedules = []
+
+    def adamw_with_decay(params):
+        optimizer = cstorch.optim.AdamW(params, lr=LR, weight_decay=0.5)
+        schedules.append(cstorch.optim.weight_decay_scheduler.LinearWD(optimizer, 0.5, 0.0, total_iters=4))
+        return optimizer
+
+    configure(ws_csd, tmp_path)
+    net = model(0)
+    optimizer = adamw_with_decay(net.parameters())
+    scheduler = cstorch.optim.lr_scheduler.StepLR(optimizer, LR, step_size=STEP_SIZE, gamma=GAMMA)
+    compiled = cstorch.compile(net, backend="wse_ws")
+
+    @cstorch.compile_step
+    def training_step(x, y):
+        optimizer.zero_grad()
+        loss = torch.nn.functional.cross_entropy(compiled(x), y)
+        loss.backward()
+        optimizer.step()
+        scheduler.step()
+        schedules[0].step()
+        return loss
+
+    for x, y in batches(STEPS):
+        training_step(x, y)
+    reference = model(0)
+    twin = torch.optim.AdamW(reference.parameters(), lr=LR, weight_decay=0.5)
+    twin_schedule = torch.optim.lr_scheduler.StepLR(twin, STEP_SIZE, GAMMA)
+    for i, (x, y) in enumerate(batches(STEPS)):
+        with as_the_system():
+            twin.zero_grad()
+            torch.nn.functional.cross_entropy(reference(x), y).backward()
+        twin.param_groups[0]["weight_decay"] = 0.5 * max(0.0, 1 - i / 4)
+        twin.step()
+        twin_schedule.step()
+    _assert_same(net, reference)

@@ -1,18 +1,17 @@
 """cstorch.optim.lr_scheduler: learning-rate schedules as tensor functions of the step (001, 004).
 
-The names and parameters follow Cerebras' module; docs/cstorch.md lists each schedule's formula.
-base (LRScheduler), schedules (the common decays), decay (the real package's other closed forms),
-cyclic (CyclicLR, OneCycleLR) and composite (schedules made of schedules).
+Each is a cstorch.optim.scheduler schedule driving the param groups' "lr", under the names and
+arguments of Cerebras' lr_scheduler module; docs/cstorch/optim.md lists each schedule's formula.
+base (LRScheduler), schedules (the single closed forms) and composite (schedules made of schedules).
 """
 
 from .base import LRScheduler
-from .composite import ChainedLR, ChainedScheduler, ScalePerParamLR, SequentialLR
-from .cyclic import CyclicLR, OneCycleLR
-from .decay import (CosineAnnealingLR, CosineAnnealingWarmRestarts, InverseExponentialTimeDecayLR,
-                    InverseSquareRootDecayLR, LambdaLR, MultiplicativeLR, PiecewiseConstantLR)
-from .schedules import ConstantLR, CosineDecayLR, ExponentialLR, LinearLR, MultiStepLR, PolynomialLR, StepLR
+from .composite import ChainedLR, ChainedScheduler, PiecewiseConstantLR, ScalePerParamLR, SequentialLR
+from .schedules import (ConstantLR, CosineAnnealingLR, CosineAnnealingWarmRestarts, CosineDecayLR, CyclicLR,
+                        ExponentialLR, InverseExponentialTimeDecayLR, InverseSquareRootDecayLR, LambdaLR, LinearLR,
+                        MultiplicativeLR, MultiStepLR, OneCycleLR, PolynomialLR, StepLR)
 
 __all__ = ["LRScheduler", "ConstantLR", "PolynomialLR", "LinearLR", "ExponentialLR", "StepLR", "MultiStepLR",
-           "CosineDecayLR", "SequentialLR", "ChainedLR", "ChainedScheduler", "InverseExponentialTimeDecayLR", "InverseSquareRootDecayLR",
-           "PiecewiseConstantLR", "CosineAnnealingLR", "LambdaLR", "CosineAnnealingWarmRestarts", "MultiplicativeLR",
-           "CyclicLR", "OneCycleLR", "ScalePerParamLR"]
+           "CosineDecayLR", "SequentialLR", "ChainedLR", "ChainedScheduler", "InverseExponentialTimeDecayLR",
+           "InverseSquareRootDecayLR", "PiecewiseConstantLR", "CosineAnnealingLR", "LambdaLR",
+           "CosineAnnealingWarmRestarts", "MultiplicativeLR", "CyclicLR", "OneCycleLR", "ScalePerParamLR"]

@@ -1,133 +1,182 @@
-"""The common schedules, each the closed form of the learning rate at step s = last_epoch (the
-names and parameters of Cerebras' lr_scheduler module; where torch has a schedule of the same
-name with another meaning, the docstring says so). Past `total_iters`, a decaying schedule holds
-its end value (PolynomialLR/LinearLR with cycle=True restart instead)."""
+"""The learning-rate schedules of one closed form: each is the generic schedule of
+cstorch.optim.scheduler (where the formula is) under the real lr_scheduler module's name and
+arguments (`initial_learning_rate` for the generic `initial_val`, …). Where torch has a schedule
+of the same name with another meaning, the generic class's docstring says so."""
 
-from __future__ import annotations
-
-import math
+from typing import List, Optional
 
 import torch
 
-from csadmin.errors import InvalidArgument
+from ..scheduler.base import Alias, Tags
+from ..scheduler.cyclic import CyclicScheduler, OneCycleScheduler
+from ..scheduler.decay import (CosineAnnealingScheduler, CosineAnnealingWarmRestartsScheduler,
+                               InverseExponentialTimeDecayScheduler, InverseSquareRootDecayScheduler, LambdaScheduler,
+                               MultiplicativeScheduler)
+from ..scheduler.forms import (ConstantScheduler, CosineDecayScheduler, ExponentialScheduler, LinearScheduler,
+                               MultiStepScheduler, PolynomialScheduler, StepScheduler)
+from .base import LRScheduler
 
-from ...checks import number, whole
-from .base import LR_DTYPE, LRScheduler
-
-
-def _lr(owner: str, name: str, value) -> float:
-    return number(owner, name, value)
-
-
-class ConstantLR(LRScheduler):
-    """lr(s) = learning_rate. (torch's ConstantLR is a factor for total_iters steps instead.)"""
-
-    def __init__(self, optimizer, learning_rate, total_iters=None, param_group_tags=None, last_epoch=-1):
-        self.learning_rate = _lr("ConstantLR", "learning_rate", learning_rate)
-        super().__init__(optimizer, total_iters, last_epoch, param_group_tags)
-
-    def _get_closed_form_lr(self):
-        return torch.full((), self.learning_rate, dtype=LR_DTYPE)
+Optimizer = torch.optim.Optimizer
 
 
-class PolynomialLR(LRScheduler):
-    """lr(s) = (initial - end) * (1 - min(s, T)/T) ** power + end, T = total_iters; with
-    cycle=True, T grows to the next multiple of total_iters instead (TF's polynomial decay).
-    (torch's PolynomialLR is this with end_learning_rate=0 and no cycle.)"""
+class ConstantLR(LRScheduler, ConstantScheduler):
+    """lr(s) = learning_rate."""
 
-    def __init__(self, optimizer, initial_learning_rate, end_learning_rate, total_iters, power=1.0,
-                 cycle=False, param_group_tags=None, last_epoch=-1):
-        owner = type(self).__name__
-        self.initial_learning_rate = _lr(owner, "initial_learning_rate", initial_learning_rate)
-        self.end_learning_rate = _lr(owner, "end_learning_rate", end_learning_rate)
-        self.power = number(owner, "power", power)
-        self.cycle = bool(cycle)
-        super().__init__(optimizer, whole(owner, "total_iters", total_iters, 1), last_epoch, param_group_tags)
+    learning_rate = Alias("val")
 
-    def _get_closed_form_lr(self):
-        s = self.last_epoch
-        total = torch.full((), float(self.total_iters), dtype=LR_DTYPE)
-        if self.cycle:
-            total = total * torch.clamp(torch.ceil(s / total), min=1.0)
-        else:
-            s = torch.clamp(s, max=float(self.total_iters))
-        decay = (self.initial_learning_rate - self.end_learning_rate) * torch.pow(1.0 - s / total, self.power)
-        return decay + self.end_learning_rate
+    def __init__(self, optimizer: Optimizer, learning_rate: float, total_iters: Optional[int] = None,
+                 param_group_tags: Tags = None, last_epoch: int = -1):
+        ConstantScheduler.__init__(self, optimizer, learning_rate, total_iters, param_group_tags, last_epoch)
 
 
-class LinearLR(PolynomialLR):
+class PolynomialLR(LRScheduler, PolynomialScheduler):
+    """lr(s): PolynomialScheduler from initial_learning_rate to end_learning_rate."""
+
+    initial_learning_rate, end_learning_rate = Alias("initial_val"), Alias("end_val")
+
+    def __init__(self, optimizer: Optimizer, initial_learning_rate: float, end_learning_rate: float,
+                 total_iters: int, power: float = 1.0, cycle: bool = False, param_group_tags: Tags = None,
+                 last_epoch: int = -1):
+        PolynomialScheduler.__init__(self, optimizer, initial_learning_rate, end_learning_rate, total_iters, power,
+                                     cycle, param_group_tags, last_epoch)
+
+
+class LinearLR(LRScheduler, LinearScheduler):
     """lr(s) = initial + (end - initial) * min(s, T)/T. (torch's LinearLR is the same line given
     as start/end factors of the optimizer's lr.)"""
 
-    def __init__(self, optimizer, initial_learning_rate, end_learning_rate, total_iters, cycle=False,
-                 param_group_tags=None, last_epoch=-1):
-        super().__init__(optimizer, initial_learning_rate, end_learning_rate, total_iters, 1.0, cycle,
-                         param_group_tags, last_epoch)
+    initial_learning_rate, end_learning_rate = Alias("initial_val"), Alias("end_val")
+
+    def __init__(self, optimizer: Optimizer, initial_learning_rate: float, end_learning_rate: float,
+                 total_iters: int, cycle: bool = False, param_group_tags: Tags = None, last_epoch: int = -1):
+        LinearScheduler.__init__(self, optimizer, initial_learning_rate, end_learning_rate, total_iters, cycle,
+                                 param_group_tags, last_epoch)
 
 
-class ExponentialLR(LRScheduler):
-    """lr(s) = initial * decay_rate ** (s / total_iters), the exponent floored with staircase=True.
-    (torch's ExponentialLR(gamma) is total_iters=1, decay_rate=gamma.)"""
+class ExponentialLR(LRScheduler, ExponentialScheduler):
+    """lr(s) = initial_learning_rate * decay_rate ** (s / total_iters) (staircase: floored)."""
 
-    def __init__(self, optimizer, initial_learning_rate, total_iters, decay_rate, staircase=False,
-                 param_group_tags=None, last_epoch=-1):
-        owner = "ExponentialLR"
-        self.initial_learning_rate = _lr(owner, "initial_learning_rate", initial_learning_rate)
-        self.decay_rate = number(owner, "decay_rate", decay_rate)
-        self.staircase = bool(staircase)
-        super().__init__(optimizer, whole(owner, "total_iters", total_iters, 1), last_epoch, param_group_tags)
+    initial_learning_rate = Alias("initial_val")
 
-    def _get_closed_form_lr(self):
-        power = self.last_epoch / self.total_iters
-        if self.staircase:
-            power = torch.floor(power)
-        return self.initial_learning_rate * torch.pow(torch.full((), self.decay_rate, dtype=LR_DTYPE), power)
+    def __init__(self, optimizer: Optimizer, initial_learning_rate: float, total_iters: int, decay_rate: float,
+                 staircase: bool = False, param_group_tags: Tags = None, last_epoch: int = -1):
+        ExponentialScheduler.__init__(self, optimizer, initial_learning_rate, total_iters, decay_rate, staircase,
+                                      param_group_tags, last_epoch)
 
 
-class StepLR(LRScheduler):
-    """lr(s) = initial * gamma ** floor(s / step_size), as torch's StepLR."""
+class StepLR(LRScheduler, StepScheduler):
+    """lr(s) = initial_learning_rate * gamma ** floor(s / step_size), as torch's StepLR."""
 
-    def __init__(self, optimizer, initial_learning_rate, step_size, gamma=0.1, param_group_tags=None, last_epoch=-1):
-        self.initial_learning_rate = _lr("StepLR", "initial_learning_rate", initial_learning_rate)
-        self.step_size = whole("StepLR", "step_size", step_size, 1)
-        self.gamma = number("StepLR", "gamma", gamma)
-        super().__init__(optimizer, None, last_epoch, param_group_tags)
+    initial_learning_rate = Alias("initial_val")
 
-    def _get_closed_form_lr(self):
-        drops = torch.floor(self.last_epoch / self.step_size)
-        return self.initial_learning_rate * torch.pow(torch.full((), self.gamma, dtype=LR_DTYPE), drops)
+    def __init__(self, optimizer: Optimizer, initial_learning_rate: float, step_size: int, gamma: float = 0.1,
+                 param_group_tags: Tags = None, last_epoch: int = -1):
+        StepScheduler.__init__(self, optimizer, initial_learning_rate, step_size, gamma, param_group_tags, last_epoch)
 
 
-class MultiStepLR(LRScheduler):
-    """lr(s) = initial * gamma ** (how many milestones are ≤ s), as torch's MultiStepLR. The real
-    class's argument order (gamma before milestones), for scripts that pass them by position."""
+class MultiStepLR(LRScheduler, MultiStepScheduler):
+    """lr(s) = initial_learning_rate * gamma ** (milestones passed), as torch's MultiStepLR."""
 
-    def __init__(self, optimizer, initial_learning_rate, gamma, milestones, param_group_tags=None, last_epoch=-1):
-        owner = "MultiStepLR"
-        self.initial_learning_rate = _lr(owner, "initial_learning_rate", initial_learning_rate)
-        if not isinstance(milestones, (list, tuple)) or not milestones:
-            raise InvalidArgument(f"{owner}: milestones must be a non-empty list of steps; got {milestones!r}.")
-        self.milestones = sorted(whole(owner, "milestones[]", m, 1) for m in milestones)
-        self.gamma = number(owner, "gamma", gamma)
-        super().__init__(optimizer, None, last_epoch, param_group_tags)
+    initial_learning_rate = Alias("initial_val")
 
-    def _get_closed_form_lr(self):
-        passed = (self.last_epoch >= torch.tensor(self.milestones, dtype=LR_DTYPE)).sum().to(LR_DTYPE)
-        return self.initial_learning_rate * torch.pow(torch.full((), self.gamma, dtype=LR_DTYPE), passed)
+    def __init__(self, optimizer: Optimizer, initial_learning_rate: float, gamma: float, milestones: List[int],
+                 param_group_tags: Tags = None, last_epoch: int = -1):
+        MultiStepScheduler.__init__(self, optimizer, initial_learning_rate, gamma, milestones, param_group_tags,
+                                    last_epoch)
 
 
-class CosineDecayLR(LRScheduler):
-    """lr(s) = end + (initial - end) * (1 + cos(pi * min(s, T)/T)) / 2, T = total_iters. (torch's
-    CosineAnnealingLR(T_max=T, eta_min=end) up to T; it rises again after, this one holds.)"""
+class CosineDecayLR(LRScheduler, CosineDecayScheduler):
+    """lr(s): the cosine from initial_learning_rate down to end_learning_rate over total_iters, then held."""
 
-    def __init__(self, optimizer, initial_learning_rate, end_learning_rate, total_iters,
-                 param_group_tags=None, last_epoch=-1):
-        owner = "CosineDecayLR"
-        self.initial_learning_rate = _lr(owner, "initial_learning_rate", initial_learning_rate)
-        self.end_learning_rate = _lr(owner, "end_learning_rate", end_learning_rate)
-        super().__init__(optimizer, whole(owner, "total_iters", total_iters, 1), last_epoch, param_group_tags)
+    initial_learning_rate, end_learning_rate = Alias("initial_val"), Alias("end_val")
 
-    def _get_closed_form_lr(self):
-        progress = torch.clamp(self.last_epoch, max=float(self.total_iters)) / self.total_iters
-        cosine = (1.0 + torch.cos(math.pi * progress)) / 2
-        return self.end_learning_rate + (self.initial_learning_rate - self.end_learning_rate) * cosine
+    def __init__(self, optimizer: Optimizer, initial_learning_rate: float, end_learning_rate: float,
+                 total_iters: int, param_group_tags: Tags = None, last_epoch: int = -1):
+        CosineDecayScheduler.__init__(self, optimizer, initial_learning_rate, end_learning_rate, total_iters,
+                                      param_group_tags, last_epoch)
+
+
+class InverseExponentialTimeDecayLR(LRScheduler, InverseExponentialTimeDecayScheduler):
+    """lr(s) = initial / (1 + decay_rate * s**step_exponent / total_iters) (staircase: floored)."""
+
+    initial_learning_rate = Alias("initial_val")
+
+    def __init__(self, optimizer: Optimizer, initial_learning_rate: float, step_exponent: int, total_iters: int,
+                 decay_rate: float, staircase: bool = False, param_group_tags: Tags = None):
+        InverseExponentialTimeDecayScheduler.__init__(self, optimizer, initial_learning_rate, step_exponent,
+                                                      total_iters, decay_rate, staircase, param_group_tags)
+
+
+class InverseSquareRootDecayLR(LRScheduler, InverseSquareRootDecayScheduler):
+    """lr(s) = initial_learning_rate * scale / sqrt(max(s, warmup_steps))."""
+
+    initial_learning_rate = Alias("initial_val")
+
+    def __init__(self, optimizer: Optimizer, initial_learning_rate: float = 1.0, scale: float = 1.0,
+                 warmup_steps: int = 1.0, param_group_tags: Tags = None):
+        InverseSquareRootDecayScheduler.__init__(self, optimizer, initial_learning_rate, scale, warmup_steps,
+                                                 param_group_tags)
+
+
+class CosineAnnealingLR(LRScheduler, CosineAnnealingScheduler):
+    """lr(s): torch's CosineAnnealingLR from initial_learning_rate (down to eta_min at T_max, and back)."""
+
+    initial_learning_rate = Alias("initial_val")
+
+    def __init__(self, optimizer: Optimizer, initial_learning_rate: float, T_max: int, eta_min: float = 0.0,
+                 param_group_tags: Tags = None):
+        CosineAnnealingScheduler.__init__(self, optimizer, initial_learning_rate, T_max, eta_min, param_group_tags)
+
+
+class CosineAnnealingWarmRestarts(LRScheduler, CosineAnnealingWarmRestartsScheduler):
+    """lr(s): SGDR from initial_learning_rate, restarting every T_0 steps (T_mult 1 only)."""
+
+    initial_learning_rate = Alias("initial_val")
+
+    def __init__(self, optimizer: Optimizer, initial_learning_rate: float, T_0: int, T_mult: int = 1,
+                 eta_min: float = 0.0, param_group_tags: Tags = None):
+        CosineAnnealingWarmRestartsScheduler.__init__(self, optimizer, initial_learning_rate, T_0, T_mult, eta_min,
+                                                      param_group_tags)
+
+
+class MultiplicativeLR(LRScheduler, MultiplicativeScheduler):
+    """lr(s) = initial_learning_rate * coefficient**s."""
+
+    initial_learning_rate = Alias("initial_val")
+
+    def __init__(self, optimizer: Optimizer, initial_learning_rate: float, coefficient: float,
+                 param_group_tags: Tags = None):
+        MultiplicativeScheduler.__init__(self, optimizer, initial_learning_rate, coefficient, param_group_tags)
+
+
+class LambdaLR(LRScheduler, LambdaScheduler):
+    """lr(s) = Π_i (initial_learning_rate * f_i(s)) over set_value_lambda()'s functions."""
+
+    initial_learning_rate = Alias("initial_val")
+
+    def __init__(self, optimizer: Optimizer, initial_learning_rate: float, param_group_tags: Tags = None):
+        LambdaScheduler.__init__(self, optimizer, initial_learning_rate, param_group_tags)
+
+
+class CyclicLR(LRScheduler, CyclicScheduler):
+    """The triangle between base_lr and max_lr (see CyclicScheduler for the modes)."""
+
+    base_lr, max_lr = Alias("base_val"), Alias("max_val")
+
+    def __init__(self, optimizer: Optimizer, base_lr: float, max_lr: float, step_size_up: int = 2000,
+                 step_size_down: Optional[int] = None, mode: str = "triangular", gamma: float = 1.0,
+                 scale_mode: str = "cycle", param_group_tags: Tags = None):
+        CyclicScheduler.__init__(self, optimizer, base_lr, max_lr, step_size_up, step_size_down, mode, gamma,
+                                 scale_mode, param_group_tags)
+
+
+class OneCycleLR(LRScheduler, OneCycleScheduler):
+    """1cycle from initial_learning_rate up to max_lr and down (see OneCycleScheduler)."""
+
+    initial_learning_rate, max_lr = Alias("initial_val"), Alias("max_val")
+
+    def __init__(self, optimizer: Optimizer, initial_learning_rate: float, max_lr: float, total_steps: int = 1000,
+                 pct_start: float = 0.3, final_div_factor: float = 1e4, three_phase: bool = False,
+                 anneal_strategy: str = "cos", param_group_tags: Tags = None):
+        OneCycleScheduler.__init__(self, optimizer, initial_learning_rate, max_lr, total_steps, pct_start,
+                                   final_div_factor, three_phase, anneal_strategy, param_group_tags)

@@ -8,6 +8,7 @@ input worker a process is.
     tensor = cstorch.utils.data.from_numpy(array)   # and to_numpy: bfloat16 included (arrays.py)
     total = cstorch.utils.data.compute_num_steps(dataloader, num_epochs=3)   # counts.py
     dataloader.state_dict(), dataloader.load_state_dict(state)   # a RestartableDataLoader's position
+    sampler = cstorch.utils.data.DistributedSampler(dataset, seed=0, batch_size=32)   # sampler.py
 
 The input workers' machinery (processes, sockets, the trainer's pool, the launchers' roles) is
 private, in _utils/, as torch keeps torch/utils/data/_utils/.
@@ -19,9 +20,10 @@ from .counts import compute_num_steps, infer_batch_size
 from .data_executor import DataExecutor
 from .dataloader import DataLoader
 from .restartable import DataLoaderCheckpoint, RestartableDataLoader
+from .sampler import DistributedSampler
 from .synthetic_dataset import SyntheticDataset
 from .worker_info import WorkerInfo, num_tasks, task_id, worker_info
 
 __all__ = ["DataLoader", "DataExecutor", "Schedule", "WorkerInfo", "worker_info", "task_id", "num_tasks",
            "SyntheticDataset", "from_numpy", "to_numpy", "compute_num_steps", "infer_batch_size",
-           "DataLoaderCheckpoint", "RestartableDataLoader"]
+           "DataLoaderCheckpoint", "RestartableDataLoader", "DistributedSampler"]

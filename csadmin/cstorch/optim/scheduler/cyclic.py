@@ -1,16 +1,15 @@
-"""CyclicLR and OneCycleLR: the schedules that rise and fall within a cycle, as closed forms of
-the step s = last_epoch (torch.where picks the half or the phase a step is in)."""
-
-from __future__ import annotations
+"""CyclicScheduler and OneCycleScheduler: the schedules that rise and fall within a cycle, as
+closed forms of the step s = last_epoch (torch.where picks the half or the phase a step is in)."""
 
 import math
+from typing import List, Optional
 
 import torch
 
 from csadmin.errors import InvalidArgument
 
 from ...checks import number, whole
-from .base import LR_DTYPE, LRScheduler
+from .base import VALUE_DTYPE, Scheduler, Tags
 from .decay import positive
 
 CYCLIC_MODES = ("triangular", "triangular2", "exp_range")
@@ -23,18 +22,19 @@ def _choice(owner: str, name: str, value, valid: tuple) -> str:
     return value
 
 
-class CyclicLR(LRScheduler):
-    """The triangle between base_lr and max_lr, step_size_up steps up then step_size_down
+class CyclicScheduler(Scheduler):
+    """The triangle between base_val and max_val, step_size_up steps up then step_size_down
     (default: step_size_up) down, its height scaled per mode: "triangular" 1, "triangular2"
     1/2**(cycle-1) (cycle counted from 1), "exp_range" gamma**s. The mode sets scale_mode
     ("cycle" for the first two, "iterations" for exp_range), as torch's CyclicLR without a
     scale_fn does; so torch's CyclicLR(cycle_momentum=False) gives the same rates."""
 
-    def __init__(self, optimizer, base_lr, max_lr, step_size_up=2000, step_size_down=None, mode="triangular",
-                 gamma=1.0, scale_mode="cycle", param_group_tags=None):
-        owner = "CyclicLR"
-        self.base_lr = number(owner, "base_lr", base_lr)
-        self.max_lr = number(owner, "max_lr", max_lr)
+    def __init__(self, optimizer: torch.optim.Optimizer, base_val: float, max_val: float, step_size_up: int = 2000,
+                 step_size_down: Optional[int] = None, mode: str = "triangular", gamma: float = 1.0,
+                 scale_mode: str = "cycle", param_group_tags: Tags = None):
+        owner = type(self).__name__
+        self.base_val = number(owner, self.name_of("base_val"), base_val)
+        self.max_val = number(owner, self.name_of("max_val"), max_val)
         self.step_size_up = whole(owner, "step_size_up", step_size_up, 1)
         self.step_size_down = self.step_size_up if step_size_down is None else whole(
             owner, "step_size_down", step_size_down, 0)
@@ -44,7 +44,7 @@ class CyclicLR(LRScheduler):
         self.scale_mode = "iterations" if self.mode == "exp_range" else "cycle"  # the mode decides
         super().__init__(optimizer, None, -1, param_group_tags)
 
-    def _get_closed_form_lr(self):
+    def _get_closed_form(self):
         s = self.last_epoch
         total = self.step_size_up + self.step_size_down
         up_share = self.step_size_up / total
@@ -52,29 +52,30 @@ class CyclicLR(LRScheduler):
         x = 1.0 + s / total - cycle  # where in the cycle, 0 to 1
         rising = x / up_share
         falling = (x - 1.0) / (up_share - 1.0) if up_share < 1 else rising  # no falling half without its steps
-        height = torch.where(x <= up_share, rising, falling) * (self.max_lr - self.base_lr)
+        height = torch.where(x <= up_share, rising, falling) * (self.max_val - self.base_val)
         if self.mode == "triangular":
-            scale = torch.ones((), dtype=LR_DTYPE)
+            scale = torch.ones((), dtype=VALUE_DTYPE)
         elif self.mode == "triangular2":
-            scale = 1.0 / torch.pow(torch.full((), 2.0, dtype=LR_DTYPE), cycle - 1.0)
+            scale = 1.0 / torch.pow(torch.full((), 2.0, dtype=VALUE_DTYPE), cycle - 1.0)
         else:
-            scale = torch.pow(torch.full((), self.gamma, dtype=LR_DTYPE), s)
-        return self.base_lr + height * scale
+            scale = torch.pow(torch.full((), self.gamma, dtype=VALUE_DTYPE), s)
+        return self.base_val + height * scale
 
 
-class OneCycleLR(LRScheduler):
-    """1cycle: from initial_learning_rate up to max_lr over the first pct_start of total_steps,
+class OneCycleScheduler(Scheduler):
+    """1cycle: from initial_val up to max_val over the first pct_start of total_steps,
     then down to initial/final_div_factor by the last step (three_phase: back to initial over as
     many steps as the rise, then down to the minimum), each phase annealed by cosine ("cos") or a
     line ("linear"). Phases end at steps pct_start*T - 1 (and 2*pct_start*T - 2) and T - 1, as in
-    torch's OneCycleLR(div_factor = max_lr / initial, cycle_momentum=False); past T - 1 the last
+    torch's OneCycleLR(div_factor = max / initial, cycle_momentum=False); past T - 1 the last
     phase's curve runs on (torch refuses to step there; a compiled step cannot)."""
 
-    def __init__(self, optimizer, initial_learning_rate, max_lr, total_steps=1000, pct_start=0.3,
-                 final_div_factor=1e4, three_phase=False, anneal_strategy="cos", param_group_tags=None):
-        owner = "OneCycleLR"
-        self.initial_learning_rate = number(owner, "initial_learning_rate", initial_learning_rate)
-        self.max_lr = number(owner, "max_lr", max_lr)
+    def __init__(self, optimizer: torch.optim.Optimizer, initial_val: float, max_val: float, total_steps: int = 1000,
+                 pct_start: float = 0.3, final_div_factor: float = 1e4, three_phase: bool = False,
+                 anneal_strategy: str = "cos", param_group_tags: Tags = None):
+        owner = type(self).__name__
+        self.initial_val = number(owner, self.name_of("initial_val"), initial_val)
+        self.max_val = number(owner, self.name_of("max_val"), max_val)
         self.total_steps = whole(owner, "total_steps", total_steps, 1)
         self.pct_start = number(owner, "pct_start", pct_start, 0.0, 1.0)
         self.final_div_factor = positive(owner, "final_div_factor", final_div_factor)
@@ -87,7 +88,7 @@ class OneCycleLR(LRScheduler):
                                   hint="Use more total_steps or a pct_start that leaves each phase steps.")
         super().__init__(optimizer, None, -1, param_group_tags)
 
-    def _phase_ends(self) -> list[float]:
+    def _phase_ends(self) -> List[float]:
         rise = self.pct_start * self.total_steps
         if self.three_phase:
             return [rise - 1, 2 * rise - 2, self.total_steps - 1.0]
@@ -98,16 +99,16 @@ class OneCycleLR(LRScheduler):
             return end + (start - end) / 2.0 * (torch.cos(math.pi * fraction) + 1.0)
         return start + (end - start) * fraction
 
-    def _get_closed_form_lr(self):
+    def _get_closed_form(self):
         s = self.last_epoch
-        low = self.initial_learning_rate / self.final_div_factor
+        low = self.initial_val / self.final_div_factor
         if self.three_phase:
-            levels = [self.initial_learning_rate, self.max_lr, self.initial_learning_rate, low]
+            levels = [self.initial_val, self.max_val, self.initial_val, low]
         else:
-            levels = [self.initial_learning_rate, self.max_lr, low]
+            levels = [self.initial_val, self.max_val, low]
         starts = [0.0] + self._phase_ends()
-        lr = self._anneal(levels[0], levels[1], s / starts[1])
+        value = self._anneal(levels[0], levels[1], s / starts[1])
         for i in range(1, len(starts) - 1):
             phase = self._anneal(levels[i], levels[i + 1], (s - starts[i]) / (starts[i + 1] - starts[i]))
-            lr = torch.where(s > starts[i], phase, lr)
-        return lr
+            value = torch.where(s > starts[i], phase, value)
+        return value
