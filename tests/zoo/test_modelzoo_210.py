@@ -274,7 +274,7 @@ def test_gpt3_fits_on_the_cpu_backend_and_the_loss_falls(zoo, tmp_path):
 
 
 @pytest.mark.parametrize("backend", ["CSX", "CPU"])
-def test_llama_fits(ws_csd, zoo, tmp_path, backend):
+def test_llama_fits_and_validates(ws_csd, zoo, tmp_path, backend):
     before = run_count(ws_csd)
     done = cszoo(zoo, tmp_path, "fit", params(zoo, tmp_path, "llama", backend, max_steps=4, checkpoint_steps=4),
                  env=ws_csd.env())
@@ -285,3 +285,9 @@ def test_llama_fits(ws_csd, zoo, tmp_path, backend):
     assert checkpoints(tmp_path / "model_dir") == ["checkpoint_0.mdl", "checkpoint_4.mdl"]
     expected = [("train", "CLOSED", 4 * BATCH, 1), ("eval", "CLOSED", 2 * BATCH, 1)] if backend == "CSX" else []
     assert _summary(new_runs(ws_csd, before)) == expected
+    if backend == "CSX":  # validate over the checkpoint: one eval run of eval_steps batches
+        before = run_count(ws_csd)
+        done = cszoo(zoo, tmp_path, "validate", params(zoo, tmp_path, "llama", backend, max_steps=4, checkpoint_steps=4),
+                     "--checkpoint_path", str(tmp_path / "model_dir" / "checkpoint_4.mdl"), env=ws_csd.env())
+        assert done.returncode == 0, done.stderr[-4000:]
+        assert _summary(new_runs(ws_csd, before)) == [("eval", "CLOSED", 2 * BATCH, 1)]
