@@ -20,40 +20,20 @@ own import-time requirements (nltk, Keras-Preprocessing, jsonschema) are not ins
 
 from __future__ import annotations
 
-import importlib.util
 import os
-import subprocess
-import sys
-import tarfile
 
 import numpy as np
 import pytest
 import yaml
 
 from tests.cstorch.helpers import weight_streaming, ws_csd  # noqa: F401  (ws_csd: the fixture)
-from tests.harness import ROOT
+from tests.zoo.r18 import Zoo, extract, programmings, run_py, runs, scalars
+from tests.zoo.r18_models import BATCH, MSL, VOCAB, write_hdf5
 
-ARCHIVE = os.path.join(os.path.dirname(ROOT), "shared", "modelzoo", "modelzoo-1.8.0.tar.gz")
-# What the release imports on every path (its requirements_cb_pt.txt and requirements_cb.txt),
-# by module name and PyPI name.
-REQUIRES = {"nltk": "nltk", "keras_preprocessing": "Keras-Preprocessing", "jsonschema": "jsonschema"}
 GPT2 = "modelzoo/transformers/pytorch/gpt2"
-BATCH, MSL, VOCAB = 4, 16, 64
 # The size of the shipped config, shrunk; nothing else of model, optimizer or schedule changes.
 MODEL = {"vocab_size": VOCAB, "hidden_size": 32, "max_position_embeddings": MSL, "num_hidden_layers": 2,
          "num_heads": 2, "filter_size": 64}
-
-
-def _write_hdf5(folder, examples: int, seed: int) -> None:
-    """`examples` random sequences in create_hdf5_dataset.py's layout (one file)."""
-    import h5py
-
-    os.makedirs(folder)
-    ids = np.random.default_rng(seed).integers(0, VOCAB, size=(examples, MSL + 1))
-    data = np.stack([ids[:, :-1], np.ones((examples, MSL), np.int64), ids[:, 1:]], axis=1).astype("i4")
-    with h5py.File(os.path.join(folder, "data-0.h5"), "w") as f:
-        f.attrs["n_examples"] = examples
-        f.create_dataset("data", data=data, dtype="i4", chunks=(1, 3, MSL), compression="gzip")
 
 
 def _params(release: str, data: str) -> str:
@@ -71,73 +51,14 @@ def _params(release: str, data: str) -> str:
     return path
 
 
-def _torchvision_path(base) -> list[str]:
-    """Where the scripts find `torchvision`. The release's wheel branch imports torchvision and
-    torchvision.io.image only to silence their warnings at import (gpt2 uses neither). PyPI's
-    torchvision cannot load beside the project's CPU build of torch (its C++ ops are built for
-    CUDA torch: `operator torchvision::nms does not exist`), so where the real one does not import
-    the scripts get a package of that name that says, on any use, that it is not torchvision."""
-    probe = subprocess.run([sys.executable, "-c", "import torchvision.io.image"], capture_output=True)
-    if probe.returncode == 0:
-        return []
-    folder = os.path.join(base, "no-torchvision")
-    os.makedirs(os.path.join(folder, "torchvision", "io"))
-    body = ('"""Not torchvision: the test stand-in for an import ModelZoo 1.8 makes and gpt2 never uses."""\n\n'
-            "def __getattr__(name):\n"
-            "    raise ImportError(f'torchvision.{name}: torchvision is not installed (tests/zoo stand-in)')\n")
-    for module in ("__init__.py", "io/__init__.py", "io/image.py"):
-        with open(os.path.join(folder, "torchvision", module), "w") as f:
-            f.write(body)
-    return [folder]
-
-
 @pytest.fixture(scope="module")
-def zoo(tmp_path_factory):
-    """(gpt2's folder, the params, the PYTHONPATH entries after ROOT) of a fresh extraction."""
-    if not os.path.isfile(ARCHIVE):
-        pytest.skip(f"ModelZoo R1.8 archive absent ({ARCHIVE}): the vendor's library lives in ../shared beside "
-                    "the project's checkout, not in the repository")
-    missing = [pypi for module, pypi in REQUIRES.items() if importlib.util.find_spec(module) is None]
-    if missing:
-        pytest.skip(f"ModelZoo R1.8 imports {', '.join(missing)} on every path: pip install {' '.join(missing)}")
-    base = tmp_path_factory.mktemp("modelzoo18")
-    with tarfile.open(ARCHIVE) as tar:
-        tar.extractall(base, filter="data")
-    release = os.path.join(base, "modelzoo-1.8.0")
-    data = os.path.join(base, "data")
-    _write_hdf5(os.path.join(data, "train"), 64, seed=0)  # 8 loader workers x 2 batches
-    _write_hdf5(os.path.join(data, "val"), 32, seed=1)
-    return os.path.join(release, GPT2), _params(release, data), [release, *_torchvision_path(str(base))]
-
-
-def run_py(ws_csd, zoo, model_dir, *args, params=None) -> subprocess.CompletedProcess:
-    """gpt2's run.py with the tiny params (or `params`), as a user runs it against csd."""
-    folder, tiny, path = zoo
-    params = params or tiny
-    env = ws_csd.env()
-    env["PYTHONPATH"] = os.pathsep.join([ROOT, *path, *filter(None, os.environ.get("PYTHONPATH", "").split(os.pathsep))])
-    command = [sys.executable, "-m", "csadmin.cstorch", "run.py", "CSX", "weight_streaming", "--params", params,
-               "--model_dir", str(model_dir), "--compile_dir", str(model_dir / "compile"), *args]
-    return subprocess.run(command, cwd=folder, env=env, capture_output=True, text=True, timeout=300)
-
-
-def runs(ws_csd) -> list[dict]:
-    with ws_csd.client() as c:
-        return c.runs_list()["runs"]
-
-
-def programmings(ws_csd, run_id: str) -> int:
-    with ws_csd.client() as c:
-        return sum(e["type"] == "EventProgrammingStarted" and e["details"].get("runId") == run_id
-                   for e in c.events_show(max_count=2000))
-
-
-def scalars(log_dir) -> dict:
-    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
-
-    acc = EventAccumulator(str(log_dir))
-    acc.Reload()
-    return {tag: {e.step: e.value for e in acc.Scalars(tag)} for tag in acc.Tags()["scalars"]}
+def zoo(tmp_path_factory) -> Zoo:
+    """gpt2 of a fresh extraction, with the tiny params."""
+    release, path = extract(tmp_path_factory)
+    data = str(tmp_path_factory.mktemp("gpt2-data"))
+    write_hdf5(os.path.join(data, "train"), 64, seed=0)  # 8 loader workers x 2 batches
+    write_hdf5(os.path.join(data, "val"), 32, seed=1)
+    return Zoo(os.path.join(release, GPT2), _params(release, data), path)
 
 
 def test_gpt2_trains_then_evaluates_its_checkpoint(ws_csd, zoo, tmp_path):
@@ -207,7 +128,7 @@ def test_what_the_system_refuses_is_refused_with_its_message(ws_csd, zoo, tmp_pa
         "no step is left to run. Raise max_steps, or resume from an earlier checkpoint.")
 
     # without experimental_api, ModelZoo takes R1.8's older runner, which is not built here
-    with open(zoo[1]) as f:
+    with open(zoo.params) as f:
         params = yaml.safe_load(f)
     del params["runconfig"]["experimental_api"]
     with open(tmp_path / "older.yaml", "w") as f:

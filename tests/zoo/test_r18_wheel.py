@@ -47,13 +47,20 @@ SCRIPT = textwrap.dedent('''
     except Exception as exc:
         seen["base_runner"] = [exc.code, str(exc)]
     seen["probed"] = hasattr(cm, "mark_step")
+    try:
+        vts = cbtorch.nn.StripPadding()  # built whatever the mode (ModelZoo's models do), refused when applied
+        vts(torch.ones(2, 3), torch.ones(2, 3))
+    except Exception as exc:
+        seen["vts"] = [exc.code, str(exc)]
     model = torch.nn.Linear(4, 2)
     compiled = cstorch.compile(model, backend="WSE_WS")
     optimizer = cstorch.optim.Adamax(model.parameters(), lr=0.1)
 
     @cstorch.compile_step
     def step(inputs):
-        loss = compiled(inputs).square().mean()
+        # R1.8's models make tensors on their parameters' device ("xla"): made where the data is
+        positions = torch.arange(2, device=model.weight.device).to(model.weight.device)
+        loss = compiled(inputs).square().mean() + positions.sum() * 0
         optimizer.zero_grad()
         loss.backward()
         optimizer.step()
@@ -98,6 +105,11 @@ def test_modelzoo_18s_wheel_names_answer_for_a_weight_streaming_run(ws_csd, tmp_
                          "which is not built here. Run ModelZoo's cstorch flow: set `experimental_api: True` in the "
                          "params' runconfig."]
     assert seen["probed"] is False  # probing one (hasattr) answers as for a missing name
+    assert seen["vts"] == [  # Variable Tensor Shape: Layer Pipelined only in R1.8
+        "INVALID_ARGUMENT",
+        "cerebras_pytorch.nn.StripPadding (Variable Tensor Shape, the model's `enable_vts`) runs in Layer Pipelined "
+        "execution only; ModelZoo's cstorch flow compiles for weight streaming (backend WSE_WS), which does not take "
+        "it. Set `enable_vts: False` in the params' model section."]
     assert not seen["core_has_cb_model"] and seen["later_compile"]  # the later releases' names are untouched
     # R1.8's compile puts the parameters on "xla" (ModelZoo asserts it); they train as before, and
     # what state_dict hands out is plain CPU tensors
@@ -109,9 +121,14 @@ def test_configure_optimizer_takes_modelzoos_spellings():
     params = [torch.nn.Parameter(torch.ones(2))]
     optimizer = cstorch.optim.configure_optimizer(
         optimizer_type="adamw", params=params, learning_rate=[{"scheduler": "Linear"}], beta1=0.9, beta2=0.95,
-        epsilon=1.0e-8, weight_decay_rate=0.01, use_bias_correction=True, max_gradient_norm=1.0)
+        epsilon=1.0e-8, weight_decay_rate=0.01, use_bias_correction=True, max_gradient_norm=1.0,
+        disable_lr_steps_reset=True)  # R1.8's older runner's schedules read it (bert's configs set it)
     group = optimizer.param_groups[0]
     assert (group["eps"], group["correct_bias"], group["betas"], group["weight_decay"]) == (1.0e-8, True, (0.9, 0.95), 0.01)
+    with pytest.warns(UserWarning) as caught:  # params_gpt3_20b.yaml carries it over from the TensorFlow config
+        cstorch.optim.configure_optimizer(optimizer_type="adamw", params=params, ws_summary=True)
+    assert [str(w.message) for w in caught] == [
+        "optimizer: ws_summary (the TensorFlow Trainer's weight summaries) changes nothing: no PyTorch runner reads it."]
     with pytest.raises(errors.InvalidArgument) as exc:  # a class without eps does not take epsilon either
         cstorch.optim.configure_optimizer(optimizer_type="sgd", params=params, lr=0.1, epsilon=1.0e-8)
     assert exc.value.message.startswith("SGD does not take 'epsilon'")

@@ -10,7 +10,8 @@ tensors made inside, as torch's own `with torch.device(...)` does; it may be ent
 inside itself. `str()` is what the real device says: "CSX", "cpu" or "cuda".
 
 R1.8's compiled parameters say they are on "xla" (XlaParameter, present_on_xla); the runtime asks
-storage_device(t) where a tensor's data really is.
+storage_device(t) where a tensor's data really is, and a step's tensors asked for on "xla" are
+made there (off_xla).
 """
 
 from __future__ import annotations
@@ -73,6 +74,27 @@ def present_on_xla(model: torch.nn.Module) -> None:
     for parameter in model.parameters():
         if type(parameter) is torch.nn.Parameter:
             parameter.__class__ = XlaParameter
+
+
+def _is_xla(device) -> bool:
+    if isinstance(device, torch.device):
+        return device.type == "xla"
+    return isinstance(device, str) and device.split(":")[0] == "xla"
+
+
+def off_xla(func, args: tuple, kwargs: dict) -> tuple[tuple, dict]:
+    """A torch function call's (args, kwargs) with the device "xla" it asks for replaced by the
+    CPU, where an XlaParameter's data is: R1.8's models make tensors on their parameters' device
+    (`torch.arange(n, device=p.device)`, `t.to(p.device)`), which this CPU build of torch has no
+    kernels for. The step's capture applies it to every call (core/capture.py)."""
+    if _is_xla(kwargs.get("device")):
+        kwargs = {**kwargs, "device": _CPU}
+    if func is torch.Tensor.to and len(args) > 1 and _is_xla(args[1]):
+        args = (args[0], _CPU, *args[2:])
+    return args, kwargs
+
+
+_CPU = torch.device("cpu")
 
 
 def storage_device(tensor: torch.Tensor) -> torch.device:

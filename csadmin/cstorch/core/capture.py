@@ -42,7 +42,7 @@ from torch.utils._pytree import tree_flatten
 
 from csadmin.errors import InvalidState
 
-from ..backend.device import storage_device
+from ..backend.device import off_xla, storage_device
 from ..experimental.listener import TraceListener
 from .class_targets import widen_target
 from .static_shapes import data_dependent_error, data_dependent_op
@@ -84,8 +84,9 @@ def _read_error(operation: str, step: str) -> InvalidState:
 
 
 class _ReadGuard(TorchFunctionMode):
-    """Refuses the Python-level reads of READS while the step is captured, and hands the tensors
-    each function makes to the traced-tensor hooks."""
+    """Refuses the Python-level reads of READS while the step is captured, hands the tensors each
+    function makes to the traced-tensor hooks, and makes the tensors the step asks for on R1.8's
+    "xla" device where the data is (device.off_xla)."""
 
     def __init__(self, step: str):
         super().__init__()
@@ -96,7 +97,8 @@ class _ReadGuard(TorchFunctionMode):
         name = getattr(func, "__name__", None)
         if name in READS and args and isinstance(args[0], torch.Tensor):
             raise _read_error(READS[name], self.step)
-        result = func(*args, **(kwargs or {}))
+        args, kwargs = off_xla(func, args, kwargs or {})
+        result = func(*args, **kwargs)
         self.listener.traced(func, result)
         return result
 

@@ -22,6 +22,7 @@ Adafactor's `eps1`/`eps2`, Rprop's `eta1`/`eta2` and `step_size_min`/`step_size_
 and AdamW's own `correct_bias`; SPELLED: `epsilon` → `eps`, `use_bias_correction` →
 `correct_bias`, as ModelZoo 1.8's configs spell them, for a class that takes them), the others (ELSEWHERE) belong to the grad scaler, the clipping or the runner's
 summaries, which the runner builds from the same configuration: accepted, not the optimizer's.
+A key only ModelZoo's TensorFlow runner reads (TENSORFLOW_ONLY) is dropped with a warning.
 Only a key with no meaning anywhere is refused.
 An optimizer whose lr has no default (Adafactor) is given lr=None when none is: its schedule
 sets it.
@@ -72,7 +73,15 @@ ELSEWHERE = {
     "min_loss_scale": "GradScaler(min_loss_scale=...)",
     "max_loss_scale": "GradScaler(max_loss_scale=...)",
     "log_summaries": "the runner's parameter and gradient norm summaries",
+    # R1.8's older runner hands it to its own schedules (PyTorchBaseModel); the cstorch flow
+    # passes configure_lr_scheduler the learning_rate alone, so there it changes nothing
+    "disable_lr_steps_reset": "R1.8's PyTorchBaseModel learning-rate schedules",
 }
+
+
+# Keys ModelZoo 1.8's PyTorch configs carry over from its TensorFlow ones, which no PyTorch runner
+# reads (params_gpt3_20b.yaml's ws_summary): dropped, with a warning that they change nothing.
+TENSORFLOW_ONLY = {"ws_summary": "the TensorFlow Trainer's weight summaries"}
 
 
 def configure_optimizer(optimizer_type: str, params, **kwargs) -> Optimizer:
@@ -95,6 +104,10 @@ def runner_arguments(cls, kwargs: dict) -> dict:
     """`kwargs` with a runner configuration's keys made `cls`'s own, and those of other objects
     (ELSEWHERE) left out."""
     owner, kwargs = cls.__name__, {k: v for k, v in kwargs.items() if k not in ELSEWHERE}
+    for key in TENSORFLOW_ONLY.keys() & kwargs.keys():
+        kwargs.pop(key)
+        warnings.warn(f"optimizer: {key} ({TENSORFLOW_ONLY[key]}) changes nothing: no PyTorch runner reads it.",
+                      stacklevel=3)
     takes = inspect.signature(cls).parameters
     if "learning_rate" in kwargs:
         if "lr" in kwargs:

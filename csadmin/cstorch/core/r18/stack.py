@@ -1,5 +1,6 @@
 """R1.8's compile-stack state (`cerebras_pytorch.state()`, `cerebras_pytorch.env()`), its
-`cerebras_pytorch.nn.Scope`, and the autogen policies of `cerebras_appliance.pb.stack.autogen_pb2`.
+`cerebras_pytorch.nn.Scope` (and its StripPadding, refused when applied), and the autogen policies of
+`cerebras_appliance.pb.stack.autogen_pb2`.
 
     state = cbtorch.state()
     state.full_config.matching.autogen_policy = AP_DISABLED    # a compiler setting: recorded
@@ -123,6 +124,20 @@ class Scope:
 
     def exit(self, tensor):
         return tensor
+
+
+class StripPadding(torch.nn.Module):
+    """R1.8's `cbtorch.nn.StripPadding()`, Variable Tensor Shape (a model's `enable_vts`):
+    `vts(tensor, mask)` has the system skip the padding tokens. R1.8 runs it in Layer Pipelined
+    execution only (t5's and transformer's READMEs), and the cstorch flow compiles for weight
+    streaming (WSE_WS): building one is allowed (ModelZoo builds it whatever the mode, and its
+    models skip it in eval), applying one is refused (InvalidArgument) naming the setting to change."""
+
+    def forward(self, tensor, mask):
+        raise InvalidArgument("cerebras_pytorch.nn.StripPadding (Variable Tensor Shape, the model's `enable_vts`) "
+                              "runs in Layer Pipelined execution only; ModelZoo's cstorch flow compiles for weight "
+                              "streaming (backend WSE_WS), which does not take it.",
+                              "Set `enable_vts: False` in the params' model section.")
 
 
 def state() -> StackState:
