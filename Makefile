@@ -16,6 +16,9 @@ DOCS_STAMP := $(VENV)/.docs
 # PyTorch for csadmin.cstorch, pinned so pip takes the CPU wheel this machine kind keeps on disk
 # (pip's find-links) instead of PyPI's newest build with ~3 GB of CUDA packages.
 TORCH ?= torch==2.13.0
+# ModelZoo 2.10's bigcode_eval (its trainer imports it on every path): not on the registry; the
+# archive its requirements pin is in ../shared beside the checkout (tests/zoo skip without it).
+BIGCODE ?= ../shared/modelzoo/bigcode-evaluation-harness-f0b81a9.tar.gz
 
 .PHONY: run test test-fast fuzz install completions docs clean
 
@@ -28,10 +31,13 @@ $(PRODUCT_STAMP): pyproject.toml | $(VENV)/bin/python
 	$(PY) -m pip install --quiet -e .
 	touch $(PRODUCT_STAMP)
 
-# Everything the suite needs: the product, the test tools and the cstorch extra.
+# Everything the suite needs: the product, the test tools, the cstorch extra, and what ModelZoo
+# 2.10's fit path imports (the zoo extra, bigcode_eval from ../shared where it is).
 $(STAMP): pyproject.toml $(PRODUCT_STAMP)
 	$(PY) -m pip install --quiet '$(TORCH)'
 	$(PY) -m pip install --quiet -e '.[test,cstorch]'
+	$(PY) -m pip install --quiet -e '.[zoo]'
+	if [ -f $(BIGCODE) ]; then $(PY) -m pip install --quiet --no-deps $(BIGCODE); fi
 	touch $(STAMP)
 
 install: $(STAMP)

@@ -33,7 +33,7 @@ os.environ["XDG_CACHE_HOME"] = tempfile.mkdtemp(prefix="cs-test-cache-")
 
 # Files (or folders, ending in "/") whose tests need no process, relative to tests/.
 UNIT = (
-    "statemachine/",
+    "statemachine/", "appliance/",
     "cstorch/amp/test_loss_scaling.py", "cstorch/amp/test_formats.py", "cstorch/storage/test_checkpoint.py",
     "cstorch/data/test_dataloader.py", "cstorch/optim/test_lr_scheduler.py", "cstorch/optim/test_optimizer.py",
     "cstorch/optim/test_scheduler.py", "cstorch/sparse/test_sparsity.py",

@@ -38,6 +38,9 @@ CONSOLE = ("csadmin.main", "csadmin.cli", "csadmin.shell", "csadmin.slurm", "csa
 FLEET = ("csadmin.fleet",)
 LAUNCH = ("csadmin.launch",)
 CSTORCH = ("csadmin.cstorch",)
+# The later releases' `cerebras.appliance` (csadmin.appliance): the leaves only, never torch;
+# cstorch (its runner registers it) may import it.
+APPLIANCE = ("csadmin.appliance",)
 CSD = ("csadmin.daemon",)
 # csd's packages, and which of csd's other packages each may import (never one above it).
 CSD_PACKAGES = {
@@ -50,7 +53,7 @@ CSD_PACKAGES = {
     "csadmin.daemon.store": (),
     "csadmin.daemon.auth": (),
 }
-LAYERS = (("csadmin",), LEAVES, MODEL, CLIENT, CONSOLE, FLEET, LAUNCH, CSTORCH, CSD)
+LAYERS = (("csadmin",), LEAVES, MODEL, CLIENT, CONSOLE, FLEET, LAUNCH, CSTORCH, APPLIANCE, CSD)
 # cstorch's packages, and which of cstorch's other packages each may import (names under
 # csadmin.cstorch; "" is the top level). A row names a module or a package; a package with rows
 # inside it (the top level, backend, utils) is its __init__ alone, so each new module there needs
@@ -59,7 +62,9 @@ CSTORCH_PACKAGES = {
     # `python -m csadmin.cstorch SCRIPT`: the appliance's names for the script, the backend it
     # configures from the command line, the input workers it may be started as, and R1.8's own
     # modules (core/r18) it registers under cerebras_pytorch.
-    "csadmin.cstorch.__main__": ("", "backend.appliance", "backend.process_backend", "core", "utils.data"),
+    # ModelZoo 2.x's code needs one thing of torch 2.4 that torch 2.13 dropped (torch_compat).
+    "csadmin.cstorch.__main__": ("", "backend.appliance", "backend.process_backend", "core", "torch_compat",
+                                 "utils.data"),
     # The top level is the script's `import cerebras.pytorch as cstorch`: it gathers the names of
     # every package below and defines none that they import.
     "csadmin.cstorch": ("_version", "utils.constant", "core", "amp", "optim", "metrics", "storage", "saver", "sparse",
@@ -96,7 +101,7 @@ CSTORCH_PACKAGES = {
     # system (csd_link), takes a ClusterConfig (distributed) and refuses to come after a cstorch
     # Optimizer (optim.optimizer). The library above asks it use_cs / current_backend_impl, so it
     # sits between them and the packages it reads.
-    "csadmin.cstorch.backend": ("backend.backend_type", "backend.config", "backend.csd_link",
+    "csadmin.cstorch.backend": ("backend.backend_type", "backend.cluster", "backend.config", "backend.csd_link",
                                 "backend.process_backend", "distributed", "optim"),
     "csadmin.cstorch.optim": ("checks", "backend.device", "backend.process_backend"),
     # Weight sparsity: masks pruning a model's weights and a cstorch optimizer's state (its
@@ -117,6 +122,7 @@ CSTORCH_PACKAGES = {
                                                 "backend.run"),
     # The leaves: plain values, the checkpoint files and the run's clock, none of cstorch's state.
     "csadmin.cstorch.backend.backend_type": (),
+    "csadmin.cstorch.backend.cluster": (),  # a CSX backend's `cluster`: its config and workflow
     "csadmin.cstorch.backend.csx_settings": (),
     "csadmin.cstorch.backend.device": (),
     "csadmin.cstorch.backend.run": (),
@@ -135,6 +141,7 @@ CSTORCH_PACKAGES = {
     "csadmin.cstorch.utils.pol": ("backend", "core"),
     "csadmin.cstorch.utils.num_kv_groups": ("backend", "core"),
     "csadmin.cstorch.utils.call_once": (),
+    "csadmin.cstorch.torch_compat": (),  # what ModelZoo 2.x (written for torch 2.4) needs of torch 2.13
     "csadmin.cstorch.utils.nest": (),
     "csadmin.cstorch.utils.utils": (),
     "csadmin.cstorch.utils.tracker": (),
@@ -327,7 +334,23 @@ def test_only_cstorch_imports_cstorch_and_it_reaches_csd_through_the_client():
             assert not inside, (module, inside)
             continue
         outside = {m for m in _imports(module) if not _in(m, CSTORCH)}
-        assert all(m == "csadmin" or _in(m, CLIENT + LEAVES) for m in outside), (module, outside)
+        assert all(m == "csadmin" or _in(m, CLIENT + LEAVES + APPLIANCE) for m in outside), (module, outside)
+
+
+def test_the_appliance_package_imports_only_the_leaves_and_never_torch():
+    """csadmin.appliance is `cerebras.appliance`, which the real system's client installs without
+    torch: it stands on the leaves alone, and importing all of it loads no torch."""
+    import subprocess
+    import sys
+
+    for module in _of(APPLIANCE):
+        outside = {m for m in _imports(module) if not _in(m, APPLIANCE)}
+        assert all(m == "csadmin" or _in(m, LEAVES) for m in outside), (module, outside)
+    code = ("import importlib, pkgutil, sys, csadmin.appliance as a; "
+            "[importlib.import_module(i.name) for i in pkgutil.walk_packages(a.__path__, 'csadmin.appliance.')]; "
+            "print(sorted(m for m in ('torch', 'csadmin.cstorch') if m in sys.modules))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=60)
+    assert done.returncode == 0 and done.stdout.strip() == "[]", (done.stdout, done.stderr)
 
 
 def test_the_console_and_the_client_never_import_torch():

@@ -30,6 +30,8 @@ def test_make_test_still_installs_the_test_tools_and_cstorch(tmp_path):
     venv = tmp_path / "fresh"
     planned = make("-n", "test", f"VENV={venv}").stdout
     assert "pip install --quiet -e '.[test,cstorch]'" in planned and "torch==" in planned
+    # ModelZoo 2.10's requirements (tests/zoo), and its bigcode_eval from ../shared where it is
+    assert "pip install --quiet -e '.[zoo]'" in planned and "--no-deps ../shared/modelzoo/bigcode" in planned
     # the whole suite, in parallel workers; then what measures the CPU's speed, by itself
     assert planned.rstrip().splitlines()[-2:] == [f"{venv}/bin/python -m pytest -n 4 -m 'not alone'",
                                                   f"{venv}/bin/python -m pytest -m alone"], planned

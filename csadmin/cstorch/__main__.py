@@ -16,7 +16,8 @@ core/r18/). `cerebras` is left open: where a distribution installs
 into the `cerebras` namespace (ModelZoo's `cerebras.modelzoo`), that namespace is imported as
 usual and only `cerebras.pytorch` is added to it; where none does, `cerebras` is an empty package.
 The names R1.8 scripts import from `cerebras_appliance` for configure (ExecutionStrategy,
-DebugArgs, get_debug_args) are csadmin.cstorch.backend.appliance, registered the same way. Every
+DebugArgs, get_debug_args) are csadmin.cstorch.backend.appliance, registered the same way; the
+later releases' `cerebras.appliance` (storage, log, errors, ...) is csadmin.appliance. Every
 module made here has a `__spec__`, so `importlib.util.find_spec(name)` answers for it as for an
 installed one. Other processes see nothing.
 
@@ -97,6 +98,20 @@ def alias_modules() -> list[str]:
     for name, module in r18.MODULES.items():
         made += _register(name, module)
     sys.modules["cerebras_appliance"].__dict__.update(r18.APPLIANCE)
+    return made + _appliance_package()
+
+
+def _appliance_package() -> list[str]:
+    """Register csadmin.appliance and each module of it as `cerebras.appliance[.X]` (the later
+    releases' appliance package, which ModelZoo 2.x imports), with the log levels the real one
+    adds on import; return the names."""
+    import csadmin.appliance as package
+    from csadmin.appliance import log
+
+    made = _register("cerebras.appliance", package)
+    for info in pkgutil.walk_packages(package.__path__, "csadmin.appliance."):
+        made += _register("cerebras" + info.name[len("csadmin"):], importlib.import_module(info.name))
+    log.register_levels()
     return made
 
 
@@ -169,6 +184,9 @@ def main(argv: list[str]) -> int:
         print(f"python -m csadmin.cstorch: no such script or console script: {target}\n{USAGE}", file=sys.stderr)
         return 2
     alias_modules()
+    from csadmin.cstorch import torch_compat
+
+    torch_compat.accept_dataclass_fields()  # ModelZoo 2.x replaces pytree specs as torch 2.4 allowed
     from csadmin.cstorch.backend import process_backend
     from csadmin.cstorch.utils.data._utils import roles
 

@@ -76,6 +76,8 @@ class GradScaler:
         self._overflows = torch.zeros((), dtype=torch.float32)  # overflowing steps among them
         self._clean = torch.zeros((), dtype=torch.float32)  # clean steps in a row
         self._skipped = torch.zeros((), dtype=torch.float32)  # steps skipped for an inf/NaN, in all
+        # the last update's new scale before min/max_loss_scale clamped it (get_non_clamped_scale)
+        self._non_clamped = self._scale.clone()
         self._found: dict[int, torch.Tensor] = {}  # this step's optimizers (by id) -> inf/NaN found
         self._stepped: set[int] = set()  # this step's optimizers already stepped
 
@@ -149,8 +151,9 @@ class GradScaler:
             clean = torch.where(overflow, torch.zeros_like(self._clean), self._clean + 1)
             back_off = overflow & (overflows / steps > self.overflow_tolerance)
             grow = ~overflow & (clean >= self.steps_per_increase)
-            scale = torch.where(back_off, torch.clamp(self._scale / 2, min=self.min_loss_scale),
-                                torch.where(grow, torch.clamp(self._scale * 2, max=self.max_loss_scale), self._scale))
+            wanted = torch.where(back_off, self._scale / 2, torch.where(grow, self._scale * 2, self._scale))
+            self._non_clamped.copy_(wanted)
+            scale = torch.clamp(wanted, min=self.min_loss_scale, max=self.max_loss_scale)
             changed = back_off | grow
             self._scale.copy_(scale)
             self._steps.copy_(torch.where(changed, torch.zeros_like(steps), steps))
@@ -161,6 +164,12 @@ class GradScaler:
     def get_scale(self) -> torch.Tensor:
         """The current loss scale (a tensor: read it in a step closure)."""
         return self._scale.detach().clone()
+
+    def get_non_clamped_scale(self) -> torch.Tensor:
+        """The scale the last update wanted before min_loss_scale and max_loss_scale clamped it
+        (dynamic; otherwise the scale): below get_scale() when backing off hit the minimum, which
+        ModelZoo takes for a NaN training cannot recover from."""
+        return (self._non_clamped if self.dynamic else self._scale).detach().clone()
 
     def is_enabled(self) -> bool:
         return self.enabled

@@ -38,6 +38,7 @@ from csadmin.errors import CsError, InvalidArgument, InvalidState
 
 from . import process_backend
 from .backend_type import BackendType
+from .cluster import Cluster
 from .process_backend import Backend  # the class cstorch.backend(...) makes, where the real module has it
 from .config import PARAMETERS, configure
 from .csd_link import CsdLink
@@ -182,6 +183,7 @@ def _csx(process, artifact_dir=None, compile_dir=None, compile_only=False, valid
     if retrace_every_iteration is not None:
         process.csx.debug.retrace_every_iteration = retrace_every_iteration
     process.csd, process.target, process.execmode = link, "CSX", WEIGHT_STREAMING
+    process.cluster = Cluster(cluster_config or ClusterConfig(), link.run_ids)
 
 
 def _cpu(process, artifact_dir=None, mixed_precision=_UNSET) -> None:

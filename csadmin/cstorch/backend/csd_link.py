@@ -66,6 +66,7 @@ class CsdLink:
         address = config.mgmt_address
         self.client = csd_client(config.mgmt_address, config.key, CLIENT_TIMEOUT)
         self.run = None
+        self.run_ids: list[str] = []  # every run opened, oldest first (a workflow's execute jobs: cluster.py)
         self.serial: str | None = None
         self.aborted: errors.RunAborted | None = None
         self.performance: dict | None = None
@@ -105,6 +106,7 @@ class CsdLink:
         self.run = self.client.open_run(mode=mode, owner=owner[:60], model_dir=run_dir,
                                         workers=workers if self.config.fed_by_workers else None,
                                         time_limit_seconds=self.config.job_time_sec)  # csd aborts the run past it
+        self.run_ids.append(self.run.id)
         self._events = self.client.subscribe(ABORT_EVENT)
         try:
             self.run.program(program)

@@ -37,9 +37,11 @@ optimizer guard included. Stdlib only: importing it never imports torch.
 from __future__ import annotations
 
 import atexit
-import contextlib
 import collections
+import contextlib
+import dataclasses
 import itertools
+import os
 import weakref
 from typing import NamedTuple
 
@@ -106,6 +108,10 @@ class Backend(BackendFacts):
         self.execmode: str | None = None  # the execution mode it targets
         self.models: list = []  # core/compile.py's CompiledModel, in compile order
         self.csd = None  # csd_link.CsdLink, once cstorch.compile reached csd
+        self.cluster = None  # a CSX backend's cluster.Cluster (the later releases' `backend.cluster`)
+        # The real CSX backend's appliance client, whose compile response counts the program's FLOPs
+        # (ModelZoo's FlopUtilization reads it when there is one): csd's compile counts none.
+        self.appliance = None
         self.run = Run()  # the run in progress (or the last one, ended)
         self.worker = WorkerInfo(0, 1)  # an input worker process says who it is
         self.is_input_worker = False  # … and that it is one (cstorch.distributed.is_streamer())
@@ -173,6 +179,20 @@ class Backend(BackendFacts):
     def artifact_dir(self) -> str | None:
         """The later releases' name for the model directory (configure's model_dir)."""
         return None if self.config is None else self.config.model_dir
+
+    @property
+    def _impl(self) -> "Backend":
+        """The real package's Backend is a front for its implementation object, `_impl`, which
+        ModelZoo reads (`backend._impl.is_e2e_execution`); here they are one object."""
+        return self
+
+    @artifact_dir.setter
+    def artifact_dir(self, value) -> None:
+        """Move where the backend's runs write from now on (ModelZoo's trainer points it at its
+        timestamped `model_dir/cerebras_logs/<time>`), made if missing; the compile directory stays."""
+        path = os.path.abspath(os.fspath(value))
+        os.makedirs(path, exist_ok=True)
+        self.config = dataclasses.replace(self.require_config(), model_dir=path)
 
     def parameters(self) -> list:
         """The compiled models' parameters, each once, in compile order (what a step trains)."""

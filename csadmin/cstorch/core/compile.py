@@ -236,6 +236,7 @@ def compile(model: torch.nn.Module, backend=None) -> CompiledModel:
     _accept_appliers(model)
     if later in ("CPU", "GPU"):  # no system, no wafer rule
         compiled = CompiledModel(process.device.move_to_device(model), process)
+        _give_device(model, process)
         process.models.append(compiled)
         return compiled
     check_float32_weights(model)  # 001: only mixed precision, weights stored as float32
@@ -263,7 +264,14 @@ def compile(model: torch.nn.Module, backend=None) -> CompiledModel:
         for module in model.modules():
             module.register_state_dict_pre_hook(_weights_hook)
             module._register_load_state_dict_pre_hook(_assign_hook)
-        if not hasattr(model, "device"):  # a model of its own `device` (a property, e.g.) keeps it
-            model.device = process.torch_device
+        _give_device(model, process)
     process.models.append(compiled)
     return compiled
+
+
+def _give_device(model: torch.nn.Module, process) -> None:
+    """`model.device`: the backend's torch device, as every backend of the real package sets it
+    (ModelZoo's callbacks make tensors `.to(model.device)`); a model of its own `device` (a
+    property, e.g.) keeps it."""
+    if not hasattr(model, "device"):
+        model.device = process.torch_device

@@ -20,7 +20,8 @@ input worker, which one and of how many (cstorch.utils.data.worker_info(), for s
 the batch an input worker streams to the one CS-2 (n itself).
 
 `service_resolver().cluster_spec` is the cluster as the real ClusterSpec describes it, with this
-process's task (cluster_resolver.py: what ModelZoo's input functions read).
+process's task (cluster_resolver.py: what ModelZoo's input functions read); `get_ordinal()` and
+`num_tasks()` read it.
 
 `get_worker_state()` is for a restartable dataloader's `state_dict` (utils/data/restartable.py):
 there, and once per call, it returns the worker's DataLoaderCheckpoint (what it streamed in this
@@ -59,6 +60,12 @@ class ClusterConfig:
     mount_dirs: Optional[List[str]] = None
     python_paths: Optional[List[str]] = None
     disable_version_check: Optional[bool] = None
+
+    def __hash__(self) -> int:
+        """By the fields set, lists as tuples, as the real one hashes (ModelZoo caches backends by
+        their arguments, this among them)."""
+        return hash(tuple(tuple(v) if isinstance(v, list) else v
+                          for f in dataclasses.fields(self) if (v := getattr(self, f.name)) is not None))
 
     def configure_kwargs(self, parameters) -> dict:
         """The fields given (not None), under configure's names, that configure's `parameters`
@@ -128,3 +135,14 @@ def get_worker_state():
 def service_resolver():
     """The cluster's tasks and roles (cluster_resolver.ServiceResolver: `.cluster_spec`)."""
     return ServiceResolver()
+
+
+def get_ordinal() -> int:
+    """This process's rank among its cluster's tasks (0: the script's own process, the master);
+    ModelZoo's log formatter prefixes an input worker's lines with it."""
+    return service_resolver().cluster_spec.rank
+
+
+def num_tasks() -> int:
+    """How many tasks this process's cluster has (1 in the script's process)."""
+    return service_resolver().cluster_spec.num_tasks()

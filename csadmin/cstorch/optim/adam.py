@@ -15,11 +15,10 @@ recorded there and its `weight_decay` is 0.0, as the real Adam records it; AdamW
 (a `step` becomes the β powers, an Adam's weight_decay its l2_regularization_rate), as the real
 classes do. The learning rate may be a scheduler's tensor."""
 
-from __future__ import annotations
-
 import math
 
 import torch
+from torch.optim.optimizer import ParamsT
 
 from ..backend.device import storage_device
 from ..checks import betas_pair, number
@@ -30,7 +29,7 @@ from .update import decoupled_decay, descend, with_gradients, with_l2, zeros
 class _AdamBase(Optimizer):
     decoupled = False  # AdamW: weight decay shrinks the weights instead of adding to the gradient
 
-    def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.0, amsgrad=False,
+    def __init__(self, params: ParamsT, lr: float = 1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.0, amsgrad=False,
                  correct_bias=True):
         owner = type(self).__name__
         decay = number(owner, "weight_decay", weight_decay)
@@ -156,6 +155,6 @@ class AdamW(_AdamBase):
 
     decoupled = True
 
-    def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.01, amsgrad=False,
+    def __init__(self, params: ParamsT, lr: float = 1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.01, amsgrad=False,
                  correct_bias=True):
         super().__init__(params, lr, betas, eps, weight_decay, amsgrad, correct_bias)

@@ -12,9 +12,8 @@ divided by 1 - μ_{t+1}·μ_t·Πμ (μ_t counted twice), where torch since 1.13
 betas) and the gradient term is the same.
 """
 
-from __future__ import annotations
-
 import torch
+from torch.optim.optimizer import ParamsT
 
 from ..backend.device import storage_device
 from ..checks import betas_pair, number, real
@@ -30,7 +29,7 @@ class Adamax(Optimizer):
     each step multiplies by β1, as the real class keeps it, instead of a global step). lr and eps
     must be at least 0, betas in [0, 1); weight_decay is not checked (as the real class)."""
 
-    def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-6, weight_decay=0.0, maximize=False):
+    def __init__(self, params: ParamsT, lr: float = 1e-3, betas=(0.9, 0.999), eps=1e-6, weight_decay=0.0, maximize=False):
         owner = "Adamax"
         defaults = dict(lr=number(owner, "lr", lr), betas=betas_pair(owner, betas), eps=number(owner, "eps", eps),
                         weight_decay=real(owner, "weight_decay", weight_decay), maximize=bool(maximize))
@@ -69,7 +68,7 @@ class NAdam(Optimizer):
     up; `mu_product` keeps Πμ. lr, eps, weight_decay and momentum_decay must be at least 0, betas
     in [0, 1). The momentum term's divisor is the real class's (the module's docstring)."""
 
-    def __init__(self, params, lr=2e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0, momentum_decay=4e-3):
+    def __init__(self, params: ParamsT, lr: float = 2e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0, momentum_decay=4e-3):
         owner = "NAdam"
         defaults = dict(lr=number(owner, "lr", lr), betas=betas_pair(owner, betas), eps=number(owner, "eps", eps),
                         weight_decay=number(owner, "weight_decay", weight_decay),
@@ -119,7 +118,7 @@ class RAdam(Optimizer):
     r_t·√(1 - β2^t)/(√v + eps). A torch.where on ρ_t, not a Python if. lr, eps and weight_decay
     must be at least 0, betas in [0, 1)."""
 
-    def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-6, weight_decay=0.0):
+    def __init__(self, params: ParamsT, lr: float = 1e-3, betas=(0.9, 0.999), eps=1e-6, weight_decay=0.0):
         owner = "RAdam"
         defaults = dict(lr=number(owner, "lr", lr), betas=betas_pair(owner, betas), eps=number(owner, "eps", eps),
                         weight_decay=number(owner, "weight_decay", weight_decay))

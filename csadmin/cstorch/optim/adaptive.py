@@ -6,9 +6,8 @@ Adagrad's eps is 1e-6, torch's 1e-10; and the same values refused), and their st
 names, so a torch.optim checkpoint of the same optimizer loads when the state names agree.
 """
 
-from __future__ import annotations
-
 import torch
+from torch.optim.optimizer import ParamsT
 
 from ..checks import number
 from .optimizer import Optimizer, closure_loss
@@ -22,7 +21,7 @@ class Adagrad(Optimizer):
     divides the step; the step size decays as lr / (1 + (t - 1)·lr_decay), a tensor function of
     the global step (`step`). Every argument must be at least 0."""
 
-    def __init__(self, params, lr=1e-2, lr_decay=0, weight_decay=0, initial_accumulator_value=0, eps=1e-6,
+    def __init__(self, params: ParamsT, lr: float = 1e-2, lr_decay=0, weight_decay=0, initial_accumulator_value=0, eps=1e-6,
                  maximize=False):
         owner = "Adagrad"
         defaults = dict(lr=number(owner, "lr", lr), lr_decay=number(owner, "lr_decay", lr_decay),
@@ -64,7 +63,7 @@ class Adadelta(Optimizer):
     averages of squared gradients (`square_avg`) and of squared updates (`acc_delta`) scale each
     step, which lr multiplies. lr, eps and weight_decay must be at least 0, rho in [0, 1]."""
 
-    def __init__(self, params, lr=1.0, rho=0.9, eps=1e-6, weight_decay=0, maximize=False):
+    def __init__(self, params: ParamsT, lr: float = 1.0, rho=0.9, eps=1e-6, weight_decay=0, maximize=False):
         owner = "Adadelta"
         defaults = dict(lr=number(owner, "lr", lr), rho=number(owner, "rho", rho, 0.0, 1.0),
                         eps=number(owner, "eps", eps), weight_decay=number(owner, "weight_decay", weight_decay),
@@ -101,7 +100,7 @@ class RMSprop(Optimizer):
     (`momentum_buffer`) accumulates the divided steps when momentum > 0. Every number must be at
     least 0."""
 
-    def __init__(self, params, lr=1e-2, alpha=0.99, eps=1e-8, weight_decay=0, momentum=0, centered=False):
+    def __init__(self, params: ParamsT, lr: float = 1e-2, alpha=0.99, eps=1e-8, weight_decay=0, momentum=0, centered=False):
         owner = "RMSprop"
         defaults = dict(lr=number(owner, "lr", lr), momentum=number(owner, "momentum", momentum),
                         alpha=number(owner, "alpha", alpha), eps=number(owner, "eps", eps),

@@ -12,9 +12,8 @@ parameter's RMS (scale_parameter) and clipped by the update's RMS. The real clas
 published configuration without first moment and relative step, and refuses the others.
 """
 
-from __future__ import annotations
-
 import torch
+from torch.optim.optimizer import ParamsT
 
 from csadmin.errors import InvalidArgument
 
@@ -30,7 +29,7 @@ class Lamb(Optimizer):
     `adam=True`. State `exp_avg`, `exp_avg_sq`. lr and eps must be at least 0, betas in [0, 1);
     weight_decay is not checked (as the real class)."""
 
-    def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-6, weight_decay=0, adam=False):
+    def __init__(self, params: ParamsT, lr: float = 1e-3, betas=(0.9, 0.999), eps=1e-6, weight_decay=0, adam=False):
         owner = "Lamb"
         defaults = dict(lr=number(owner, "lr", lr), betas=betas_pair(owner, betas), eps=number(owner, "eps", eps),
                         weight_decay=real(owner, "weight_decay", weight_decay), adam=bool(adam))
@@ -74,7 +73,7 @@ class Adafactor(Optimizer):
     real class refuses them: relative_step, warmup_init, a beta1, a clip_threshold other than 1.0,
     an lr together with relative_step, and an eps that is not two floats."""
 
-    def __init__(self, params, lr, eps=(1e-30, 1e-3), clip_threshold=1.0, decay_rate=-0.8, beta1=None,
+    def __init__(self, params: ParamsT, lr: float, eps=(1e-30, 1e-3), clip_threshold=1.0, decay_rate=-0.8, beta1=None,
                  weight_decay=0.0, scale_parameter=True, relative_step=False, warmup_init=False):
         owner = "Adafactor"
         if lr is not None and relative_step:

@@ -11,9 +11,8 @@ real class's `maximize` (the gradient negated).
 ASGD, SGD's averaging variant, is here too: the same descent with a decaying step size and a
 running average of the parameter, all in tensors."""
 
-from __future__ import annotations
-
 import torch
+from torch.optim.optimizer import ParamsT
 
 from csadmin.errors import InvalidArgument
 
@@ -27,7 +26,7 @@ class SGD(Optimizer):
     """SGD(params, lr=1e-3, momentum=0, dampening=0, weight_decay=0, nesterov=False, maximize=False),
     the same numbers as torch.optim.SGD."""
 
-    def __init__(self, params, lr=1e-3, momentum=0.0, dampening=0.0, weight_decay=0.0, nesterov=False,
+    def __init__(self, params: ParamsT, lr: float = 1e-3, momentum=0.0, dampening=0.0, weight_decay=0.0, nesterov=False,
                  maximize=False):
         owner = "SGD"
         defaults = dict(lr=number(owner, "lr", lr), momentum=number(owner, "momentum", momentum),
@@ -85,7 +84,7 @@ class ASGD(Optimizer):
     starts after step t0; both are computed from the step tensor in float64 (torch's Python
     floats) and written into the float32 state in place, so the captured step keeps decaying."""
 
-    def __init__(self, params, lr=1e-2, lambd=1e-4, alpha=0.75, t0=1e6, weight_decay=0, maximize=False):
+    def __init__(self, params: ParamsT, lr: float = 1e-2, lambd=1e-4, alpha=0.75, t0=1e6, weight_decay=0, maximize=False):
         owner = "ASGD"
         # The real class checks only lr and weight_decay; lambd, alpha and t0 may take any value.
         defaults = dict(lr=number(owner, "lr", lr), lambd=real(owner, "lambd", lambd),

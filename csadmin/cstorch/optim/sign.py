@@ -6,9 +6,8 @@ Rprop is torch.optim.Rprop's numbers with the real Cerebras class's constructor 
 "Symbolic Discovery of Optimization Algorithms") as the real class computes it.
 """
 
-from __future__ import annotations
-
 import torch
+from torch.optim.optimizer import ParamsT
 
 from ..checks import betas_pair, number, pair
 from .optimizer import Optimizer, closure_loss
@@ -20,7 +19,7 @@ class Lion(Optimizer):
     (p ← p·(1 - lr·wd)), then p ← p - lr·sign(β1·m + (1 - β1)·g), then the momentum `exp_avg`
     m ← β2·m + (1 - β2)·g. lr and weight_decay must be at least 0, betas in [0, 1)."""
 
-    def __init__(self, params, lr=1e-4, betas=(0.9, 0.99), weight_decay=0.0):
+    def __init__(self, params: ParamsT, lr: float = 1e-4, betas=(0.9, 0.99), weight_decay=0.0):
         owner = "Lion"
         defaults = dict(lr=number(owner, "lr", lr), betas=betas_pair(owner, betas),
                         weight_decay=number(owner, "weight_decay", weight_decay))
@@ -56,7 +55,7 @@ class Rprop(Optimizer):
     must be pairs of numbers. lr sets the initial step sizes only, as in torch: a scheduler's lr
     does not change them."""
 
-    def __init__(self, params, lr=1e-3, etas=(0.5, 1.2), step_sizes=(1e-6, 50.0)):
+    def __init__(self, params: ParamsT, lr: float = 1e-3, etas=(0.5, 1.2), step_sizes=(1e-6, 50.0)):
         owner = "Rprop"
         defaults = dict(lr=number(owner, "lr", lr), etas=_pair(owner, "etas", etas, "etaminus, etaplus"),
                         step_sizes=_pair(owner, "step_sizes", step_sizes, "minimum, maximum"))

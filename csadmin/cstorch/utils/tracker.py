@@ -2,6 +2,7 @@
 
     tracker = RateTracker()
     tracker.add(batch_size)        # after each step
+    tracker.reset()                # count from zero, from now
     tracker.global_rate()          # samples / seconds since the start (or reset_time)
     tracker.rate()                 # samples / seconds since the previous rate() (the first: since the start)
 
@@ -25,6 +26,12 @@ class RateTracker:
     def add(self, count: int) -> None:
         """`count` more samples were processed."""
         self.total_count += count
+
+    def reset(self) -> None:
+        """Start over: no samples counted, time counted from now (ModelZoo resets its tracker at
+        the start of each fit and validation)."""
+        self.total_count = 0
+        self.reset_time()
 
     def reset_time(self, offset: float = 0.0) -> None:
         """Count time from now (minus `offset` seconds), the samples so far kept."""

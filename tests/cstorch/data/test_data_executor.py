@@ -71,7 +71,7 @@ def test_train_then_validate_in_one_process_is_two_runs_each_programmed_once(ws_
     out = tmp_path / "out" / "executors"
     assert sorted(os.listdir(out)) == ["000001", "000002", "latest"]
     assert os.readlink(out / "latest") == "000002"
-    assert train.artifact_dir == str(out / "000001") and validate.artifact_dir == str(out / "000002")
+    assert train.artifact_dir == out / "000001" and validate.artifact_dir == out / "000002"  # Paths, as the real ones
     for number, mode, samples in (("000001", "train", 12 * 32), ("000002", "eval", 4 * 32)):
         perf = json.loads((out / number / "performance.json").read_text())
         assert perf["total_samples"] == samples

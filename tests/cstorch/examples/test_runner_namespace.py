@@ -107,3 +107,26 @@ def test_a_name_that_is_neither_a_file_nor_a_console_script_is_refused_with_the_
     assert done.returncode == 2
     assert "no such script or console script: no-such-tool-here" in done.stderr
     assert "usage: python -m csadmin.cstorch" in done.stderr
+
+
+def test_the_runner_registers_the_appliance_package_with_its_levels(tmp_path):
+    """`cerebras.appliance` and each module of it is csadmin.appliance's, with a spec, and the
+    loggers under "cerebras" have VERBOSE and TRACE, as importing the real package gives them."""
+    (tmp_path / "train.py").write_text(textwrap.dedent("""
+        import importlib.util, logging, pkgutil
+        import csadmin.appliance
+        from cerebras.appliance.storage import H5Writer, StorageWriter
+        from cerebras.appliance.log import VERBOSE, named_class_logger
+        from cerebras.appliance.utils.debug_args import get_debug_args
+        import cerebras.appliance.storage.h5_storage as h5
+        assert H5Writer is h5.H5Writer and h5.__name__ == "csadmin.appliance.storage.h5_storage"
+        for info in pkgutil.walk_packages(csadmin.appliance.__path__, "cerebras.appliance."):
+            assert importlib.util.find_spec(info.name) is not None, info.name
+        logging.basicConfig(level=VERBOSE, format="%(levelname)s %(name)s %(message)s")
+        logging.getLogger("cerebras.test").verbose("loud")
+        logging.getLogger("cerebras.appliance").trace("hidden")
+        print("ok")
+    """))
+    done = _runner(tmp_path, "train.py")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "ok" and "VERBOSE cerebras.test loud" in done.stderr and "hidden" not in done.stderr

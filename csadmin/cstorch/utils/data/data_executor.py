@@ -27,7 +27,8 @@ Arguments, as the real package checks them:
   * `writer`: the SummaryWriter cstorch.summarize_scalar / summarize_tensor write to;
   * `cs_config` (2.0–2.1): the cluster config, checked and applied as cstorch.backend's would be
     (csd itself must stay the backend's); `micro_batch_size`: cstorch.backends.csx's setting for
-    the run; `profiler_activities` and `listeners` beyond the defaults are not simulated (refused).
+    the run; `profiler_activities` and `listeners` beyond the defaults are not simulated (refused; an empty
+    list, as ModelZoo passes, asks for none and is taken).
 
 Where its run writes (`artifact_dir`): `<backend.artifact_dir>/executors/<NNNNNN>/`, numbered in
 the order the process iterates them, with `executors/latest` linking to the newest, as the real
@@ -42,6 +43,7 @@ from __future__ import annotations
 
 import math
 import os
+import pathlib
 import warnings
 from typing import Dict, Literal, Union
 
@@ -88,9 +90,9 @@ class DataExecutor:
             raise NotADataLoader(f"{NOT_A_LOADER} Got a {type(dataloader).__name__}.",
                                  hint="Wrap it: dataloader = cstorch.utils.data.DataLoader(input_fn, ...), where "
                                       "input_fn returns the torch DataLoader.")
-        if profiler_activities is not None or listeners:
+        if profiler_activities or listeners:  # an empty list asks for no activity beyond the defaults
             raise InvalidArgument("DataExecutor: profiler activities and tensor listeners are not simulated here.",
-                                  hint="Leave profiler_activities and listeners unset: executor.profiler tracks the "
+                                  hint="Leave profiler_activities and listeners unset or empty: executor.profiler tracks the "
                                        "samples and their rates.")
         if micro_batch_size is not None:
             backend.csx.performance.micro_batch_size = micro_batch_size  # checked as the setting is
@@ -114,7 +116,7 @@ class DataExecutor:
         self.checkpoint_schedule = _schedule(checkpoint_steps, self.num_steps)
         self.activation_steps = _aligned(activation_steps, self.checkpoint_schedule, self.num_steps)
         self.profiler = Profiler()
-        self.artifact_dir: str | None = None  # set when iteration begins
+        self.artifact_dir: pathlib.Path | None = None  # set when iteration begins (a Path, as the real one)
         self._step = -1  # the 0-indexed step whose batch the loop holds
 
     def __len__(self) -> int:
@@ -169,11 +171,11 @@ class DataExecutor:
             prior.finish()  # an earlier executor's loop was left (break): its run ends now
         backend.executors_run += 1
         root = os.path.join(backend.require_config().model_dir, "executors")
-        self.artifact_dir = os.path.join(root, f"{backend.executors_run:06d}")
+        self.artifact_dir = pathlib.Path(root, f"{backend.executors_run:06d}")
         os.makedirs(self.artifact_dir, exist_ok=True)
         _link_latest(root, os.path.basename(self.artifact_dir))
         self._step = -1
-        backend.run = Run(executor=self, model_dir=self.artifact_dir, checkpoint_schedule=self.checkpoint_schedule,
+        backend.run = Run(executor=self, model_dir=str(self.artifact_dir), checkpoint_schedule=self.checkpoint_schedule,
                           activation_steps=self.activation_steps, last_step=self.num_steps, in_loop=True)
         backend.executor = self
         return backend.run

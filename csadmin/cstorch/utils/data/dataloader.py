@@ -51,7 +51,10 @@ from .epoch import Epoch
 from .input_state import StatefulInput
 
 class DataLoader(StatefulInput):
-    """See the module docstring."""
+    """See the module docstring. `id` numbers the process's DataLoaders from 1 in the order they
+    are made (ModelZoo names its validation runs by it)."""
+
+    _ids = itertools.count(1)
 
     def __init__(self, input_fn, *args, num_steps=None, max_steps=None, num_epochs=None, steps_per_epoch=None,
                  initial_step=0, **kwargs):
@@ -66,6 +69,7 @@ class DataLoader(StatefulInput):
             if value is not None:
                 whole("DataLoader", name, value, 1)
         self.initial_step = whole("DataLoader", "initial_step", initial_step, 0)
+        self.id = next(DataLoader._ids)
         self.input_fn, self.args, self.kwargs = input_fn, args, kwargs
         self.max_steps = max_steps
         self._given = given
@@ -112,6 +116,12 @@ class DataLoader(StatefulInput):
         if self._input is None:
             self._input = self._make_input()
         return self._input
+
+    @property
+    def dataloader(self):
+        """The loader the input function returned, in this process (the real package's name for
+        it: ModelZoo checks whether it is restartable)."""
+        return self._local_input()
 
     # -- torch.utils.data.DataLoader's attributes -------------------------------------------------
 

@@ -6,7 +6,8 @@ describes them: intervals of 0-indexed steps (step i is the run's (i+1)-th).
     Schedule.every(100, num_steps=1000)   # what DataExecutor(checkpoint_steps=100) means: the same
 
 A Range matches `start`, `start + step`, … below `end`, and `end - 1` too with `include_last`.
-Intervals may not overlap. Bad values are InvalidArgument naming them.
+Intervals may not overlap. Bad values are InvalidArgument naming them. Both are mutable, as the
+real ones are (ModelZoo moves a Range's start as its run resumes).
 
 The real module's other names are importable from it too, made where they belong:
 `from_numpy`/`to_numpy` (arrays.py) and `compute_num_steps`/`infer_batch_size` (counts.py).
@@ -32,11 +33,11 @@ def _whole(name: str, value, least: int) -> int:
     return value
 
 
-@dataclass(frozen=True)
+@dataclass
 class Schedule:
     """Checkpoint steps as non-overlapping intervals of 0-indexed steps."""
 
-    @dataclass(frozen=True)
+    @dataclass
     class Range:
         start: int
         end: int  # exclusive
@@ -53,6 +54,31 @@ class Schedule:
         def match(self, index: int) -> bool:
             return self.start <= index < self.end and (
                 (index - self.start) % self.step == 0 or (self.include_last and index == self.end - 1))
+
+        def range(self) -> range:
+            """The steps start, start + step, … below end (end - 1 not added)."""
+            return range(self.start, self.end, self.step)
+
+        def __iter__(self):
+            yield from self.range()
+            if self.include_last and self.end - 1 not in self.range():
+                yield self.end - 1
+
+        def __len__(self) -> int:
+            return len(self.range()) + (self.include_last and self.end - 1 not in self.range())
+
+        @property
+        def final_step(self) -> int:
+            """The interval's last step."""
+            return self.end - 1 if self.include_last else self.range()[-1]
+
+        def next_immediate_step(self, target: int) -> int:
+            """The interval's first step at or after `target` (ValueError past its last)."""
+            if target > self.final_step:
+                raise ValueError(f"Target {target} exceeds the last interval step {self.final_step}")
+            if target <= self.start:
+                return self.start
+            return min(self.start + math.ceil((target - self.start) / self.step) * self.step, self.final_step)
 
     intervals: list
 
@@ -75,6 +101,39 @@ class Schedule:
     def match(self, index: int) -> bool:
         """Whether 0-indexed step `index` is a checkpoint step."""
         return any(r.match(index) for r in self.intervals)
+
+    def __iter__(self):
+        for r in self.intervals:
+            yield from r
+
+    def __len__(self) -> int:
+        return sum(len(r) for r in self.intervals)
+
+    def range(self) -> list:
+        """Each interval's range()."""
+        return [r.range() for r in self.intervals]
+
+    @property
+    def start(self) -> int | None:
+        """The first interval's start (None: no interval)."""
+        return self.intervals[0].start if self.intervals else None
+
+    @property
+    def final_step(self) -> int | None:
+        """The last interval's last step (None: no interval)."""
+        return self.intervals[-1].final_step if self.intervals else None
+
+    def next_immediate_step(self, target: int) -> int | None:
+        """The schedule's first step at or after `target` (None: no interval; ValueError past the
+        last step)."""
+        if not self.intervals:
+            return None
+        if target > self.final_step:
+            raise ValueError(f"Target {target} exceeds the last interval step {self.final_step}")
+        for r in self.intervals:
+            if target <= r.final_step:
+                return r.next_immediate_step(target)
+        return None
 
     def steps(self, num_steps: int):
         """The checkpoint steps (1-indexed, as a loop counts them) of a run of `num_steps`, in order:

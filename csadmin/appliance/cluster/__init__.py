@@ -1,0 +1,1 @@
+"""`cerebras.appliance.cluster`: the cluster management client's names ModelZoo imports."""
