@@ -123,7 +123,8 @@ CSTORCH_PACKAGES = {
     # The leaves: plain values, the checkpoint files and the run's clock, none of cstorch's state.
     "csadmin.cstorch.backend.backend_type": (),
     "csadmin.cstorch.backend.cluster": (),  # a CSX backend's `cluster`: its config and workflow
-    "csadmin.cstorch.backend.csx_settings": (),
+    "csadmin.cstorch.backend.csx_settings": ("backend.csx_debug",),
+    "csadmin.cstorch.backend.csx_debug": (),  # the appliance's DebugArgs and INI (csadmin.appliance)
     "csadmin.cstorch.backend.device": (),
     "csadmin.cstorch.backend.run": (),
     "csadmin.cstorch.backend.appliance": (),

@@ -14,14 +14,17 @@ AttributeError listing the ones it has, as on the real package. What they do her
 graph differs from the first (core/retrace.py); every other setting tunes the appliance (memory
 limits of its pods, transfers, weight initialization, the compiler's precision level) that this
 simulation has no counterpart for: it is recorded with the compile (compile.log) and changes no
-number. Stdlib only.
+number; `debug.debug_args` and `debug.ini` are the appliance's objects (backend/csx_debug.py).
 """
 
 from __future__ import annotations
 
 from typing import Callable
 
+from csadmin.appliance.utils.debug_args import DebugArgs
 from csadmin.errors import InvalidArgument
+
+from .csx_debug import IniView, as_debug_args, ini_options
 
 _MBS_WORDS = ("auto", "explore")
 _FABRICS = ("cs2", "cs3")
@@ -75,10 +78,6 @@ def _fabrics(value) -> list:
     return list(value)
 
 
-def _anything(value):
-    return value  # debug_args, ini: the appliance's own objects, kept as given
-
-
 _MEMORY = _optional(_positive, "a positive number of GiB")
 
 # section → {setting: (default, check)}; a check returns the value or raises ValueError(what it takes)
@@ -96,8 +95,6 @@ SECTIONS: dict[str, dict[str, tuple]] = {
     "storage.s3": {"profile": (None, _optional(_text, "an AWS profile name"))},
     "debug": {
         "retrace_every_iteration": (False, _flag),
-        "ini": (None, _anything),
-        "debug_args": (None, _anything),
         "drop_data": (False, _flag),
         "lazy_initialization": (True, _flag),
         "skip_weight_init": (False, _flag),
@@ -153,6 +150,38 @@ class Section:
 _ALWAYS = ("optimization_level", "micro_batch_size")  # recorded even at their defaults
 
 
+class DebugSection(Section):
+    """The `debug` section: its settings, and the appliance's `debug_args` with its `ini` view
+    (backend/csx_debug.py), one fresh DebugArgs per section."""
+
+    def __init__(self):
+        super().__init__("debug")
+        object.__setattr__(self, "_debug_args", DebugArgs())
+
+    def __getattr__(self, name: str):
+        if name == "debug_args":
+            return object.__getattribute__(self, "_debug_args")
+        if name == "ini":
+            return IniView(object.__getattribute__(self, "_debug_args"))
+        return super().__getattr__(name)
+
+    def __setattr__(self, name: str, value) -> None:
+        if name == "debug_args":
+            object.__setattr__(self, "_debug_args", as_debug_args(value))
+        elif name == "ini":
+            options = ini_options(value)
+            debug_args = DebugArgs()
+            for option, set_to in options.items():
+                setattr(IniView(debug_args), option, set_to)
+            object.__setattr__(self, "_debug_args", debug_args)
+        else:
+            super().__setattr__(name, value)
+
+    def settings(self) -> dict:
+        held = self._debug_args.settings()
+        return {**super().settings(), **({"debug_args": held} if held else {})}
+
+
 class Storage:
     """`cstorch.backends.csx.storage`: its `s3` section."""
 
@@ -170,7 +199,7 @@ class CsxSettings:
         self.performance = Section("performance")
         self.cluster = Section("cluster")
         self.storage = Storage()
-        self.debug = Section("debug")
+        self.debug = DebugSection()
 
     def settings(self) -> dict:
         """The settings worth recording, by section (the compile log)."""
