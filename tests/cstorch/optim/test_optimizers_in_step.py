@@ -31,12 +31,14 @@ TORCH_TWINS = {
 }
 
 
-def _compiled(ws_csd, tmp_path, make_optimizer):
-    """A compiled training step of model(0) with `make_optimizer` and a StepLR, and its optimizer."""
+def _compiled(ws_csd, tmp_path, make_optimizer, more_schedules=lambda optimizer: ()):
+    """A compiled training step of model(0) with `make_optimizer`, a StepLR and the schedulers
+    `more_schedules(optimizer)` makes, stepped after it; and its optimizer."""
     configure(ws_csd, tmp_path)
     net = model(0)
     optimizer = make_optimizer(net.parameters())
     scheduler = cstorch.optim.lr_scheduler.StepLR(optimizer, LR, step_size=STEP_SIZE, gamma=GAMMA)
+    schedules = [scheduler, *more_schedules(optimizer)]
     compiled = cstorch.compile(net, backend="wse_ws")
 
     @cstorch.compile_step
@@ -45,7 +47,8 @@ def _compiled(ws_csd, tmp_path, make_optimizer):
         loss = torch.nn.functional.cross_entropy(compiled(x), y)
         loss.backward()
         optimizer.step()
-        scheduler.step()
+        for schedule in schedules:
+            schedule.step()
         return loss
 
     for x, y in batches(STEPS):
@@ -130,31 +133,9 @@ def test_a_scheduled_weight_decay_replays_in_the_compiled_step(ws_csd, tmp_path)
     """cstorch.optim.weight_decay_scheduler beside the StepLR: the captured program reads the
     weight decay tensor the schedule writes each step, down to 0, as torch's AdamW takes the same
     decays set by hand."""
-    schedules = []
-
-    def adamw_with_decay(params):
-        optimizer = cstorch.optim.AdamW(params, lr=LR, weight_decay=0.5)
-        schedules.append(cstorch.optim.weight_decay_scheduler.LinearWD(optimizer, 0.5, 0.0, total_iters=4))
-        return optimizer
-
-    configure(ws_csd, tmp_path)
-    net = model(0)
-    optimizer = adamw_with_decay(net.parameters())
-    scheduler = cstorch.optim.lr_scheduler.StepLR(optimizer, LR, step_size=STEP_SIZE, gamma=GAMMA)
-    compiled = cstorch.compile(net, backend="wse_ws")
-
-    @cstorch.compile_step
-    def training_step(x, y):
-        optimizer.zero_grad()
-        loss = torch.nn.functional.cross_entropy(compiled(x), y)
-        loss.backward()
-        optimizer.step()
-        scheduler.step()
-        schedules[0].step()
-        return loss
-
-    for x, y in batches(STEPS):
-        training_step(x, y)
+    net, _ = _compiled(ws_csd, tmp_path, lambda params: cstorch.optim.AdamW(params, lr=LR, weight_decay=0.5),
+                       lambda optimizer: [cstorch.optim.weight_decay_scheduler.LinearWD(optimizer, 0.5, 0.0,
+                                                                                        total_iters=4)])
     reference = model(0)
     twin = torch.optim.AdamW(reference.parameters(), lr=LR, weight_decay=0.5)
     twin_schedule = torch.optim.lr_scheduler.StepLR(twin, STEP_SIZE, GAMMA)
