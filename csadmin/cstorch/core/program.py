@@ -65,6 +65,7 @@ class Program:
     half: str = "float16"  # the half format it computes in (amp/formats.py)
     forward: object = None  # the emulated graph's code with its ops bound directly (_direct)
     executable: fx.GraphModule | None = None  # the graph as this runtime runs it (core/half_precision.py)
+    fused: object = None  # the executable compiled into fused kernels (core/fused.py), or None: the replay
 
     @classmethod
     def build(cls, graph: fx.Graph, **fields) -> "Program":
@@ -89,7 +90,11 @@ class Program:
         return self.signature.batch_size
 
     def execute(self, inputs: list, state: list | None = None) -> tuple:
+        """One execution on `inputs` and the program's state (or `state`: the estimate's copies,
+        which the replay runs): the fused program where the compile made one, else the replay."""
         with torch.no_grad():
+            if self.fused is not None and state is None:
+                return self.fused(*[x.contiguous() for x in inputs], *self.state)
             return self.forward(None, inputs, self.state if state is None else state)
 
     def estimate(self, inputs: list, scratch_state: list) -> float:
