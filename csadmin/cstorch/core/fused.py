@@ -68,17 +68,29 @@ class _Opaque:
         self.ops: dict = {}
 
     def __call__(self, overload):
+        """The opaque op of `overload`; an in-place one's returns nothing (Inductor functionalizes
+        it and, where nothing else reads the old value, calls it in place again)."""
         if overload not in self.ops:
             if self.library is None:
                 self.library = torch.library.Library("cstorch_fused", "FRAGMENT")
             schema = overload._schema
-            name = f"{schema.name.split('::')[1]}_{schema.overload_name or 'default'}"
+            name = f"{schema.name.split('::')[1]}_{schema.overload_name or 'default'}".replace("__", "_inplace_")
             if not hasattr(torch.ops.cstorch_fused, name):
                 text = str(schema)
-                self.library.define(name + text[text.index("("):])
-                self.library.impl(name, lambda *a, _op=overload, **k: _op(*a, **k), "CompositeExplicitAutograd")
+                arguments = text[text.index("("):text.rindex(" -> ")]
+                returns = "()" if schema.is_mutable else text[text.rindex(" -> ") + 4:]
+                self.library.define(f"{name}{arguments} -> {returns}")
+                self.library.impl(name, _call(overload, schema.is_mutable), "CompositeExplicitAutograd")
             self.ops[overload] = getattr(torch.ops.cstorch_fused, name).default
         return self.ops[overload]
+
+
+def _call(overload, mutates: bool):
+    if mutates:
+        def run_in_place(*args, **kwargs):
+            overload(*args, **kwargs)
+        return run_in_place
+    return lambda *args, **kwargs: overload(*args, **kwargs)
 
 
 _opaque = _Opaque()
@@ -110,22 +122,13 @@ def _aliases(overload) -> bool:
     return any(r.alias_info is not None for r in schema.returns) and not schema.is_mutable
 
 
-def _functional(overload):
-    """The out-of-place twin of an in-place op: `lerp_.Scalar` → `lerp.Scalar`, `bernoulli_.float`
-    → `bernoulli.p` (the overload taking the same arguments)."""
-    name = overload._schema.name.split("::")[1]
-    packet = getattr(aten, name[:-1], None) if name.endswith("_") else None
-    wanted = [(a.name, str(a.type)) for a in overload._schema.arguments]
-    for candidate in (packet.overloads() if packet is not None else ()):
-        twin = getattr(packet, candidate)
-        if not twin._schema.is_mutable and [(a.name, str(a.type)) for a in twin._schema.arguments] == wanted:
-            return twin
-    raise NotFused(f"the step's op {overload} writes in place and has no out-of-place form the compiler takes")
+def _written(overload) -> list:
+    return [a.name for a in overload._schema.arguments if a.alias_info is not None and a.alias_info.is_write]
 
 
 def _node(graph: fx.Graph, node: fx.Node, env: dict) -> fx.Node:
     """`node` copied into `graph`: a rounding fusable, an op Inductor would compute differently
-    made opaque (an in-place one: its out-of-place twin and a copy into what it wrote)."""
+    made opaque (an in-place one returns nothing: the tensor it wrote stands for its result)."""
     new = graph.node_copy(node, lambda n: env[n])
     target = new.target
     if new.op != "call_function":
@@ -135,10 +138,12 @@ def _node(graph: fx.Graph, node: fx.Node, env: dict) -> fx.Node:
         return new
     if not isinstance(target, torch._ops.OpOverload) or target in EXACT or _aliases(target):
         return new
-    if target._schema.is_mutable:
-        new.target = _opaque(_functional(target))
-        with graph.inserting_after(new):
-            return graph.call_function(aten.copy_.default, (new.args[0], new))
+    if target._schema.is_mutable:  # PyTorch's in-place kernel; what it wrote stands for its result
+        if len(_written(target)) != 1:
+            raise NotFused(f"the step's op {target} writes {len(_written(target))} tensors (the compiler takes one)")
+        new.target = _opaque(target)
+        bound = dict(zip((a.name for a in target._schema.arguments), new.args)) | dict(new.kwargs)
+        return bound[_written(target)[0]]
     new.target = _opaque(target)
     return new
 
@@ -197,7 +202,7 @@ def compile_program(executable: fx.GraphModule, inputs: list, state: list, cache
     from torch.fx.experimental.symbolic_shapes import ShapeEnv
 
     options = {"emulate_precision_casts": True, "fallback_random": True, "compile_threads": 1,
-               "joint_graph_constant_folding": False,
+               "joint_graph_constant_folding": False, "size_asserts": False, "alignment_asserts": False,
                "fx_graph_cache": True, "autotune_local_cache": False}
     examples = [t.contiguous() for t in inputs] + list(state)
     try:
