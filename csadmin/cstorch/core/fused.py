@@ -8,12 +8,14 @@ the roundings, the exact arithmetic of IEEE float32 (+ − × ÷, negation, comp
 casts, moves: EXACT below) and every view. Every other op — matrix products, reductions, softmax,
 losses, transcendental functions, random draws, and `lerp`/`addcmul`/`sqrt`, whose CPU kernels
 round differently from Inductor's code (fused multiply-adds) — is called as PyTorch's own kernel
-from the fused program (an opaque op, `_opaque`), where Inductor cannot re-derive it. Inductor's
-options pin the rest: casts kept (`emulate_precision_casts`: a rounding to float16 and back is not
-elided), random ops PyTorch's (`fallback_random`), no floating-point contraction or reassociation
-(Inductor's defaults, `-ffp-contract=off -fno-unsafe-math-optimizations`).
+from the fused program (an opaque op, `_opaque`; an in-place one stays in place), where Inductor
+cannot re-derive it. Inductor's options pin the rest: casts kept (`emulate_precision_casts`: a
+rounding to float16 and back is not elided), random ops PyTorch's (`fallback_random`), no
+joint-graph constant folding (it folded a rounded constant gradient without its rounding), no
+floating-point contraction or reassociation (Inductor's defaults, `-ffp-contract=off
+-fno-unsafe-math-optimizations`).
 
-`compile_program(program, inputs, cache_dir)` returns the compiled step (a function of the flat
+`compile_program(executable, inputs, state, cache_dir)` returns the compiled step (a function of the flat
 inputs and state tensors) or raises `NotFused` naming why (no C++ compiler, an op it cannot take,
 Inductor's own error). Inductor's caches (its FX graph and AOT autograd caches, the built
 kernels) live in `cache_dir` (the program's compile directory): the same program compiled again
