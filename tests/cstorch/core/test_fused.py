@@ -148,3 +148,28 @@ def test_ops_inductor_would_compute_differently_stay_pytorchs_kernels():
     got = flat(x0, s0)
     want_added = x0 @ s1 + x0
     assert torch.equal(got[0], want_added) and torch.equal(s0, s1.lerp_(want_added, 0.1))
+
+
+def test_the_fused_roundings_are_the_formats_on_every_kind_of_float32(tmp_path):
+    """Each format's rounding, compiled by Inductor as the fused program computes it (one
+    expression), against amp/formats.py's on a million random bit patterns (every binade, signs,
+    subnormals, inf, NaN) and the formats' edges."""
+    from csadmin.cstorch.amp.formats import FORMATS
+
+    graph = torch.fx.Graph()
+    inputs, state = graph.placeholder("inputs"), graph.placeholder("state")
+    x = graph.call_function(__import__("operator").getitem, (inputs, 0))
+    outs = [graph.call_function(FORMATS[name].round, (x,)) for name in ("float16", "bfloat16", "cbfloat16")]
+    graph.output(tuple(outs))
+    bits = torch.randint(-2 ** 31, 2 ** 31 - 1, (1 << 20,), generator=torch.Generator().manual_seed(5),
+                         dtype=torch.int64).to(torch.int32)
+    edges = torch.tensor([0.0, -0.0, 65504.0, 65520.0, 2.0 ** -24, 2.0 ** -25, 3 * 2.0 ** -26, 2.0 ** 32,
+                          4294967296.0 * (1 - 2.0 ** -11), 2.0 ** -39, 2.0 ** -40, -2.0 ** -41, 1e-13, -1e-13,
+                          float("inf"), float("-inf"), float("nan"), 3.4e38])
+    values = torch.cat([bits.view(torch.float32), edges])
+    run = fused.compile_program(torch.fx.GraphModule(torch.nn.Module(), graph), [values], [],
+                                str(tmp_path / "inductor"))
+    for name, got in zip(("float16", "bfloat16", "cbfloat16"), run(values)):
+        want = FORMATS[name].round(values)
+        same = (got.view(torch.int32) == want.view(torch.int32)) | (got.isnan() & want.isnan())
+        assert same.all(), (name, values[~same][:5])
