@@ -128,9 +128,47 @@ def _written(overload) -> list:
     return [a.name for a in overload._schema.arguments if a.alias_info is not None and a.alias_info.is_write]
 
 
-def _node(graph: fx.Graph, node: fx.Node, env: dict) -> fx.Node:
+def _written_node(node: fx.Node):
+    """The tensor (node) an in-place op node writes, followed back through earlier in-place ops to
+    the tensor they all write (None when `node` writes nothing or several)."""
+    while node.op == "call_function" and isinstance(node.target, torch._ops.OpOverload) \
+            and len(_written(node.target)) == 1:
+        bound = dict(zip((a.name for a in node.target._schema.arguments), node.args)) | dict(node.kwargs)
+        written = bound[_written(node.target)[0]]
+        if not isinstance(written, fx.Node):
+            return None
+        node = written
+    return node if node.op != "output" else None
+
+
+def _shared_in_place(graph: fx.Graph) -> set:
+    """In-place ops Inductor could compute (EXACT) on a tensor an opaque op also writes in place
+    (AdamW's `mul_` before `addcmul_` on its second moment): they run as PyTorch's in-place
+    kernels too, for Inductor would compute them into a new buffer and copy it back."""
+    opaque_roots = {_written_node(n) for n in graph.nodes if n.op == "call_function"
+                    and isinstance(n.target, torch._ops.OpOverload) and n.target._schema.is_mutable
+                    and n.target not in EXACT}
+    opaque_roots.discard(None)
+    return {n for n in graph.nodes if n.op == "call_function" and n.target in EXACT
+            and n.target._schema.is_mutable and _written_node(n) in opaque_roots}
+
+
+def _scalar_overload(target, node: fx.Node):
+    """`mul_.Tensor(x, 0.9)` as `mul_.Scalar`: a Python number where the schema says Tensor is
+    wrapped by PyTorch's argument parser, which an op of ours does not have."""
+    numbers = [isinstance(v, (int, float)) and str(a.type) == "Tensor"
+               for a, v in zip(target._schema.arguments, node.args)]
+    if any(numbers) and target._overloadname == "Tensor":
+        packet = getattr(aten, target._schema.name.split("::")[1])
+        if "Scalar" in packet.overloads():
+            return packet.Scalar
+    return target
+
+
+def _node(graph: fx.Graph, node: fx.Node, env: dict, in_place: bool = False) -> fx.Node:
     """`node` copied into `graph`: a rounding fusable, an op Inductor would compute differently
-    made opaque (an in-place one returns nothing: the tensor it wrote stands for its result)."""
+    (or `in_place`: see _shared_in_place) made opaque (an in-place one returns nothing: the tensor
+    it wrote stands for its result)."""
     new = graph.node_copy(node, lambda n: env[n])
     target = new.target
     if new.op != "call_function":
@@ -138,8 +176,9 @@ def _node(graph: fx.Graph, node: fx.Node, env: dict) -> fx.Node:
     if target in _ROUNDINGS:
         new.target = _ROUNDINGS[target]
         return new
-    if not isinstance(target, torch._ops.OpOverload) or target in EXACT or _aliases(target):
+    if not in_place and (not isinstance(target, torch._ops.OpOverload) or target in EXACT or _aliases(target)):
         return new
+    target = _scalar_overload(target, new)
     if target._schema.is_mutable:  # PyTorch's in-place kernel; what it wrote stands for its result
         if len(_written(target)) != 1:
             raise NotFused(f"the step's op {target} writes {len(_written(target))} tensors (the compiler takes one)")
@@ -158,13 +197,14 @@ def flat_module(executable: fx.GraphModule, n_inputs: int, n_state: int) -> fx.G
              "state": [graph.placeholder(f"state{k}") for k in range(n_state)]}
     env: dict = {}
     by_node: dict = {}
+    in_place = _shared_in_place(executable.graph)
     for node in executable.graph.nodes:
         if node.op == "placeholder":
             by_node[node] = lists[node.target]
         elif node.op == "call_function" and node.target is operator.getitem and node.args[0] in by_node:
             env[node] = by_node[node.args[0]][node.args[1]]
         else:
-            env[node] = _node(graph, node, env)
+            env[node] = _node(graph, node, env, node in in_place)
     return fx.GraphModule(torch.nn.Module(), graph, class_name="FusedStep")
 
 
