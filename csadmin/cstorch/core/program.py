@@ -114,6 +114,12 @@ class Program:
 
     def run(self, inputs: list) -> tuple[object, list]:
         """Execute one step; return (the step's result, [(closure, args, kwargs)])."""
+        # The step makes every gradient it leaves anew: the last step's are let go first, so their
+        # memory serves this step's (held both at once, each step's came fresh from the kernel,
+        # page-faulted). A gradient the program reads is in its state, which keeps it. A step that
+        # fails leaves these gradients None (its run is over: trace.py).
+        for p in self.grad_params:
+            p.grad = None
         outs = self.execute(inputs)
         n_result = sum(1 for kind, _ in self.result_leaves if kind == "out")
         for p, grad in zip(self.grad_params, outs[n_result:n_result + len(self.grad_params)]):
