@@ -101,14 +101,19 @@ def main(argv: list[str]) -> int:
     p.add_argument("--autocast-baseline", action="store_true",
                    help="also time eager PyTorch under torch.autocast to the half dtype (the runtime's numerics)")
     p.add_argument("--device", default="cpu", help="where the model and the batches live (cuda: model.cuda())")
+    p.add_argument("--fuse", action="store_true",
+                   help="compile the step into fused kernels (CSTORCH_FUSE=1, core/fused.py) and add a third loop, "
+                        "the replay of the same program on copies of the state")
+    p.add_argument("--compile-dir", default=None, help="the run's compile_dir (again: a cached compile)")
     args = p.parse_args(argv)
+    os.environ["CSTORCH_FUSE"] = "1" if args.fuse else "0"
     torch.set_num_threads(args.threads)
     cstorch.amp.set_half_dtype("bfloat16" if args.bfloat16 else args.half)
     daemon = Daemon().start()
     try:
         weight_streaming(daemon)
         tmp = tempfile.mkdtemp(prefix="bench-cstorch-")
-        cstorch.configure(model_dir=os.path.join(tmp, "model"), compile_dir=os.path.join(tmp, "compile"),
+        cstorch.configure(model_dir=os.path.join(tmp, "model"), compile_dir=args.compile_dir or os.path.join(tmp, "compile"),
                           mgmt_address=daemon.connection_file, key=daemon.admin_key)
         net, optimizer = build(0, args.width, args.device)
         compiled = cstorch.compile(net, backend="wse_ws")
@@ -124,6 +129,12 @@ def main(argv: list[str]) -> int:
         start = time.perf_counter()
         loops["cstorch"](*data[0])
         first_step = time.perf_counter() - start
+        program = process_backend.current().run.program
+        if args.fuse:
+            if program.fused is None:
+                raise SystemExit("--fuse: the program was not fused (stderr says why)")
+            scratch = [t.detach().clone() for t in program.state]
+            loops["replay"] = lambda x, y: program.forward(None, [x, y], scratch)
         for step in loops.values():  # warm every loop
             timed(step, data, 5)
         csd = process_backend.current().csd
@@ -140,7 +151,6 @@ def main(argv: list[str]) -> int:
                 + "; " + ", ".join(f"{name}/eager {w / ew:.3f} wall, {c / ec:.3f} CPU"
                                    for name, (w, c) in row.items() if name != "eager"), flush=True)
         trips = (csd.round_trips - trips_before) / steps_measured
-        program = process_backend.current().run.program
         process_backend.current().run.finish()
         with open(os.path.join(tmp, "model", "performance", "performance.json")) as f:
             perf = json.load(f)
@@ -159,7 +169,8 @@ def main(argv: list[str]) -> int:
                         f"{name}_ratio_wall_min": round(min(wall), 3),
                         f"{name}_ratio_cpu_median": round(statistics.median(cpu), 3),
                         f"{name}_ratio_cpu_min": round(min(cpu), 3)}
-        summary |= {"ops_in_program": program.op_count, "compile_time_s": perf["compile_time"],
+        summary |= {"fused": program.fused is not None, "ops_in_program": program.op_count,
+                    "compile_time_s": perf["compile_time"],
                     "first_step_s": round(first_step, 3), "csd_round_trips_per_step": round(trips, 4),
                     "performance_json": perf}
         print(json.dumps(summary, indent=2))

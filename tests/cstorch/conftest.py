@@ -2,6 +2,8 @@
 end between tests, so they share it), and a fresh cstorch backend for every test (configure is
 once per process; process_backend.reset() closes any run still open, as the process's end would)."""
 
+import os
+
 import pytest
 import torch
 
@@ -20,3 +22,9 @@ def fresh_runtime():
     process_backend.reset()
     yield
     process_backend.reset()
+
+
+# The compiled step (core/fused.py) costs an Inductor compile per program, tens of seconds on
+# this suite's 2 cores: the suite runs the replay unless the run asks for the compiler
+# (CSTORCH_FUSE=1); tests/cstorch/core/test_fused.py turns it on for its own small program.
+os.environ.setdefault("CSTORCH_FUSE", "0")

@@ -21,6 +21,7 @@ first step, and then opens the run on csd itself (this module never contacts csd
 
 from __future__ import annotations
 
+import os
 import sys
 import time
 from dataclasses import dataclass
@@ -31,6 +32,7 @@ from torch.utils._pytree import tree_flatten
 from ..amp.precision import half_format, step_autocast
 from .artifacts import lookup as lookup_artifacts, record as record_compile
 from .capture import Capture
+from . import fused
 from .compile import run_mode
 from .half_precision import capture_executor
 from .model_dir import link_compile_dir, write_params
@@ -147,6 +149,26 @@ def _reuse_or_estimate(program: Program, config, serial: str | None, inputs: lis
     return None
 
 
+def _fuse(program: Program, config, inputs: list, log: list) -> None:
+    """Compile the program into fused kernels (core/fused.py), Inductor's artifacts in its compile
+    directory (reused when the same program compiles again); where it cannot, say why once and
+    leave the replay. $CSTORCH_FUSE=0: the replay, as the log says."""
+    if not fused.enabled():
+        log.append(f"not fused (${fused.ENV}=0): the step runs as the replay, op by op")
+        return
+    start = time.perf_counter()
+    directory = os.path.join(config.compile_dir, f"cs_{program.checksum[:16]}", "inductor")
+    try:
+        program.fused = fused.compile_program(program.executable, inputs, program.state, directory)
+    except fused.NotFused as why:
+        note = f"not fused: {why}; the step runs as the replay, op by op (core/fused.py)"
+        print(f"cstorch: {note}", file=sys.stderr, flush=True)
+        log.append(note)
+        return
+    log.append(f"fused by Inductor (C++) in {time.perf_counter() - start:.3f} s: the roundings inside the kernels "
+               f"that make the values, {directory} (core/fused.py)")
+
+
 def _report(backend, config, program: Program, cached, serial: str | None, log: list) -> None:
     """The compile log written with new artifacts (or the cached line on stderr), the model
     directory's link to them, and the launchers' compile record."""
@@ -178,6 +200,8 @@ def compile_program(step_fn, backend, config, run, args: tuple, kwargs: dict) ->
     serial = None if backend.csd is None else backend.csd.serial
     cached = _reuse_or_estimate(program, config, serial, inputs, captured.scratch, log)
     captured.scratch = []  # the copies of the state are not kept past the estimate
+    if not config.validate_only:
+        _fuse(program, config, inputs, log)
     program.compile_time = time.perf_counter() - start
     _report(backend, config, program, cached, serial, log)
     if config.compile_only:

@@ -66,6 +66,7 @@ class Program:
     half: str = "float16"  # the half format it computes in (amp/formats.py)
     forward: object = None  # the emulated graph's code with its ops bound directly (_direct)
     executable: fx.GraphModule | None = None  # the graph as this runtime runs it (core/half_precision.py)
+    fused: object = None  # the executable compiled into fused kernels (core/fused.py), or None: the replay
 
     @classmethod
     def build(cls, graph: fx.Graph, **fields) -> "Program":
@@ -90,7 +91,11 @@ class Program:
         return self.signature.batch_size
 
     def execute(self, inputs: list, state: list | None = None) -> tuple:
+        """One execution on `inputs` and the program's state (or `state`: the estimate's copies,
+        which the replay runs): the fused program where the compile made one, else the replay."""
         with torch.no_grad():
+            if self.fused is not None and state is None:
+                return self.fused(*[x.contiguous() for x in inputs], *self.state)
             return self.forward(None, inputs, self.state if state is None else state)
 
     def estimate(self, inputs: list, scratch_state: list) -> float:
@@ -110,6 +115,12 @@ class Program:
 
     def run(self, inputs: list) -> tuple[object, list]:
         """Execute one step; return (the step's result, [(closure, args, kwargs)])."""
+        # The step makes every gradient it leaves anew: the last step's are let go first, so their
+        # memory serves this step's (held both at once, each step's came fresh from the kernel,
+        # page-faulted). A gradient the program reads is in its state, which keeps it. A step that
+        # fails leaves these gradients None (its run is over: trace.py).
+        for p in self.grad_params:
+            p.grad = None
         outs = self.execute(inputs)
         n_result = sum(1 for kind, _ in self.result_leaves if kind == "out")
         for p, grad in zip(self.grad_params, outs[n_result:n_result + len(self.grad_params)]):
