@@ -28,6 +28,11 @@ workers against the same CPU-costly input function in the training process, in o
 
 The estimate section (bench/cstorch_estimate.py): est_samples_per_sec of one program compiled
 again and again, without and with busy processes beside it, against the wall clock's.
+
+    .venv/bin/python bench/cstorch.py gigagpt [--rounds 7] [--steps 20] [--compile-dir DIR]
+
+The gigaGPT section (bench/cstorch_gigagpt.py): Cerebras's public gigaGPT model and train.py step
+at a tiny size, cstorch's replay and fused program against plain float32 eager PyTorch (issue 38).
 """
 
 from __future__ import annotations
@@ -205,6 +210,10 @@ if __name__ == "__main__":
         sys.exit(workers_main(sys.argv[2:]))
     if sys.argv[1:2] == ["halves"]:
         sys.exit(halves(sys.argv[2:]))
+    if sys.argv[1:2] == ["gigagpt"]:
+        from cstorch_gigagpt import main as gigagpt_main
+
+        sys.exit(gigagpt_main(sys.argv[2:]))
     if sys.argv[1:2] == ["estimate"]:
         from cstorch_estimate import main as estimate_main
 

@@ -46,7 +46,8 @@ EXACT = {
     for name in ("add", "add_", "sub", "sub_", "rsub", "mul", "mul_", "div", "div_", "neg", "abs", "relu",
                  "relu_", "threshold_backward", "where", "clone", "copy_", "_to_copy", "alias", "ones_like",
                  "zeros_like", "full_like", "fill_", "zero_", "maximum", "minimum", "eq", "ne", "lt", "le", "gt",
-                 "ge", "reciprocal", "pow", "masked_fill", "logical_not", "logical_and", "logical_or")
+                 "ge", "reciprocal", "pow", "masked_fill", "logical_not", "logical_and", "logical_or",
+                 "_unsafe_view")  # a reshape whose schema declares no alias: a move, Inductor's view
     for overload in ("Tensor", "Scalar", "default", "out", "self", "Tensor_Scalar", "Scalar_Tensor", "Tensor_Tensor")
     if hasattr(getattr(aten, name), overload)
 }
