@@ -175,9 +175,12 @@ def _report(backend, config, program: Program, cached, serial: str | None, log: 
     if backend.executor_required:
         log.append(f"backends.csx: {backend.csx.settings()} (recorded: the numerics here are PyTorch's)")
     if cached is not None:
-        # compile_time is then what this process spent: the capture and the lookup.
+        # compile_time is then what this process spent: the capture and the lookup, and with the
+        # compiler on, loading the fused kernels through Inductor's caches (core/fused.py).
+        spent = "the capture, the lookup and the fused kernels from Inductor's cache" if program.fused is not None \
+            else "the capture and the lookup only"
         print(f"cstorch: compile cached: reusing {cached.directory} (compiled for {cached.target_system}); "
-              f"compile_time {program.compile_time:.3f} s is the capture and the lookup only", file=sys.stderr)
+              f"compile_time {program.compile_time:.3f} s is {spent}", file=sys.stderr)
     else:
         log.append(f"compile_time {program.compile_time:.3f} s; size {program.size_bytes} bytes")
     if not config.validate_only and cached is None:
