@@ -169,8 +169,9 @@ def test_python_m_says_how_to_use_it():
                           "usage: python -m csadmin.cstorch SCRIPT|CONSOLE_SCRIPT [ARGS...]\n")
 
 
-def test_ctrl_c_closes_the_run_and_frees_the_fabric(ws_csd, tmp_path):
-    proc = run_script(ws_csd, tmp_path, -1)
+def _ctrl_c_at_step_20(ws_csd, proc) -> dict:
+    """Ctrl-C the training script `proc` once it prints step 20; the script dies of it, and csd
+    records the run ABORTED by the interrupt with the fabric free. The run's record."""
     try:
         wait_until(lambda: proc.stdout.readline().startswith("step 20 "), timeout=60, what="step 20")
         proc.send_signal(signal.SIGINT)
@@ -184,6 +185,12 @@ def test_ctrl_c_closes_the_run_and_frees_the_fabric(ws_csd, tmp_path):
     assert record["totalSamples"] >= 20 * 16
     with ws_csd.client() as c:
         assert c.runs_list()["runHolder"] is None
+    return record
+
+
+def test_ctrl_c_closes_the_run_and_frees_the_fabric(ws_csd, tmp_path):
+    proc = run_script(ws_csd, tmp_path, -1)
+    _ctrl_c_at_step_20(ws_csd, proc)
     assert os.path.exists(tmp_path / "model" / "performance" / "performance.json")
 
 
@@ -295,18 +302,6 @@ def test_ctrl_c_in_a_data_executors_loop_closes_its_run(ws_csd, tmp_path):
     path.write_text(V2_SCRIPT)
     proc = subprocess.Popen([sys.executable, "-m", "csadmin.cstorch", str(path), str(tmp_path / "out")],
                             env=ws_csd.env(), cwd=ROOT, text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    try:
-        wait_until(lambda: proc.stdout.readline().startswith("step 20 "), timeout=60, what="step 20")
-        proc.send_signal(signal.SIGINT)
-        _, err = proc.communicate(timeout=60)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-    assert proc.returncode != 0 and "KeyboardInterrupt" in err
-    record = run_record(ws_csd)
-    assert (record["status"], record["abortReason"]) == ("ABORTED", "runtime interrupted (Ctrl-C)")
-    assert record["totalSamples"] >= 20 * 16
-    with ws_csd.client() as c:
-        assert c.runs_list()["runHolder"] is None
+    record = _ctrl_c_at_step_20(ws_csd, proc)
     with open(tmp_path / "out" / "executors" / "000001" / "performance.json") as f:
         assert json.load(f)["total_samples"] == record["totalSamples"]
