@@ -8,18 +8,16 @@ a csd, and what csd and the model directory hold afterwards.
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import subprocess
 import sys
 import tarfile
 from dataclasses import dataclass
 
-import pytest
-
 from tests.harness import ROOT
+from tests.zoo.releases import SHARED, require_release
 
-ARCHIVE = os.path.join(os.path.dirname(ROOT), "shared", "modelzoo", "modelzoo-1.8.0.tar.gz")
+ARCHIVE = os.path.join(SHARED, "modelzoo-1.8.0.tar.gz")
 # What the release imports on every path (its requirements_cb_pt.txt and requirements_cb.txt),
 # by module name and PyPI name.
 REQUIRES = {"nltk": "nltk", "keras_preprocessing": "Keras-Preprocessing", "jsonschema": "jsonschema"}
@@ -39,12 +37,7 @@ def extract(tmp_path_factory) -> tuple[str, tuple[str, ...]]:
     """(the release's root, the PYTHONPATH entries its scripts need) of a fresh extraction; skips
     where the archive (a fresh clone without ../shared) or the release's own import-time
     requirements are absent."""
-    if not os.path.isfile(ARCHIVE):
-        pytest.skip(f"ModelZoo R1.8 archive absent ({ARCHIVE}): the vendor's library lives in ../shared beside "
-                    "the project's checkout, not in the repository")
-    missing = [pypi for module, pypi in REQUIRES.items() if importlib.util.find_spec(module) is None]
-    if missing:
-        pytest.skip(f"ModelZoo R1.8 imports {', '.join(missing)} on every path: pip install {' '.join(missing)}")
+    require_release(ARCHIVE, "R1.8", REQUIRES, "pip install " + " ".join(REQUIRES.values()))
     base = tmp_path_factory.mktemp("modelzoo18")
     with tarfile.open(ARCHIVE) as tar:
         tar.extractall(base, filter="data")

@@ -19,15 +19,13 @@ learnable: each sequence counts up from a random token, so the loss falls within
 
 Skips, saying why, where the archive is absent (a fresh clone without ../shared), where the
 release's requirements are not installed (`make install` installs them: the `zoo` extra and
-bigcode_eval from ../shared), or where a cerebras.pytorch module the fit path imports is not
-built yet. torchvision, which the fit path imports but gpt and llama never use, cannot load beside
+bigcode_eval from ../shared). torchvision, which the fit path imports but gpt and llama never use, cannot load beside
 the project's CPU build of torch (PyPI's is built for CUDA torch: `operator torchvision::nms does
 not exist`), so the scripts get a stand-in of that name that raises ImportError on any use.
 """
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import re
 import subprocess
@@ -40,17 +38,15 @@ import yaml
 
 from tests.cstorch.helpers import ws_csd  # noqa: F401  (the fixture)
 from tests.harness import ROOT
+from tests.zoo.releases import SHARED, require_release
 
-ARCHIVE = os.path.join(os.path.dirname(ROOT), "shared", "modelzoo", "modelzoo-2.10.0.tar.gz")
+ARCHIVE = os.path.join(SHARED, "modelzoo-2.10.0.tar.gz")
 NLP = "src/cerebras/modelzoo/models/nlp"
 CONFIGS = {"gpt3": "gpt3/configs/Cerebras_GPT/111m.yaml", "llama": "llama/configs/params_llama2_7b.yaml"}
 # What the fit path imports beyond torch, h5py, numpy and yaml (module name: PyPI name).
 REQUIRES = {"pydantic": "pydantic", "transformers": "transformers", "pandas": "pandas", "lm_eval": "lm-eval",
             "evaluate": "evaluate", "bigcode_eval": "bigcode_eval (../shared)", "slack_sdk": "slack_sdk",
             "argcomplete": "argcomplete", "tabulate": "tabulate", "rich": "rich", "tqdm": "tqdm"}
-# The cerebras.pytorch modules the fit path imports that another part of this project builds.
-CSTORCH = ("sparse", "nn", "experimental.listener", "utils.data.sampler", "optim.scheduler",
-           "optim.weight_decay_scheduler")
 BATCH, MSL, VOCAB = 4, 16, 64
 MODEL = {"vocab_size": VOCAB, "hidden_size": 32, "max_position_embeddings": MSL, "num_hidden_layers": 2,
          "num_heads": 2, "filter_size": 64}
@@ -80,11 +76,6 @@ def __getattr__(name):
 '''
 CSZOO = "#!{python}\nimport sys\nfrom cerebras.modelzoo.cli.main import main\n\nif __name__ == '__main__':\n" \
         "    sys.exit(main())\n"
-
-
-def _missing_cstorch() -> list[str]:
-    """The modules of CSTORCH that csadmin.cstorch does not have yet."""
-    return [m for m in CSTORCH if importlib.util.find_spec("csadmin.cstorch." + m) is None]
 
 
 def _write_hdf5(folder, examples: int, seed: int) -> None:
@@ -120,15 +111,7 @@ def _tools(base: str) -> tuple[str, str]:
 @pytest.fixture(scope="module")
 def zoo(tmp_path_factory):
     """(the release's root, the data folder, the extra PYTHONPATH entries, the folder of cszoo)."""
-    if not os.path.isfile(ARCHIVE):
-        pytest.skip(f"ModelZoo 2.10 archive absent ({ARCHIVE}): the vendor's library lives in ../shared beside "
-                    "the project's checkout, not in the repository")
-    missing = [pypi for module, pypi in REQUIRES.items() if importlib.util.find_spec(module) is None]
-    if missing:
-        pytest.skip(f"ModelZoo 2.10's fit path imports {', '.join(missing)}: `make install` installs them")
-    if _missing_cstorch():
-        pytest.skip(f"ModelZoo 2.10's fit path imports cerebras.pytorch.{{{', '.join(_missing_cstorch())}}}, "
-                    "not built yet")
+    require_release(ARCHIVE, "2.10", REQUIRES, "`make install` installs them")
     base = str(tmp_path_factory.mktemp("modelzoo210"))
     with tarfile.open(ARCHIVE) as tar:
         tar.extractall(base, filter="data")
