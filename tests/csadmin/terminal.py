@@ -56,15 +56,6 @@ class Terminal:
         except (pexpect.TIMEOUT, pexpect.EOF):
             pass
 
-    def take(self, size: int) -> None:
-        """Read at most `size` bytes, once: a terminal that reads a little and stops again."""
-        try:
-            data = self.child.read_nonblocking(size, timeout=0.05)
-        except (pexpect.TIMEOUT, pexpect.EOF):
-            return
-        self.raw += data
-        self.stream.feed(data)
-
     def lines(self) -> list[str]:
         """Scrollback, then the visible screen (its last line is the toolbar)."""
         cols = self.screen.columns

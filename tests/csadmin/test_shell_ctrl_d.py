@@ -12,6 +12,7 @@ import termios
 import time
 
 import pexpect
+import pytest
 
 from tests.csadmin.terminal import Terminal
 from tests.harness import wait_until
@@ -33,16 +34,36 @@ def _leaves(t: Terminal, timeout: float = 15.0) -> bool:
     return False
 
 
-def test_ctrl_d_typed_while_events_are_printed_above_the_prompt_leaves(csd):
-    t = _silent_terminal(csd)
-    tty = os.open(f"/proc/{t.child.pid}/fd/0", os.O_RDWR | os.O_NOCTTY)
+def _takes(tty_path: str, data: bytes) -> bool:
+    """Whether the terminal's buffer has room for `data` now, written as another writer on it (a
+    background job, `wall`) would. False: it is full, so the shell's next write blocks."""
+    fd = os.open(tty_path, os.O_WRONLY | os.O_NOCTTY | os.O_NONBLOCK)
     try:
+        os.write(fd, data)
+        return True
+    except BlockingIOError:
+        return False
+    finally:
+        os.close(fd)
+
+
+@pytest.mark.parametrize("full", [False, True], ids=["events", "terminal-already-full"])
+def test_ctrl_d_typed_while_events_are_printed_above_the_prompt_leaves(csd, full):
+    t = _silent_terminal(csd)
+    tty_path = f"/proc/{t.child.pid}/fd/0"
+    tty = os.open(tty_path, os.O_RDWR | os.O_NOCTTY)
+    try:
+        while full and _takes(tty_path, b"~" * 64):
+            pass  # the shell's next write blocks in raw mode, the path that once hung this test
         # The terminal stops reading; events keep coming until the shell's write above the
         # prompt blocks, in cooked mode. How many that takes depends on the kernel's pty buffer
-        # (about 64 KiB here, and 300 events print about as much), so it is a condition, not a
-        # count. The buffer may also fill during the prompt's redraw, in raw mode: the shell then
-        # waits there for good, so the terminal reads a little (take), as a slow one does, and the
-        # next write above the prompt blocks in cooked mode.
+        # (tens of KiB; a burst prints about 10 KiB), so it is a condition, not a count. The
+        # buffer may also fill during the prompt's redraw, in raw mode: the shell then waits there
+        # until the terminal reads, and the kernel wakes a writer blocked on a pty only once its
+        # reader has emptied the buffer (Linux 6.18: 20 KiB read 256 bytes at a time, no progress
+        # until the last). So once the buffer is full and the shell is not in cooked mode, the
+        # terminal catches up with all it was sent (pump), as a slow one does, and the bursts
+        # begin again. Reading before the buffer is full would keep it from ever filling.
         def cooked():
             """In cooked mode and still there 0.2 s on: blocked, not one of the brief writes."""
             settled = time.monotonic() + 0.2
@@ -56,13 +77,15 @@ def test_ctrl_d_typed_while_events_are_printed_above_the_prompt_leaves(csd):
         with csd.client() as other:
             while not cooked():
                 assert time.monotonic() < deadline, "the shell never wrote above the prompt"
+                if not _takes(tty_path, b"~"):
+                    t.pump()  # full, and the shell blocked outside cooked mode: catch up
                 for _ in range(50):
                     other.fault_inject("temperature-high-warn")
                     other.fault_clear(all=True)
                 try:
                     wait_until(cooked, timeout=0.5)
                 except AssertionError:
-                    t.take(256)  # not blocked in cooked mode yet: more events, a little read
+                    pass  # not yet: the buffer may be full in raw mode (then a catch-up), or not yet full
         t.send("\x04")
         assert _leaves(t), f"Ctrl-D was lost; screen:\n{t.text()[-2000:]}"
         t.child.close()
