@@ -23,6 +23,7 @@ The compiled artifact's descriptor (what `run.program` gets):
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
@@ -114,7 +115,8 @@ class Program:
         return self.est_samples_per_sec
 
     def run(self, inputs: list) -> tuple[object, list]:
-        """Execute one step; return (the step's result, [(closure, args, kwargs)])."""
+        """Execute one step; return (the step's result, its step closures, each a callable that
+        fetches that closure's tensors and runs it: call them in order)."""
         # The step makes every gradient it leaves anew: the last step's are let go first, so their
         # memory serves this step's (held both at once, each step's came fresh from the kernel,
         # page-faulted). A gradient the program reads is in its state, which keeps it. A step that
@@ -126,12 +128,8 @@ class Program:
         for p, grad in zip(self.grad_params, outs[n_result:n_result + len(self.grad_params)]):
             p.grad = grad
         result = self.result_spec.unflatten([outs[v] if kind == "out" else v for kind, v in self.result_leaves])
-        calls = []
-        for fn, spec, leaves in self.closures:
-            name = getattr(fn, "__name__", "closure")
-            args, kwargs = spec.unflatten([fetched(outs[v], f"{name}.{i}") if kind == "out" else v
-                                           for i, (kind, v) in enumerate(leaves)])
-            calls.append((fn, args, kwargs))
+        calls = [functools.partial(_call_closure, fn, spec, [(kind, outs[v] if kind == "out" else v) for kind, v in leaves])
+                 for fn, spec, leaves in self.closures]
         return result, calls
 
     def descriptor(self, target_system: str) -> dict:
@@ -201,3 +199,13 @@ def _direct(module: fx.GraphModule, checksum: str):
     source = _OP_CALL.sub(bind, module.code)
     exec(compile(source, f"<cstorch program {checksum[:16]}>", "exec"), namespace)
     return namespace["forward"]
+
+
+def _call_closure(fn, spec, leaves: list) -> None:
+    """Run one step closure, its tensors fetched just before it runs, as the system fetches each
+    closure's when it runs that closure: a fetch hook (ModelZoo's DurationProfiler times batches
+    by them) sees the tensors of the closures before this one, not of those after."""
+    name = getattr(fn, "__name__", "closure")
+    args, kwargs = spec.unflatten([fetched(value, f"{name}.{i}") if kind == "out" else value
+                                   for i, (kind, value) in enumerate(leaves)])
+    fn(*args, **kwargs)

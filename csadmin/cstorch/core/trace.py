@@ -91,8 +91,8 @@ class StepFunction:
             with backend.stepping():
                 result, closures = run.program.run(inputs)
             run.step += 1
-            for fn, a, kw in closures:
-                fn(*a, **kw)
+            for closure in closures:
+                closure()
             csd.step_done(run.program.batch_size)
         except KeyboardInterrupt:
             run.finish("runtime interrupted (Ctrl-C)")

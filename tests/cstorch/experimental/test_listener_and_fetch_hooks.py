@@ -75,6 +75,43 @@ def test_the_fetch_hooks_hear_each_tensor_a_step_closure_receives(ws_csd, tmp_pa
     handle.remove()
 
 
+def test_a_closures_tensors_are_fetched_when_it_runs_after_the_closures_before_it(ws_csd, tmp_path):
+    """As on the system, each closure's tensors are fetched just before it runs: DurationProfiler
+    marks a batch's start in one closure and its end in the fetch hook of a later one's loss."""
+    backend = csx(ws_csd, tmp_path)
+    seen = []
+    handle = register_after_tensor_to_cpu(lambda tensor, name: seen.append(f"fetch {name}"))
+    with backend.device:
+        net = model(0)
+    compiled = cstorch.compile(net, backend)
+
+    @cstorch.step_closure
+    def begin():
+        seen.append("begin")
+
+    @cstorch.step_closure
+    def check(loss):
+        seen.append("check")
+
+    @cstorch.step_closure
+    def end():
+        seen.append("end")
+
+    @cstorch.trace
+    def step(batch):
+        begin()
+        inputs, targets = batch
+        loss = torch.nn.functional.cross_entropy(compiled(inputs), targets)
+        check(loss)
+        end()
+        return loss
+
+    for batch in cstorch.utils.data.DataExecutor(cstorch.utils.data.DataLoader(input_fn), num_steps=2):
+        step(batch)
+    assert seen == ["begin", "fetch check.0", "check", "end"] * 2
+    handle.remove()
+
+
 def test_no_hook_is_called_on_the_cpu_backend(tmp_path):
     backend = cstorch.backend("CPU", artifact_dir=str(tmp_path / "out"))
     heard = []
