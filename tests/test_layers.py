@@ -129,7 +129,7 @@ CSTORCH_PACKAGES = {
     "csadmin.cstorch.backend.run": (),
     "csadmin.cstorch.backend.appliance": (),
     "csadmin.cstorch.storage": ("backend.process_backend",),  # which API generation's file format to write
-    "csadmin.cstorch.nn": (),  # the torch.nn look-alike: torch's losses, one_hot
+    "csadmin.cstorch.nn": ("cirh",),  # the torch.nn look-alike: torch's losses, functional (its kernel classes refused as cirh's)
     "csadmin.cstorch.lib": (),  # the native library's calls ModelZoo makes (compiler attributes)
     "csadmin.cstorch.profiler": (),  # the op profiler: its schedule, and the profile refused
     "csadmin.cstorch.cirh": (),  # the system's compiler ops: refused by name

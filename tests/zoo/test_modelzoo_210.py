@@ -9,8 +9,8 @@ on the CSX backend against a real csd and on the CPU backend. The release
 never edited; nothing is installed at test time: its `src` goes on PYTHONPATH and `cszoo` is the
 console script pip would write for its entry point (cerebras.modelzoo.cli.main:main), on PATH.
 
-The params are the release's own Cerebras_GPT/111m.yaml (GPT-3 family) and params_llama2_7b.yaml,
-shrunk in size only (layers, widths, heads, vocabulary, sequence length, batch, steps, the
+The params are the release's own Cerebras_GPT/111m.yaml (GPT-3 family), params_llama2_7b.yaml and
+mixtral's params_moe_111M_base.yaml (a mixture of experts), shrunk in size only (layers, widths, heads, vocabulary, sequence length, batch, steps, the
 schedule's lengths, and `loss_weight`, which 111m.yaml sets to 1/max_sequence_length), their data
 pointed at small synthetic HDF5 files in the layout their data processors read
 (create_hdf5_dataset's: `data` [n, 3, msl] int32 of input_ids, attention_mask, labels, attribute
@@ -42,7 +42,8 @@ from tests.zoo.releases import SHARED, require_release
 
 ARCHIVE = os.path.join(SHARED, "modelzoo-2.10.0.tar.gz")
 NLP = "src/cerebras/modelzoo/models/nlp"
-CONFIGS = {"gpt3": "gpt3/configs/Cerebras_GPT/111m.yaml", "llama": "llama/configs/params_llama2_7b.yaml"}
+CONFIGS = {"gpt3": "gpt3/configs/Cerebras_GPT/111m.yaml", "llama": "llama/configs/params_llama2_7b.yaml",
+           "moe": "mixtral/configs/params_moe_111M_base.yaml"}
 # What the fit path imports beyond torch, h5py, numpy and yaml (module name: PyPI name).
 REQUIRES = {"pydantic": "pydantic", "transformers": "transformers", "pandas": "pandas", "lm_eval": "lm-eval",
             "evaluate": "evaluate", "bigcode_eval": "bigcode_eval (../shared)", "slack_sdk": "slack_sdk",
@@ -130,7 +131,7 @@ def params(zoo, folder, model: str, backend: str, max_steps: int, checkpoint_ste
     with open(os.path.join(release, NLP, CONFIGS[model])) as f:
         config = yaml.safe_load(f)
     init, fit = config["trainer"]["init"], config["trainer"]["fit"]
-    init["backend"]["backend_type"] = backend
+    init.setdefault("backend", {})["backend_type"] = backend  # the MoE config names none: CSX
     init["model"].update(MODEL)
     if "rotary_dim" in init["model"]:
         init["model"]["rotary_dim"] = MODEL["hidden_size"] // MODEL["num_heads"]
@@ -140,8 +141,7 @@ def params(zoo, folder, model: str, backend: str, max_steps: int, checkpoint_ste
     init["loop"].update(max_steps=max_steps, eval_frequency=max_steps, eval_steps=2)
     init["checkpoint"]["steps"] = checkpoint_steps
     init["logging"]["log_steps"] = 1
-    for scheduler in init["schedulers"][0]["SequentialLR"]["schedulers"]:
-        next(iter(scheduler.values()))["total_iters"] = 4
+    _shorten(init["schedulers"], total_iters=4)
     for name, split in (("train_dataloader", "train"), ("val_dataloader", "val")):
         loader = fit[name]
         loader.update(data_dir=os.path.join(data, split), batch_size=BATCH, num_workers=0)
@@ -153,6 +153,19 @@ def params(zoo, folder, model: str, backend: str, max_steps: int, checkpoint_ste
     with open(path, "w") as f:
         yaml.safe_dump(config, f, sort_keys=False)
     return path
+
+
+def _shorten(schedulers, total_iters: int) -> None:
+    """Every schedule in `schedulers` (nested: SequentialLR, ScalePerParamLR) `total_iters` long."""
+    if isinstance(schedulers, dict):
+        for key, value in schedulers.items():
+            if key == "total_iters":
+                schedulers[key] = total_iters
+            else:
+                _shorten(value, total_iters)
+    elif isinstance(schedulers, list):
+        for value in schedulers:
+            _shorten(value, total_iters)
 
 
 def cszoo(zoo, folder, *args, env=None) -> subprocess.CompletedProcess:
@@ -213,6 +226,8 @@ def test_gpt3_fits_on_csd_resumes_in_a_new_process_and_validates(ws_csd, zoo, tm
     log = done.stdout + done.stderr
     assert sorted(losses(log)) == [1, 2, 3, 4] and "Training completed successfully!" in log
     assert "Evaluation completed successfully!" in log
+    # DurationProfiler times each batch from its fetch hook: never a negative time left
+    assert "LoopTimeRemaining=" in log and not re.search(r"TimeRemaining[=>]-", log)
     # one run per mode, each programmed once, samples = steps x batch
     assert _summary(new_runs(ws_csd, before)) == [("train", "CLOSED", 4 * BATCH, 1), ("eval", "CLOSED", 2 * BATCH, 1)]
     model_dir = tmp_path / "model_dir"
@@ -274,3 +289,17 @@ def test_llama_fits_and_validates(ws_csd, zoo, tmp_path, backend):
                      "--checkpoint_path", str(tmp_path / "model_dir" / "checkpoint_4.mdl"), env=ws_csd.env())
         assert done.returncode == 0, done.stderr[-4000:]
         assert _summary(new_runs(ws_csd, before)) == [("eval", "CLOSED", 2 * BATCH, 1)]
+
+
+def test_a_mixture_of_experts_fits_on_csd(ws_csd, zoo, tmp_path):
+    """params_moe_111M_base.yaml: its experts' layers call cstorch.nn.functional.sparse_act_matmul,
+    its router one_hot; per-parameter learning rates (ScalePerParamLR), ALiBi, bfloat16 with
+    dynamic loss scaling."""
+    before = run_count(ws_csd)
+    done = cszoo(zoo, tmp_path, "fit", params(zoo, tmp_path, "moe", "CSX", max_steps=4, checkpoint_steps=4),
+                 env=ws_csd.env())
+    assert done.returncode == 0, done.stderr[-4000:]
+    log = done.stdout + done.stderr
+    assert sorted(losses(log)) == [1, 2, 3, 4] and "Evaluation completed successfully!" in log
+    assert checkpoints(tmp_path / "model_dir") == ["checkpoint_0.mdl", "checkpoint_4.mdl"]  # save_initial_checkpoint
+    assert _summary(new_runs(ws_csd, before)) == [("train", "CLOSED", 4 * BATCH, 1), ("eval", "CLOSED", 2 * BATCH, 1)]

@@ -1,6 +1,6 @@
 """`cstorch.nn` (2.x): the real package's torch.nn look-alike, for what ModelZoo 2.10 reaches.
 
-`functional` (`one_hot`); the loss modules of the real package that torch has too — BCELoss,
+`functional` (the real module's functions: one_hot, sparse_act_matmul, ...); the loss modules of the real package that torch has too — BCELoss,
 BCEWithLogitsLoss, CosineEmbeddingLoss, CrossEntropyLoss, CTCLoss, GaussianNLLLoss,
 HingeEmbeddingLoss, HuberLoss, KLDivLoss, L1Loss, MarginRankingLoss, MSELoss,
 MultiLabelSoftMarginLoss, MultiMarginLoss, NLLLoss, PoissonNLLLoss, SmoothL1Loss,
