@@ -65,6 +65,9 @@ CSTORCH_PACKAGES = {
     # ModelZoo 2.x's code needs one thing of torch 2.4 that torch 2.13 dropped (torch_compat).
     "csadmin.cstorch.__main__": ("", "backend.appliance", "backend.process_backend", "core", "torch_compat",
                                  "utils.data"),
+    # The stand-in packages on the PYTHONPATH of a process the script starts (not packages of
+    # ours: no __init__.py above them): each prepares its process through the runner.
+    "csadmin.cstorch._site": ("__main__",),
     # The top level is the script's `import cerebras.pytorch as cstorch`: it gathers the names of
     # every package below and defines none that they import.
     "csadmin.cstorch": ("_version", "utils.constant", "core", "amp", "optim", "metrics", "storage", "saver", "sparse",

@@ -19,7 +19,13 @@ The names R1.8 scripts import from `cerebras_appliance` for configure (Execution
 DebugArgs, get_debug_args) are csadmin.cstorch.backend.appliance, registered the same way; the
 later releases' `cerebras.appliance` (storage, log, errors, ...) is csadmin.appliance. Every
 module made here has a `__spec__`, so `importlib.util.find_spec(name)` answers for it as for an
-installed one. Other processes see nothing.
+installed one.
+
+Python processes the script starts import the same names: ModelZoo R1.8's `--mode eval_all` and
+`--mode train_and_eval` run `sys.executable run.py ...` once per checkpoint or round. The runner
+puts csadmin/cstorch/_site on their PYTHONPATH, where a stand-in package of each name
+(`cerebras_pytorch`, `cerebras_appliance`, `cerebras.pytorch`, `cerebras.appliance`) prepares
+that process as this one is (`prepare`) and gives way to the registered module.
 
 A launcher may give the process an input-only role through its environment (an input worker task
 of csrun_wse, a cs_input_analyzer task; utils/data/_utils/roles.py): the script then runs up to
@@ -42,6 +48,8 @@ import types
 from csadmin.errors import CsError, InvalidState
 
 ALIASES = ("cerebras_pytorch.experimental", "cerebras_pytorch", "cerebras.pytorch")
+# The stand-in packages a process the script starts imports (see the module docstring).
+SITE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_site")
 USAGE = "usage: python -m csadmin.cstorch SCRIPT|CONSOLE_SCRIPT [ARGS...]"
 
 
@@ -145,6 +153,24 @@ def _register(name: str, module: types.ModuleType) -> list[str]:
     return made
 
 
+def prepare() -> None:
+    """Make this process one a script runs in: every alias registered, and torch 2.13's pytree
+    specs taking the field names ModelZoo 2.x replaces them by (torch_compat)."""
+    alias_modules()
+    from csadmin.cstorch import torch_compat
+
+    torch_compat.accept_dataclass_fields()
+
+
+def stand_in(name: str) -> None:
+    """What the _site package `name` does when a process the script started imports it: prepare
+    the process and leave `name` to the module registered under it."""
+    del sys.modules[name]  # the stand-in itself: registration puts the real alias in its place
+    prepare()
+    if name not in sys.modules:
+        raise ImportError(f"python -m csadmin.cstorch registers no module {name!r}", name=name)
+
+
 def _console_script(name: str):
     """(how to run it, its file) for the console script `name`: an installed distribution's entry
     point, else a Python script on PATH; None when there is neither."""
@@ -183,10 +209,8 @@ def main(argv: list[str]) -> int:
     if not os.path.isfile(target) and _console_script(target) is None:
         print(f"python -m csadmin.cstorch: no such script or console script: {target}\n{USAGE}", file=sys.stderr)
         return 2
-    alias_modules()
-    from csadmin.cstorch import torch_compat
-
-    torch_compat.accept_dataclass_fields()  # ModelZoo 2.x replaces pytree specs as torch 2.4 allowed
+    prepare()
+    os.environ["PYTHONPATH"] = os.pathsep.join([SITE, *filter(None, os.environ.get("PYTHONPATH", "").split(os.pathsep))])
     from csadmin.cstorch.backend import process_backend
     from csadmin.cstorch.utils.data._utils import roles
 

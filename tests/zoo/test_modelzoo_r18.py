@@ -97,6 +97,16 @@ def test_gpt2_trains_then_evaluates_its_checkpoint(ws_csd, zoo, tmp_path):
     assert programmings(ws_csd, record["runId"]) == 1
     assert "loss" in scalars(model_dir / "eval")
 
+    # eval_all: ModelZoo runs `sys.executable run.py --mode=eval --checkpoint_path=...` once per
+    # checkpoint, oldest first; each of those processes imports cerebras_pytorch as this one does
+    done = run_py(ws_csd, zoo, model_dir, "--mode", "eval_all", "--max_steps", "6")
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert (done.stdout + done.stderr).count("Evaluation completed successfully!") == 3
+    evals = runs(ws_csd)[:3]  # newest first: checkpoint_4's 2 batches, checkpoint_2's 4, checkpoint_0's 6
+    assert [(r["status"], r["mode"], r["totalSamples"]) for r in evals] == [
+        ("CLOSED", "eval", n * BATCH) for n in (2, 4, 6)]
+    assert all(programmings(ws_csd, r["runId"]) == 1 for r in evals)
+
 
 def test_validate_only_and_compile_only_open_no_run(ws_csd, zoo, tmp_path):
     before = len(runs(ws_csd))

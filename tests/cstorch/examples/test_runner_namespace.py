@@ -130,3 +130,39 @@ def test_the_runner_registers_the_appliance_package_with_its_levels(tmp_path):
     done = _runner(tmp_path, "train.py")
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "ok" and "VERBOSE cerebras.test loud" in done.stderr and "hidden" not in done.stderr
+
+
+def test_a_python_process_the_script_starts_imports_the_same_names(tmp_path):
+    """ModelZoo R1.8's eval_all and train_and_eval run `sys.executable run.py ...` again, once per
+    checkpoint or round: that process imports the names as the runner's does, each name first."""
+    site = tmp_path / "site"
+    _distribution(site)
+    child = textwrap.dedent("""
+        import sys, importlib
+        first = importlib.import_module(sys.argv[1])
+        import csadmin.cstorch, cerebras.pytorch, cerebras_pytorch.experimental as r18
+        from cerebras.zoo import ZOO
+        from cerebras.appliance.storage import StorageReader
+        from cerebras_appliance.run_utils import get_debug_args
+        assert cerebras.pytorch is csadmin.cstorch and r18.compile is not csadmin.cstorch.compile
+        print(sys.argv[1], "->", first.__name__, ZOO)
+    """)
+    (tmp_path / "child.py").write_text(child)
+    names = ["cerebras_pytorch", "cerebras_pytorch.experimental", "cerebras.pytorch", "cerebras_appliance",
+             "cerebras.appliance"]
+    (tmp_path / "train.py").write_text(textwrap.dedent(f"""
+        import subprocess, sys
+        import cerebras.pytorch
+        for name in {names!r}:
+            subprocess.run([sys.executable, "child.py", name], check=True)
+    """))
+    done = _runner(tmp_path, "train.py", path_dirs=[site])
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stdout.splitlines() == [
+        "cerebras_pytorch -> cerebras_pytorch installed", "cerebras_pytorch.experimental -> cerebras_pytorch.experimental installed",
+        "cerebras.pytorch -> csadmin.cstorch installed", "cerebras_appliance -> cerebras_appliance installed",
+        "cerebras.appliance -> csadmin.appliance installed"]
+    # a process the script did not start (no runner above it) finds none of them
+    plain = subprocess.run([sys.executable, "child.py", "cerebras_pytorch"], cwd=tmp_path, capture_output=True,
+                           text=True, env=dict(os.environ, PYTHONPATH=ROOT), timeout=60)
+    assert plain.returncode == 1 and "No module named 'cerebras_pytorch'" in plain.stderr
