@@ -39,6 +39,8 @@ def test_a_checkpoint_is_written_whole_on_leaving_its_block_and_read_back_by_key
     blob, meta = reader.read("blob")
     assert blob.read() == b"pickled" and meta["kind"] == "bytes"
     assert reader.global_metadata == {"__version__": "2.10.0"}
+    # what `cszoo checkpoint info` prints: the file's size and modification time
+    assert reader.fstat.st_size == path.stat().st_size and reader.stats.st_mtime == path.stat().st_mtime
     with pytest.raises(FileExistsError, match="already exists"):
         StorageWriter.get(str(path))
     assert H5Deleter(str(path)).delete("blob") and not H5Deleter(str(path)).delete("blob")

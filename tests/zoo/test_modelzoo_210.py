@@ -236,6 +236,9 @@ def test_gpt3_fits_on_csd_resumes_in_a_new_process_and_validates(ws_csd, zoo, tm
     assert state["global_step"] == 4 and state["optimizer"]["state"]
     board = scalars(model_dir / "events")
     assert sorted(board["loss"]) == [1, 2, 3, 4] and "validate_0/loss" in board  # TensorBoard, model_dir/events
+    info = cszoo(zoo, tmp_path, "checkpoint", "info", str(model_dir / "checkpoint_4.mdl"))  # ModelZoo's reader
+    assert info.returncode == 0, info.stderr[-3000:]
+    assert "Total checkpoint size:" in info.stdout and "Cerebras PyTorch Version: 2.10.0" in info.stdout
 
     # a new process resumes from the checkpoint: steps 5 to 8, the weights it trained on
     before = run_count(ws_csd)

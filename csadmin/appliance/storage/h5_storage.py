@@ -71,8 +71,13 @@ class H5Reader(H5Interface, StorageReader):
         self._held = self._OPENER(path, "rb")
 
     @property
+    def fstat(self) -> os.stat_result:
+        """The held file's os.fstat (ModelZoo's `cszoo checkpoint info` prints its size and time)."""
+        return os.fstat(self._held.fileno())
+
+    @property
     def stats(self) -> StorageReader.Stats:
-        return StorageReader.Stats(path=self.path, st_mtime=os.fstat(self._held.fileno()).st_mtime)
+        return StorageReader.Stats(path=self.path, st_mtime=self.fstat.st_mtime)
 
     def read(self, key):
         with self.open("r") as f:
