@@ -210,7 +210,8 @@ def main(argv: list[str]) -> int:
         print(f"python -m csadmin.cstorch: no such script or console script: {target}\n{USAGE}", file=sys.stderr)
         return 2
     prepare()
-    os.environ["PYTHONPATH"] = os.pathsep.join([SITE, *filter(None, os.environ.get("PYTHONPATH", "").split(os.pathsep))])
+    inherited = filter(None, os.environ.get("PYTHONPATH", "").split(os.pathsep))
+    os.environ["PYTHONPATH"] = os.pathsep.join([SITE, *inherited])  # for the processes the script starts
     from csadmin.cstorch.backend import process_backend
     from csadmin.cstorch.utils.data._utils import roles
 

@@ -10,12 +10,13 @@ never edited; nothing is installed at test time: its `src` goes on PYTHONPATH an
 console script pip would write for its entry point (cerebras.modelzoo.cli.main:main), on PATH.
 
 The params are the release's own Cerebras_GPT/111m.yaml (GPT-3 family), params_llama2_7b.yaml and
-mixtral's params_moe_111M_base.yaml (a mixture of experts), shrunk in size only (layers, widths, heads, vocabulary, sequence length, batch, steps, the
-schedule's lengths, and `loss_weight`, which 111m.yaml sets to 1/max_sequence_length), their data
-pointed at small synthetic HDF5 files in the layout their data processors read
-(create_hdf5_dataset's: `data` [n, 3, msl] int32 of input_ids, attention_mask, labels, attribute
-n_examples), and their loaders given num_workers 0 (the machine has two cores). The data is
-learnable: each sequence counts up from a random token, so the loss falls within a few steps.
+mixtral's params_moe_111M_base.yaml (a mixture of experts), shrunk in size only (layers, widths,
+heads, vocabulary, sequence length, batch, steps, the schedule's lengths, and `loss_weight`, which
+111m.yaml sets to 1/max_sequence_length), their data pointed at small synthetic HDF5 files in the
+layout their data processors read (create_hdf5_dataset's: `data` [n, 3, msl] int32 of input_ids,
+attention_mask, labels, attribute n_examples), and their loaders given num_workers 0 (the machine
+has two cores). The data is learnable: each sequence counts up from a random token, so the loss
+falls within a few steps.
 
 Skips, saying why, where the archive is absent (a fresh clone without ../shared), where the
 release's requirements are not installed (`make install` installs them: the `zoo` extra and

@@ -128,7 +128,8 @@ class Program:
         for p, grad in zip(self.grad_params, outs[n_result:n_result + len(self.grad_params)]):
             p.grad = grad
         result = self.result_spec.unflatten([outs[v] if kind == "out" else v for kind, v in self.result_leaves])
-        calls = [functools.partial(_call_closure, fn, spec, [(kind, outs[v] if kind == "out" else v) for kind, v in leaves])
+        calls = [functools.partial(_call_closure, fn, spec,
+                                   [(kind, outs[v] if kind == "out" else v) for kind, v in leaves])
                  for fn, spec, leaves in self.closures]
         return result, calls
 

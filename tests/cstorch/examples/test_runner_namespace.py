@@ -159,7 +159,8 @@ def test_a_python_process_the_script_starts_imports_the_same_names(tmp_path):
     done = _runner(tmp_path, "train.py", path_dirs=[site])
     assert done.returncode == 0, done.stderr[-3000:]
     assert done.stdout.splitlines() == [
-        "cerebras_pytorch -> cerebras_pytorch installed", "cerebras_pytorch.experimental -> cerebras_pytorch.experimental installed",
+        "cerebras_pytorch -> cerebras_pytorch installed",
+        "cerebras_pytorch.experimental -> cerebras_pytorch.experimental installed",
         "cerebras.pytorch -> csadmin.cstorch installed", "cerebras_appliance -> cerebras_appliance installed",
         "cerebras.appliance -> csadmin.appliance installed"]
     # a process the script did not start (no runner above it) finds none of them
